@@ -1,0 +1,68 @@
+"""The keyed state and timer interface operators are written against (Flink's operator contract, small).
+
+An operator sees one key at a time through a :class:`KeyContext`: named values it may read and
+write, event-time timers it may register or delete, and the current watermark.  Adapters implement
+the context: :class:`InMemoryKeyContext` here (unit tests, the pure reference), Spark's
+``transformWithState`` handles in ``runtime.spark.streaming``.  Values must be picklable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+#: The watermark before any has been seen (Spark and Flink both start at the minimum).
+NO_WATERMARK = -(2**63)
+
+
+class KeyContext(Protocol):
+    """What an operator may touch while handling one key."""
+
+    def get(self, name: str) -> Any | None: ...
+
+    def put(self, name: str, value: Any) -> None: ...
+
+    def clear(self, name: str) -> None: ...
+
+    def register_timer(self, time: int) -> None: ...
+
+    def delete_timer(self, time: int) -> None: ...
+
+    def timers(self) -> list[int]: ...
+
+    @property
+    def watermark(self) -> int: ...
+
+
+@dataclass
+class InMemoryKeyContext:
+    """A dict-backed :class:`KeyContext` for one key, with a timer set the harness fires."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    timer_set: set[int] = field(default_factory=set)
+    current_watermark: int = NO_WATERMARK
+
+    def get(self, name: str) -> Any | None:
+        return self.values.get(name)
+
+    def put(self, name: str, value: Any) -> None:
+        self.values[name] = value
+
+    def clear(self, name: str) -> None:
+        self.values.pop(name, None)
+
+    def register_timer(self, time: int) -> None:
+        self.timer_set.add(time)
+
+    def delete_timer(self, time: int) -> None:
+        self.timer_set.discard(time)
+
+    def timers(self) -> list[int]:
+        return sorted(self.timer_set)
+
+    @property
+    def watermark(self) -> int:
+        return self.current_watermark
+
+    def is_empty(self) -> bool:
+        return not self.values and not self.timer_set

@@ -1,0 +1,87 @@
+"""The version history of one key: pure data and the lookups every operator shares.
+
+Rules (each lives here and nowhere else in the core):
+
+* a version is valid from its time, inclusive, to the next event of its key, exclusive;
+* a delete event at ``t`` means "no version from ``t`` on" until a later upsert;
+* several events for one key at one time: the one with the highest sequence (the last in input
+  order) wins;
+* expiry keeps the newest event older than the watermark, because it is still the version valid
+  at the watermark (Flink's ``TemporalRowTimeJoinOperator`` cleanup).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class VersionEvent:
+    """One change of a versioned table: at ``time`` (µs since epoch) the key gets ``payload`` or is deleted."""
+
+    time: int
+    seq: int
+    deleted: bool
+    payload: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """The version valid at some time, with its validity interval (``valid_to`` None = still open)."""
+
+    event: VersionEvent
+    valid_to: int | None
+
+
+@dataclass(slots=True)
+class VersionHistory:
+    """Events of one key sorted by time; at most one event per time.
+
+    >>> h = VersionHistory()
+    >>> for e in (VersionEvent(10, 0, False, "a"), VersionEvent(20, 1, True), VersionEvent(30, 2, False, "b")):
+    ...     h.apply(e)
+    >>> [h.version_at(t) and h.version_at(t).event.payload for t in (5, 10, 25, 30)]
+    [None, 'a', None, 'b']
+    """
+
+    events: list[VersionEvent] = field(default_factory=list)
+    _times: list[int] = field(default_factory=list)
+
+    def apply(self, event: VersionEvent) -> None:
+        """Insert ``event``; at an occupied time the higher sequence wins."""
+        i = bisect_left(self._times, event.time)
+        if i < len(self._times) and self._times[i] == event.time:
+            if event.seq >= self.events[i].seq:
+                self.events[i] = event
+            return
+        self._times.insert(i, event.time)
+        self.events.insert(i, event)
+
+    def version_at(self, time: int) -> Match | None:
+        """The upsert in force at ``time``, or None (before the first version, or inside a deleted span)."""
+        i = bisect_right(self._times, time) - 1
+        if i < 0 or self.events[i].deleted:
+            return None
+        valid_to = self._times[i + 1] if i + 1 < len(self._times) else None
+        return Match(self.events[i], valid_to)
+
+    def expire_before(self, watermark: int) -> int:
+        """Drop events older than ``watermark`` except the newest of them; returns how many were dropped."""
+        older = bisect_left(self._times, watermark)
+        drop = max(older - 1, 0)
+        if drop:
+            del self.events[:drop]
+            del self._times[:drop]
+        return drop
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    @classmethod
+    def of(cls, events: list[VersionEvent]) -> VersionHistory:
+        history = cls()
+        for event in events:
+            history.apply(event)
+        return history

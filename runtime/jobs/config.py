@@ -1,0 +1,163 @@
+"""Job configuration shared by the streaming job, the backfill job, the CLI and the Airflow operator.
+
+A job config is plain JSON (so Airflow can template it and spark-submit can ship it)::
+
+    {
+      "left":  {"path": "data/orders", "format": "csv", "options": {"header": "true"},
+                "schema": "order_id STRING, price DECIMAL(32,2), currency STRING, order_time TIMESTAMP",
+                "watermark_delay": "0 seconds"},
+      "right": {"path": "data/rates", "format": "csv", "options": {"header": "true"},
+                "schema": "op STRING, currency STRING, conversion_rate DECIMAL(32,4), update_time TIMESTAMP"},
+      "versioned": {"key": ["currency"], "time": "update_time", "format": "changelog", "op": "op"},
+      "join": {"left_time": "order_time", "left_key": ["currency"], "how": "left"},
+      "output": {"path": "out/orders_enriched"},
+      "checkpoint": "chk/orders_enriched",
+      "trigger": {"available_now": true},
+      "mode": "event_time",
+      "retention": {"min_idle": "1 hour", "max_idle": "2 hours"}
+    }
+
+``output.late_path`` and ``output.dead_letter_path`` default to ``<output.path>_late`` and
+``<output.path>_dead_letter``.  ``from_dict`` validates everything before a Spark job starts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runtime.core.errors import SpecError
+from runtime.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
+
+SOURCE_FORMATS = ("csv", "json", "parquet")
+_DURATION = re.compile(r"^\s*(\d+)\s*(microseconds?|milliseconds?|ms|seconds?|s|minutes?|min|hours?|h|days?|d)\s*$", re.I)
+_UNIT_US = {
+    "microsecond": 1, "millisecond": 1_000, "ms": 1_000, "second": 1_000_000, "s": 1_000_000,
+    "minute": 60_000_000, "min": 60_000_000, "hour": 3_600_000_000, "h": 3_600_000_000,
+    "day": 86_400_000_000, "d": 86_400_000_000,
+}
+
+
+def parse_duration(text: str | int, argument: str) -> int:
+    """Microseconds in a duration such as ``"90 seconds"`` or ``"2 hours"`` (ints are microseconds).
+
+    >>> parse_duration("2 hours", "max_idle")
+    7200000000
+    """
+    if isinstance(text, int):
+        return text
+    match = _DURATION.match(str(text))
+    if not match:
+        raise SpecError(argument, f"cannot read duration {text!r}; write e.g. '10 seconds' or '2 hours'", where="job config")
+    unit = match.group(2).lower()
+    unit = unit[:-1] if unit.endswith("s") and unit not in ("s", "ms") else unit
+    return int(match.group(1)) * _UNIT_US[unit]
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """A file source (a directory of CSV / JSON / parquet files) read as batch or stream."""
+
+    path: str
+    format: str
+    schema: str
+    options: Mapping[str, str] = field(default_factory=dict)
+    watermark_delay: str = "0 seconds"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], side: str) -> SourceConfig:
+        for required in ("path", "format", "schema"):
+            if not data.get(required):
+                raise SpecError(required, f"the {side} source needs '{required}'", where="job config")
+        if data["format"] not in SOURCE_FORMATS:
+            raise SpecError("format", f"{side} source format {data['format']!r} not in {SOURCE_FORMATS}", where="job config")
+        parse_duration(data.get("watermark_delay", "0 seconds"), f"{side}.watermark_delay")
+        return cls(
+            path=str(data["path"]),
+            format=data["format"],
+            schema=data["schema"],
+            options=dict(data.get("options", {})),
+            watermark_delay=data.get("watermark_delay", "0 seconds"),
+        )
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """Everything a streaming or backfill job needs; see the module docstring for the JSON shape."""
+
+    left: SourceConfig
+    right: SourceConfig
+    join: TemporalJoinSpec
+    output_path: str
+    late_path: str
+    dead_letter_path: str
+    checkpoint: str | None = None
+    available_now: bool = True
+    processing_time: str | None = None
+    mode: str = "event_time"
+    retention: StateRetention | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobConfig:
+        for section in ("left", "right", "versioned", "join", "output"):
+            if section not in data:
+                raise SpecError(section, f"missing section '{section}'", where="job config")
+        v = data["versioned"]
+        versioned = VersionedTableSpec(
+            key=v.get("key"), time=v.get("time"), format=v.get("format", "append"), op=v.get("op"),
+            delete_flag=v.get("delete_flag"), sequence=v.get("sequence"), where="job config: versioned",
+        )
+        j = data["join"]
+        validity = None
+        if j.get("valid_from") or j.get("valid_to"):
+            validity = ValidityColumns(valid_from=j.get("valid_from") or "valid_from", valid_to=j.get("valid_to"))
+        join = TemporalJoinSpec(
+            versioned, left_time=j.get("left_time"), left_key=j.get("left_key"), how=j.get("how", "inner"),
+            right_columns=j.get("right_columns"), right_prefix=j.get("right_prefix", ""), validity=validity,
+            predicate=j.get("predicate"), where="job config: join",
+        )
+        mode = data.get("mode", "event_time")
+        if mode not in ("event_time", "processing_time"):
+            raise SpecError("mode", f"unknown mode {mode!r}; use 'event_time' or 'processing_time'", where="job config")
+        trigger = data.get("trigger", {"available_now": True})
+        if bool(trigger.get("available_now")) == bool(trigger.get("processing_time")):
+            raise SpecError("trigger", "set exactly one of available_now / processing_time", where="job config")
+        retention = None
+        if data.get("retention"):
+            r = data["retention"]
+            retention = StateRetention(
+                parse_duration(r.get("min_idle", 0), "retention.min_idle"),
+                parse_duration(r.get("max_idle", r.get("min_idle", 0)), "retention.max_idle"),
+            )
+        out = data["output"]
+        if not out.get("path"):
+            raise SpecError("output.path", "an output path is required", where="job config")
+        return cls(
+            left=SourceConfig.from_dict(data["left"], "left"),
+            right=SourceConfig.from_dict(data["right"], "right"),
+            join=join,
+            output_path=out["path"],
+            late_path=out.get("late_path") or f"{out['path']}_late",
+            dead_letter_path=out.get("dead_letter_path") or f"{out['path']}_dead_letter",
+            checkpoint=data.get("checkpoint"),
+            available_now=bool(trigger.get("available_now")),
+            processing_time=trigger.get("processing_time"),
+            mode=mode,
+            retention=retention,
+            raw=dict(data),
+        )
+
+    @classmethod
+    def load(cls, source: str | Path | Mapping[str, Any]) -> JobConfig:
+        """From a dict, a JSON string or a path to a JSON file."""
+        if isinstance(source, Mapping):
+            return cls.from_dict(source)
+        text = str(source)
+        if text.lstrip().startswith("{"):
+            return cls.from_dict(json.loads(text))
+        return cls.from_dict(json.loads(Path(text).read_text()))

@@ -1,0 +1,55 @@
+"""Shared fixtures.  JVM tests share ONE SparkSession per run (local[2], few shuffle partitions,
+UI off, warehouse and Derby metastore in a temp dir).  Core tests never touch it."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+CONFORMANCE = SHARED / "conformance" / "flink" / "cases"
+
+_SPARK_HOME = Path(tempfile.mkdtemp(prefix="timeweave-spark-"))
+
+
+def spark_conf() -> dict[str, str]:
+    """The one configuration every JVM test (and the in-process dbt run) uses."""
+    return {
+        "spark.master": "local[2]",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "4",
+        "spark.ui.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": str(_SPARK_HOME / "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={_SPARK_HOME / 'metastore_db'};create=true",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={_SPARK_HOME}",
+        "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.python.worker.reuse": "true",
+    }
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The run's single SparkSession (Hive-enabled, so dbt-spark's session method can share it)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("timeweave-tests")
+    for key, value in spark_conf().items():
+        builder = builder.config(key, value)
+    session = builder.enableHiveSupport().getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_home() -> Path:
+    return _SPARK_HOME
