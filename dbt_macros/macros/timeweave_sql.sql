@@ -1,0 +1,171 @@
+{#-
+  THE temporal-join plan of timeweave, as pure Jinja: no dbt context is used here, so the Python
+  DataFrame / SQL doors render this very file with jinja2 and dbt models render it through the public
+  macros.  One plan, every batch door.
+
+  Rules implemented (the same rules runtime/core/versioned.py states for the streaming operator):
+  - a version is valid from its time (inclusive) to the key's next event (exclusive);
+  - a delete event ends validity at its time; a later upsert starts a new version;
+  - ties (same key and time): the highest sequence (last in input order) wins;
+  - the extra predicate is applied to the version found, never used to search for another one.
+
+  Plan: union the right side's events with the left rows, sort by (key, time, side, seq) and take
+  LAST(version IGNORE NULLS) over the running frame: O(n log n), one shuffle by key, no range join.
+  Right events sort before left rows at equal time (a version is valid from its time inclusive), and by
+  sequence among themselves, so LAST picks the winning tie.
+
+  Relations (`left`, `right`) are SQL text: a table name, a ref() or "(subquery)".
+  Column lists are explicit; the public dbt macros introspect them, Python passes the DataFrame's.
+-#}
+
+{%- macro timeweave__q(name) -%}
+`{{ name | replace('`', '``') }}`
+{%- endmacro -%}
+
+{%- macro timeweave__in_list(values) -%}
+{%- for v in values -%}'{{ v | replace("'", "''") }}'{{ ", " if not loop.last }}{%- endfor -%}
+{%- endmacro -%}
+
+{#- SQL boolean: is this right row a delete?  NULL means an unknown op (dead letter). -#}
+{%- macro timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) -%}
+{%- if format == 'changelog' -%}
+CASE WHEN trim({{ timeweave__q(op) }}) IN ({{ timeweave__in_list(upsert_ops) }}) THEN false WHEN trim({{ timeweave__q(op) }}) IN ({{ timeweave__in_list(delete_ops) }}) THEN true END
+{%- elif format == 'upsert' and delete_flag -%}
+coalesce({{ timeweave__q(delete_flag) }}, false)
+{%- else -%}
+false
+{%- endif -%}
+{%- endmacro -%}
+
+{#- SQL string: why this row cannot be used (NULL when it can). -#}
+{%- macro timeweave__reject_reason(side, key, time, format='append', op=none, delete_flag=none, upsert_ops=[], delete_ops=[]) -%}
+CASE
+{%- for k in key %}
+  WHEN {{ timeweave__q(k) }} IS NULL THEN 'NULL key column {{ k }}'
+{%- endfor %}
+  WHEN {{ timeweave__q(time) }} IS NULL THEN 'NULL time column {{ time }}'
+{%- if side == 'right' and format == 'changelog' %}
+  WHEN ({{ timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL THEN concat('unknown op ', coalesce(cast({{ timeweave__q(op) }} AS STRING), 'NULL'), ' in column {{ op }}')
+{%- endif %}
+END
+{%- endmacro -%}
+
+{#- The right side as version events: __tw_k<i>, __tw_t, __tw_seq, __tw_deleted, __tw_p (all right columns). -#}
+{%- macro timeweave__right_events_sql(right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, upsert_ops=[], delete_ops=[]) -%}
+SELECT
+{%- for k in key %}
+  {{ timeweave__q(k) }} AS __tw_k{{ loop.index0 }},
+{%- endfor %}
+  CAST({{ timeweave__q(time) }} AS TIMESTAMP) AS __tw_t,
+  {% if sequence %}CAST({{ timeweave__q(sequence) }} AS BIGINT){% else %}monotonically_increasing_id(){% endif %} AS __tw_seq,
+  {{ timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }} AS __tw_deleted,
+  named_struct({% for c in right_columns %}'{{ c }}', {{ timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_p
+FROM {{ right }}
+WHERE ({{ timeweave__reject_reason('right', key, time, format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL
+{%- endmacro -%}
+
+{#- Version events with their validity end: adds __tw_valid_to (the key's next event time). -#}
+{%- macro timeweave__versions_sql(events, nkeys) -%}
+SELECT *, LEAD(__tw_t) OVER (PARTITION BY {% for i in range(nkeys) %}__tw_k{{ i }}{{ ", " if not loop.last }}{% endfor %} ORDER BY __tw_t, __tw_seq) AS __tw_valid_to
+FROM {{ events }}
+{%- endmacro -%}
+
+{#- Left rows matched with the version event in force at their time: columns __tw_l, __tw_v.
+    __tw_v = struct(deleted, valid_from, valid_to, p) or NULL before the key's first event.
+    Left rows with a NULL key or time are excluded here (they go to the dead letter). -#}
+{%- macro timeweave__matched_sql(left, left_columns, left_key, left_time, versions, nkeys) -%}
+SELECT __tw_l, __tw_v FROM (
+  SELECT __tw_side, __tw_l,
+    LAST(__tw_v, true) OVER (
+      PARTITION BY {% for i in range(nkeys) %}__tw_k{{ i }}{{ ", " if not loop.last }}{% endfor %}
+      ORDER BY __tw_t, __tw_side, __tw_seq
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __tw_v
+  FROM (
+    SELECT {% for i in range(nkeys) %}__tw_k{{ i }}, {% endfor %}__tw_t, 0 AS __tw_side, __tw_seq, NULL AS __tw_l,
+      named_struct('deleted', __tw_deleted, 'valid_from', __tw_t, 'valid_to', __tw_valid_to, 'p', __tw_p) AS __tw_v
+    FROM {{ versions }}
+    UNION ALL
+    SELECT {% for k in left_key %}{{ timeweave__q(k) }} AS __tw_k{{ loop.index0 }}, {% endfor %}CAST({{ timeweave__q(left_time) }} AS TIMESTAMP) AS __tw_t, 1 AS __tw_side, 0L AS __tw_seq,
+      named_struct({% for c in left_columns %}'{{ c }}', {{ timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_l,
+      NULL AS __tw_v
+    FROM {{ left }}
+    WHERE ({{ timeweave__reject_reason('left', left_key, left_time) }}) IS NULL
+  ) __tw_u
+) __tw_w
+WHERE __tw_side = 1
+{%- endmacro -%}
+
+{#- Join type, extra predicate, projection: the one finalize step of every door (batch and streaming).
+    `matched` has columns __tw_l and __tw_v.  output_right: [[source_column, output_name], ...].
+    nested=true also returns the two sides as struct columns named by their aliases (the SQL door's
+    outer query reads `o.col` / `r.col`). -#}
+{%- macro timeweave__finalize_sql(matched, left_columns, right_columns, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false) -%}
+SELECT
+{%- for c in left_columns %}
+  {{ timeweave__q(left_alias) }}.{{ timeweave__q(c) }} AS {{ timeweave__q(c) }},
+{%- endfor %}
+{%- for pair in output_right %}
+  CASE WHEN __tw_ok THEN {{ timeweave__q(right_alias) }}.{{ timeweave__q(pair[0]) }} END AS {{ timeweave__q(pair[1]) }},
+{%- endfor %}
+{%- if valid_from %}
+  CASE WHEN __tw_ok THEN __tw_valid_from END AS {{ timeweave__q(valid_from) }},
+{%- endif %}
+{%- if valid_to %}
+  CASE WHEN __tw_ok THEN __tw_valid_to END AS {{ timeweave__q(valid_to) }},
+{%- endif %}
+{%- if nested %}
+  {{ timeweave__q(left_alias) }} AS {{ timeweave__q(left_alias) }},
+  CASE WHEN __tw_ok THEN {{ timeweave__q(right_alias) }} END AS {{ timeweave__q(right_alias) }},
+{%- endif %}
+  __tw_ok AS __tw_matched
+FROM (
+  SELECT *, coalesce(__tw_found{% if predicate %} AND ({{ predicate }}){% endif %}, false) AS __tw_ok
+  FROM (
+    SELECT __tw_l AS {{ timeweave__q(left_alias) }},
+      __tw_v.p AS {{ timeweave__q(right_alias) }},
+      (__tw_v IS NOT NULL AND NOT __tw_v.deleted) AS __tw_found,
+      __tw_v.valid_from AS __tw_valid_from,
+      __tw_v.valid_to AS __tw_valid_to
+    FROM {{ matched }}
+  ) __tw_m
+) __tw_f
+{%- if how == 'inner' %}
+WHERE __tw_ok
+{%- endif %}
+{%- endmacro -%}
+
+{#- The whole event-time temporal join as one query (the batch doors' plan). -#}
+{%- macro timeweave__temporal_join_sql(left, right, left_columns, right_columns, left_key, left_time, key, time, output_right, how='inner', format='append', op=none, delete_flag=none, sequence=none, predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false, upsert_ops=[], delete_ops=[]) -%}
+SELECT * EXCEPT (__tw_matched) FROM (
+{{ timeweave__finalize_sql(
+    "(" ~ timeweave__matched_sql(left, left_columns, left_key, left_time,
+        "(" ~ timeweave__versions_sql("(" ~ timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops) ~ ") __tw_e", key | length) ~ ") __tw_vv",
+        key | length) ~ ") __tw_mm",
+    left_columns, right_columns, output_right, how, predicate, left_alias, right_alias, valid_from, valid_to, nested) }}
+) __tw_out
+{%- endmacro -%}
+
+{#- A versioned table's history: one row per version with [valid_from, valid_to); deletes end versions
+    and do not appear themselves.  Tied events: the highest sequence wins. -#}
+{%- macro timeweave__versioned_view_sql(right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, valid_from='valid_from', valid_to='valid_to', upsert_ops=[], delete_ops=[]) -%}
+{%- set meta = [op, delete_flag, sequence] | reject('none') | list -%}
+SELECT {% for c in right_columns if c not in meta %}__tw_p.{{ timeweave__q(c) }} AS {{ timeweave__q(c) }}, {% endfor %}__tw_t AS {{ timeweave__q(valid_from) }}, __tw_next AS {{ timeweave__q(valid_to) }}
+FROM (
+  SELECT *, LEAD(__tw_t) OVER (PARTITION BY {% for k in key %}__tw_k{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %} ORDER BY __tw_t) AS __tw_next
+  FROM (
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY {% for k in key %}__tw_k{{ loop.index0 }}, {% endfor %}__tw_t ORDER BY __tw_seq DESC) AS __tw_rn
+    FROM ({{ timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops) }}) __tw_e
+  ) __tw_d
+  WHERE __tw_rn = 1
+) __tw_h
+WHERE NOT __tw_deleted
+{%- endmacro -%}
+
+{#- Rows of one side that cannot take part, with the reason: the dead-letter output. -#}
+{%- macro timeweave__dead_letter_sql(relation, columns, side, key, time, format='append', op=none, delete_flag=none, upsert_ops=[], delete_ops=[]) -%}
+SELECT {% for c in columns %}{{ timeweave__q(c) }}, {% endfor %}'{{ side }}' AS __tw_side, __tw_reason AS reason FROM (
+  SELECT *, {{ timeweave__reject_reason(side, key, time, format, op, delete_flag, upsert_ops, delete_ops) }} AS __tw_reason
+  FROM {{ relation }}
+) __tw_r
+WHERE __tw_reason IS NOT NULL
+{%- endmacro -%}

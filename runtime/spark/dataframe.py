@@ -1,0 +1,185 @@
+"""The DataFrame door: ``versioned_table`` and ``temporal_join`` as DataFrame -> DataFrame calls.
+
+Both render the shared plan (``dbt_macros/macros/timeweave_sql.sql``) and run it with
+``spark.sql(query, left=df, right=df)``, which works on classic and Spark Connect sessions alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+from runtime.core.spec import TemporalJoinSpec, ValidityColumns, VersionedTableSpec
+from runtime.spark import render
+from runtime.spark.schema import schema_kinds
+
+_SOURCE_ATTR = "_timeweave_versioned_source"
+
+
+@dataclass(frozen=True)
+class VersionedSource:
+    """A versioned table's source rows and their spec, remembered on the DataFrame ``versioned_table`` returns."""
+
+    df: DataFrame
+    spec: VersionedTableSpec
+
+
+def _session(df: DataFrame):  # noqa: ANN202 - classic or Connect SparkSession
+    return df.sparkSession
+
+
+def _braces(text: str | None) -> str | None:
+    # spark.sql(query, **dataframes) formats the query with str.format: user text must keep its braces.
+    return text.replace("{", "{{").replace("}", "}}") if text else text
+
+
+def versioned_table(
+    df: DataFrame,
+    key: str | Sequence[str],
+    time: str,
+    format: str = "append",  # noqa: A002 - the user-facing name
+    op: str | None = None,
+    delete_flag: str | None = None,
+    sequence: str | None = None,
+    valid_from: str = "valid_from",
+    valid_to: str = "valid_to",
+    name: str | None = None,
+) -> DataFrame:
+    """A versioned table's history: one row per version with ``[valid_from, valid_to)``.
+
+    Deletes end a version and do not appear; ties at one time keep the last row in input order (or the
+    highest ``sequence``).  The returned DataFrame remembers its source, so it can be passed as the
+    right side of :func:`temporal_join`; with ``name`` it is also registered for ``runtime.sql``'s
+    ``FOR SYSTEM_TIME AS OF``.
+
+    Example (``spark`` is a SparkSession)::
+
+        rates = runtime.versioned_table(rates_changelog, key="currency", time="update_time",
+                                        format="changelog", op="op", name="currency_rates")
+        rates.show()
+    """
+    spec = VersionedTableSpec(key, time, format, op=op, delete_flag=delete_flag, sequence=sequence).bind(
+        schema_kinds(df.schema)
+    )
+    sql = render.versioned_view_sql(spec, "{source}", df.columns, valid_from=valid_from, valid_to=valid_to)
+    history = _session(df).sql(sql, source=df)
+    setattr(history, _SOURCE_ATTR, VersionedSource(df, spec))
+    if name:
+        from runtime.spark.registration import register_versioned
+
+        register_versioned(_session(df), name, df, spec)
+    return history
+
+
+def _resolve_right(right: DataFrame, key, time, format, op, delete_flag, sequence) -> VersionedSource:  # noqa: ANN001, A002
+    source = getattr(right, _SOURCE_ATTR, None)
+    if source is not None and key is None and time is None:
+        return source
+    if time is None:
+        raise TypeError("temporal_join: pass time= (the versioned side's version-time column) or a DataFrame from versioned_table()")
+    return VersionedSource(right, VersionedTableSpec(key, time, format, op=op, delete_flag=delete_flag, sequence=sequence))
+
+
+def _spec_and_sides(
+    left: DataFrame, right: DataFrame, left_time: str, left_key, key, time, format, op, delete_flag, sequence,  # noqa: ANN001, A002
+    how: str, right_columns, right_prefix: str, validity, predicate: str | None,
+) -> tuple[TemporalJoinSpec, VersionedSource]:
+    source = _resolve_right(right, key if key is not None else None, time, format, op, delete_flag, sequence)
+    if key is None and source.spec is not None:
+        key = source.spec.key
+    spec = TemporalJoinSpec(
+        source.spec, left_time=left_time, left_key=left_key if left_key is not None else key, how=how,
+        right_columns=right_columns, right_prefix=right_prefix, validity=validity, predicate=predicate,
+    )
+    spec.bind(schema_kinds(left.schema), schema_kinds(source.df.schema))
+    return spec, source
+
+
+def temporal_join(
+    left: DataFrame,
+    right: DataFrame,
+    left_time: str,
+    *,
+    left_key: str | Sequence[str] | None = None,
+    key: str | Sequence[str] | None = None,
+    time: str | None = None,
+    format: str = "append",  # noqa: A002 - the user-facing name
+    op: str | None = None,
+    delete_flag: str | None = None,
+    sequence: str | None = None,
+    how: str = "inner",
+    right_columns: Sequence[str] | None = None,
+    right_prefix: str = "",
+    validity: ValidityColumns | bool | None = None,
+    predicate: str | None = None,
+    left_alias: str = "l",
+    right_alias: str = "r",
+) -> DataFrame:
+    """Event-time temporal join: each left row with the version of its key valid at ``left_time``.
+
+    ``right`` is either a DataFrame returned by :func:`versioned_table` or the raw versioned source with
+    ``key``/``time``/``format`` (and ``op``, ``delete_flag``, ``sequence``) describing it.  ``predicate``
+    is a SQL condition over ``l.<left column>`` and ``r.<right column>`` (change the names with
+    ``left_alias``/``right_alias``) applied to the matched version: failing it gives NULLs (LEFT) or no
+    row (INNER).  Output: the left columns, then the right columns (all but key and change metadata
+    unless ``right_columns`` is given, prefixed by ``right_prefix``), then validity columns if asked.
+    Left rows with a NULL key or time are not joined: they are in :func:`temporal_join_with_rejects`'s
+    dead letter.
+
+    Example::
+
+        enriched = runtime.temporal_join(orders, rates, "order_time", key="currency",
+                                         time="update_time", how="left")
+    """
+    spec, source = _spec_and_sides(
+        left, right, left_time, left_key, key, time, format, op, delete_flag, sequence,
+        how, right_columns, right_prefix, validity, predicate,
+    )
+    spec = _with_escaped_predicate(spec)
+    sql = render.temporal_join_sql(
+        spec, "{left}", "{right}", left.columns, source.df.columns, left_alias=left_alias, right_alias=right_alias
+    )
+    return _session(left).sql(sql, left=left, right=source.df)
+
+
+def _with_escaped_predicate(spec: TemporalJoinSpec) -> TemporalJoinSpec:
+    if not spec.predicate or "{" not in spec.predicate and "}" not in spec.predicate:
+        return spec
+    return TemporalJoinSpec(
+        spec.versioned, spec.left_time, spec.left_key, spec.how, spec.right_columns, spec.right_prefix,
+        spec.validity, _braces(spec.predicate), spec.where,
+    )
+
+
+def temporal_join_with_rejects(left: DataFrame, right: DataFrame, left_time: str, **kwargs) -> tuple[DataFrame, DataFrame]:  # noqa: ANN003
+    """:func:`temporal_join` plus the dead letter: rows of either side that could not take part, with a reason.
+
+    The dead-letter DataFrame has columns ``side`` (``left``/``right``), ``reason`` and ``row`` (the
+    original row as JSON).
+    """
+    joined = temporal_join(left, right, left_time, **kwargs)
+    keys = {k: kwargs.get(k) for k in ("left_key", "key", "time", "format", "op", "delete_flag", "sequence")}
+    spec, source = _spec_and_sides(
+        left, right, left_time, keys["left_key"], keys["key"], keys["time"], keys["format"] or "append", keys["op"],
+        keys["delete_flag"], keys["sequence"], kwargs.get("how", "inner"), None, "", None, None,
+    )
+    return joined, dead_letters(left, source.df, spec)
+
+
+def dead_letters(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec) -> DataFrame:
+    """Rows of both sides that cannot take part in ``spec``'s join: ``side``, ``reason``, ``row`` (JSON)."""
+    session = _session(left)
+    parts = []
+    for side, df, key, time in (
+        ("left", left, spec.left_key, spec.left_time),
+        ("right", right, spec.versioned.key, spec.versioned.time),
+    ):
+        reason = render.reject_reason_expression(side, key, time, spec.versioned if side == "right" else None)
+        parts.append(session.sql(
+            f"SELECT '{side}' AS side, reason, to_json(struct(*)) AS row FROM "
+            f"(SELECT *, {reason} AS reason FROM {{df}}) WHERE reason IS NOT NULL".replace("struct(*)", "struct(* EXCEPT (reason))"),
+            df=df,
+        ))
+    return parts[0].unionByName(parts[1])

@@ -1,0 +1,69 @@
+"""Plan pieces shared by the batch doors and the streaming adapter (all rendered from the one macro file).
+
+The streaming adapter produces a ``matched`` DataFrame (``__tw_l``, ``__tw_v``) from the core operator
+and calls :func:`finalize`, the same step the batch plan ends with, so join type, predicate and
+projection are decided once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from runtime.core.spec import TemporalJoinSpec
+from runtime.spark import render
+
+_counter = iter(range(1, 1 << 62))
+
+
+def deleted_expression(spec: TemporalJoinSpec) -> str:
+    """SQL boolean over a right row: is it a delete?  (NULL: an unknown op — such rows are dead letters.)"""
+    return render.deleted_expression(spec.versioned)
+
+
+def reject_reason(spec: TemporalJoinSpec, side: str) -> str:
+    """SQL string expression over one side's row: why it goes to the dead letter, NULL when it is fine."""
+    if side == "left":
+        return render.reject_reason_expression("left", spec.left_key, spec.left_time)
+    if side == "right":
+        return render.reject_reason_expression("right", spec.versioned.key, spec.versioned.time, spec.versioned)
+    raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+
+
+def split_rejects(df: DataFrame, spec: TemporalJoinSpec, side: str) -> tuple[DataFrame, DataFrame]:
+    """(rows that can take part, dead-letter rows with ``reason`` and ``side``).  Pure filters: works on streams.
+
+    Example::
+
+        valid, rejected = split_rejects(orders, spec, "left")
+    """
+    tagged = df.withColumn("__tw_reason", F.expr(reject_reason(spec, side)))
+    valid = tagged.where(F.col("__tw_reason").isNull()).drop("__tw_reason")
+    rejected = (
+        tagged.where(F.col("__tw_reason").isNotNull())
+        .withColumnRenamed("__tw_reason", "reason")
+        .withColumn("side", F.lit(side))
+    )
+    return valid, rejected
+
+
+def finalize(
+    matched: DataFrame,
+    spec: TemporalJoinSpec,
+    left_columns: Sequence[str],
+    right_columns: Sequence[str],
+    left_alias: str = "l",
+    right_alias: str = "r",
+) -> DataFrame:
+    """Apply join type, extra predicate, projection and validity columns to ``matched`` (batch or stream).
+
+    ``matched`` has the columns ``__tw_l`` (struct of all left columns) and ``__tw_v`` (struct
+    ``deleted, valid_from, valid_to, p`` with ``p`` the struct of all right columns; NULL when the key
+    had no event at or before the left row's time).
+    """
+    view = f"__tw_matched_{next(_counter)}"
+    matched.createOrReplaceTempView(view)
+    sql = render.finalize_sql(spec, view, left_columns, right_columns, left_alias=left_alias, right_alias=right_alias)
+    return matched.sparkSession.sql(sql)

@@ -1,0 +1,130 @@
+"""Render the plan macros of ``dbt_macros/macros/timeweave_sql.sql`` from Python.
+
+The batch doors (DataFrame, SQL, backfill) and dbt models render the same Jinja file, so there is
+one plan.  This module imports no pyspark: it only produces SQL text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from runtime.core.changelog import DELETE_OPS, UPSERT_OPS
+from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
+
+MACRO_FILE = Path(__file__).resolve().parents[2] / "dbt_macros" / "macros" / "timeweave_sql.sql"
+
+
+@cache
+def _macros() -> Any:
+    path = MACRO_FILE
+    if not path.exists():  # installed as a wheel: dbt_macros ships as package data
+        import dbt_macros
+
+        path = Path(dbt_macros.__file__).parent / "macros" / "timeweave_sql.sql"
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+    return env.from_string(path.read_text()).module
+
+
+def macro(name: str, *args: Any, **kwargs: Any) -> str:
+    """Render one macro of the plan file to SQL text.
+
+    >>> macro("timeweave__q", "odd`name")
+    '`odd``name`'
+    """
+    return str(getattr(_macros(), name)(*args, **kwargs)).strip()
+
+
+def _versioned_kwargs(spec: VersionedTableSpec) -> dict[str, Any]:
+    return {
+        "format": spec.format.value, "op": spec.op, "delete_flag": spec.delete_flag, "sequence": spec.sequence,
+        "upsert_ops": list(UPSERT_OPS), "delete_ops": list(DELETE_OPS),
+    }
+
+
+def temporal_join_sql(
+    spec: TemporalJoinSpec,
+    left: str,
+    right: str,
+    left_columns: Sequence[str],
+    right_columns: Sequence[str],
+    *,
+    left_alias: str = "l",
+    right_alias: str = "r",
+    nested: bool = False,
+) -> str:
+    """The whole batch plan for ``spec`` over two relations given as SQL text.
+
+    >>> from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
+    >>> spec = TemporalJoinSpec(VersionedTableSpec("k", "t"), left_time="ts", how="left")
+    >>> sql = temporal_join_sql(spec, "orders", "rates", ["id", "k", "ts"], ["k", "t", "rate"])
+    >>> "LAST(__tw_v, true)" in sql and "FROM orders" in sql
+    True
+    """
+    validity = spec.validity
+    return macro(
+        "timeweave__temporal_join_sql",
+        left, right, list(left_columns), list(right_columns), list(spec.left_key), spec.left_time,
+        list(spec.versioned.key), spec.versioned.time,
+        [list(p) for p in spec.output_right_columns(dict.fromkeys(right_columns, "other"))],
+        how=spec.how.value, predicate=spec.predicate, left_alias=left_alias, right_alias=right_alias,
+        valid_from=validity.valid_from if validity else None, valid_to=validity.valid_to if validity else None,
+        nested=nested, **_versioned_kwargs(spec.versioned),
+    )
+
+
+def finalize_sql(
+    spec: TemporalJoinSpec,
+    matched: str,
+    left_columns: Sequence[str],
+    right_columns: Sequence[str],
+    *,
+    left_alias: str = "l",
+    right_alias: str = "r",
+) -> str:
+    """Join type + predicate + projection over a relation with columns ``__tw_l`` and ``__tw_v``."""
+    validity = spec.validity
+    sql = macro(
+        "timeweave__finalize_sql",
+        matched, list(left_columns), list(right_columns),
+        [list(p) for p in spec.output_right_columns(dict.fromkeys(right_columns, "other"))],
+        how=spec.how.value, predicate=spec.predicate, left_alias=left_alias, right_alias=right_alias,
+        valid_from=validity.valid_from if validity else None, valid_to=validity.valid_to if validity else None,
+    )
+    return f"SELECT * EXCEPT (__tw_matched) FROM ({sql}) __tw_out"
+
+
+def versioned_view_sql(
+    spec: VersionedTableSpec, relation: str, columns: Sequence[str], valid_from: str = "valid_from", valid_to: str = "valid_to"
+) -> str:
+    """One row per version with its validity interval."""
+    return macro(
+        "timeweave__versioned_view_sql", relation, list(columns), list(spec.key), spec.time,
+        valid_from=valid_from, valid_to=valid_to, **_versioned_kwargs(spec),
+    )
+
+
+def dead_letter_sql(
+    relation: str, columns: Sequence[str], side: str, key: Sequence[str], time: str, spec: VersionedTableSpec | None = None
+) -> str:
+    """Rows of one side that cannot take part (NULL key / time, unknown op), with a ``reason`` column."""
+    kwargs: dict[str, Any] = _versioned_kwargs(spec) if spec is not None and side == "right" else {}
+    kwargs.pop("sequence", None)
+    return macro("timeweave__dead_letter_sql", relation, list(columns), side, list(key), time, **kwargs)
+
+
+def deleted_expression(spec: VersionedTableSpec) -> str:
+    """SQL boolean: is a right row a delete (NULL: unknown op)."""
+    kw = _versioned_kwargs(spec)
+    return macro("timeweave__deleted_expr", kw["format"], kw["op"], kw["delete_flag"], kw["upsert_ops"], kw["delete_ops"])
+
+
+def reject_reason_expression(side: str, key: Sequence[str], time: str, spec: VersionedTableSpec | None = None) -> str:
+    """SQL string expression: why a row goes to the dead letter (NULL: it is fine)."""
+    kwargs: dict[str, Any] = _versioned_kwargs(spec) if spec is not None and side == "right" else {}
+    kwargs.pop("sequence", None)
+    return macro("timeweave__reject_reason", side, list(key), time, **kwargs)
