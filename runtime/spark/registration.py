@@ -1,0 +1,87 @@
+"""Session registration: SQL functions the doors need, and versioned tables known to ``runtime.sql``.
+
+A versioned table's spec is stored in the session's SQL conf (``timeweave.versioned.<name>``), so it
+works identically on classic and Spark Connect sessions and is visible to dbt's session.  Catalog
+tables can declare the same through table properties ``timeweave.key`` (comma-separated),
+``timeweave.time``, ``timeweave.format``, ``timeweave.op``, ``timeweave.delete_flag``,
+``timeweave.sequence``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from runtime.core.errors import SpecError
+from runtime.core.spec import VersionedTableSpec
+
+_CONF_PREFIX = "timeweave.versioned."
+_REGISTERED = "timeweave.registered"
+
+
+def _spec_to_json(spec: VersionedTableSpec) -> str:
+    return json.dumps({
+        "key": list(spec.key), "time": spec.time, "format": spec.format.value, "op": spec.op,
+        "delete_flag": spec.delete_flag, "sequence": spec.sequence,
+    })
+
+
+def _spec_from_mapping(data: dict[str, Any], where: str) -> VersionedTableSpec:
+    key = data.get("key")
+    if isinstance(key, str):
+        key = [k.strip() for k in key.split(",") if k.strip()]
+    return VersionedTableSpec(
+        key, data.get("time"), data.get("format") or "append", op=data.get("op"),
+        delete_flag=data.get("delete_flag"), sequence=data.get("sequence"), where=where,
+    )
+
+
+def register_versioned(spark, name: str, df, spec: VersionedTableSpec) -> None:  # noqa: ANN001
+    """Make ``name`` usable as ``JOIN name FOR SYSTEM_TIME AS OF ...`` in :func:`runtime.sql`.
+
+    Creates (or replaces) the temporary view ``name`` over ``df`` and remembers its spec in the session.
+
+    Example::
+
+        runtime.register_versioned(spark, "currency_rates", rates_df,
+                                   VersionedTableSpec("currency", "update_time"))
+    """
+    df.createOrReplaceTempView(name)
+    spark.conf.set(_CONF_PREFIX + name.lower(), _spec_to_json(spec))
+
+
+def versioned_spec(spark, name: str) -> VersionedTableSpec | None:  # noqa: ANN001
+    """The spec registered for ``name`` (session conf, then table properties), or None."""
+    stored = spark.conf.get(_CONF_PREFIX + name.lower(), None)
+    if stored:
+        return _spec_from_mapping(json.loads(stored), where=name)
+    try:
+        props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+    except Exception:  # not a catalog table (or no such table): the caller reports it
+        return None
+    if "timeweave.time" not in props:
+        return None
+    data = {k.removeprefix("timeweave."): v for k, v in props.items() if k.startswith("timeweave.")}
+    if not data.get("key"):
+        raise SpecError("key", "table property timeweave.key is missing", where=name)
+    return _spec_from_mapping(data, where=name)
+
+
+def register(spark) -> list[str]:  # noqa: ANN001
+    """Register the SQL functions timeweave's doors call on this session; idempotent.
+
+    The temporal join needs none (its plan is plain Spark SQL, so it also works in views); functions
+    of later operators are added to this one list.  Returns the names registered.
+
+    Example::
+
+        runtime.register(spark)
+    """
+    names: list[str] = []
+    for registrar in _REGISTRARS:
+        names.extend(registrar(spark))
+    spark.conf.set(_REGISTERED, "true")
+    return names
+
+
+_REGISTRARS: list = []

@@ -1,0 +1,92 @@
+"""The SQL door: ``runtime.sql(spark, query)`` runs Spark SQL extended with Flink's temporal-join syntax.
+
+Each ``JOIN r FOR SYSTEM_TIME AS OF l.t ON ...`` is replaced by the shared batch plan as a subquery
+(found by :mod:`runtime.core.temporal_sql`); everything else passes to Spark SQL unchanged.  The
+subquery exposes the left and right columns flat (where unambiguous) and as struct columns named by
+the aliases, so ``l.col`` / ``r.col`` in the outer query keep working.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from runtime.core.errors import SpecError
+from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
+from runtime.core.temporal_sql import TemporalJoinClause, find_temporal_joins
+from runtime.spark import render
+from runtime.spark.registration import versioned_spec
+from runtime.spark.schema import schema_kinds
+
+
+def rewrite(spark, query: str) -> str:  # noqa: ANN001
+    """The Spark SQL text ``runtime.sql`` runs for ``query`` (useful to inspect a plan).
+
+    Example::
+
+        print(runtime.spark.sql_door.rewrite(spark, "SELECT ... JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON ..."))
+    """
+    clauses = find_temporal_joins(query)
+    for n, clause in reversed(list(enumerate(clauses, start=1))):
+        replacement = _render_clause(spark, clause, n)
+        query = query[: clause.start] + replacement + query[clause.end :]
+    return query
+
+
+def sql(spark, query: str, **kwargs) -> DataFrame:  # noqa: ANN001, ANN003
+    """Run ``query`` — Spark SQL plus ``FOR SYSTEM_TIME AS OF`` temporal joins — and return a DataFrame.
+
+    The versioned table must be registered (:func:`runtime.versioned_table` with ``name=``,
+    :func:`runtime.register_versioned`) or carry ``timeweave.*`` table properties.
+
+    Example::
+
+        runtime.sql(spark, '''
+            SELECT o.order_id, r.conversion_rate
+            FROM orders AS o
+            LEFT JOIN currency_rates FOR SYSTEM_TIME AS OF o.order_time AS r
+            ON o.currency = r.currency''')
+    """
+    return spark.sql(rewrite(spark, query), **kwargs)
+
+
+def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:  # noqa: ANN001
+    where = f"temporal join #{n} ({clause.right_name} AS {clause.right_alias})"
+    versioned = versioned_spec(spark, clause.right_name)
+    if versioned is None:
+        raise SpecError(
+            "versioned",
+            f"'{clause.right_name}' is not a versioned table: register it with runtime.versioned_table(..., name=...) "
+            "or runtime.register_versioned(...), or set timeweave.key / timeweave.time table properties",
+            where=where,
+        )
+    right_keys = [r for _, r in clause.key_pairs]
+    if sorted(right_keys) != sorted(versioned.key):
+        raise SpecError(
+            "ON",
+            f"the equalities join on {right_keys}, but the versioned table's key is {list(versioned.key)} "
+            "(a temporal join must equate the whole key, as in Flink)",
+            where=where,
+        )
+    by_right = {r: left for left, r in clause.key_pairs}
+    spec = TemporalJoinSpec(
+        versioned, left_time=clause.left_time, left_key=[by_right[k] for k in versioned.key], how=clause.how,
+        predicate=clause.predicate, where=where,
+    )
+    left_df = spark.sql(f"SELECT * FROM {clause.left_relation} AS __tw_probe")
+    right_df = spark.table(clause.right_name)
+    spec.bind(schema_kinds(left_df.schema), schema_kinds(right_df.schema))
+    right_columns = right_df.columns
+    # Flat right columns only where the name is free, so unqualified references keep one meaning.
+    flat_right = [c for c in right_columns if c not in left_df.columns and c not in versioned.meta_columns]
+    spec = TemporalJoinSpec(
+        versioned, left_time=spec.left_time, left_key=spec.left_key, how=spec.how, right_columns=flat_right,
+        predicate=spec.predicate, where=where,
+    )
+    body = render.temporal_join_sql(
+        spec, f"{clause.left_relation} AS __tw_left{n}", clause.right_name, left_df.columns, right_columns,
+        left_alias=clause.left_alias, right_alias=clause.right_alias, nested=True,
+    )
+    return f"({body}) AS __tw_join{n}"
+
+
+__all__ = ["VersionedTableSpec", "rewrite", "sql"]
