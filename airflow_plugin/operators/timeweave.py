@@ -1,0 +1,194 @@
+"""Operators that run timeweave jobs and return their metrics through XCom.
+
+* :class:`TimeweaveStreamingOperator` runs the streaming job: an incremental ``availableNow`` run that
+  resumes from a persistent checkpoint each DAG run (optionally flushing the watermark past the end
+  of input), or a long-running ``processingTime`` job.
+* :class:`TimeweaveBackfillOperator` recomputes the run's data interval in N slices.
+
+Both hand the work to :class:`~airflow_plugin.hooks.timeweave.TimeweaveHook` (in-process or
+spark-submit) and return the job's metrics dict (``rows_in_left``, ``rows_in_right``, ``rows_out``,
+``late``, ``dead_letter``, ``watermark``, ...), which Airflow stores as the ``return_value`` XCom.
+``on_kill`` stops the Spark job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import cached_property
+from typing import Any, ClassVar
+
+from airflow.sdk import BaseOperator, Context
+
+from airflow_plugin.hooks.timeweave import TimeweaveHook, load_job_config, utc_naive
+
+ConfigSource = Mapping[str, Any] | str
+
+
+class _TimeweaveJobOperator(BaseOperator):
+    """Shared plumbing: hook construction, config loading, XCom-ready metrics, ``on_kill``."""
+
+    ui_color = "#e8d9f5"
+    template_ext: Sequence[str] = (".json",)
+    template_fields_renderers: ClassVar[dict[str, str]] = {"config": "json", "spark_conf": "json"}
+
+    def __init__(
+        self,
+        *,
+        config: ConfigSource,
+        launcher: str = "local",
+        conn_id: str | None = None,
+        spark_conf: Mapping[str, Any] | None = None,
+        application: str | None = None,
+        py_files: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.config = config
+        self.launcher = launcher
+        self.conn_id = conn_id
+        self.spark_conf = dict(spark_conf or {})
+        self.application = application
+        self.py_files = list(py_files)
+        self.env = dict(env or {})
+
+    @cached_property
+    def _hook(self) -> TimeweaveHook:
+        return self._get_hook()
+
+    def _get_hook(self) -> TimeweaveHook:
+        return TimeweaveHook(
+            self.conn_id,
+            launcher=self.launcher,
+            spark_conf=self.spark_conf,
+            application=self.application,
+            py_files=self.py_files,
+            env=self.env,
+            name=f"timeweave-{self.dag_id}-{self.task_id}" if self.has_dag() else f"timeweave-{self.task_id}",
+        )
+
+    def _job_config(self) -> dict[str, Any]:
+        """The rendered config as a dict.  A ``.json`` path was already rendered to its text by Airflow."""
+        config = self.config
+        if isinstance(config, str) and not config.lstrip().startswith("{") and not os.path.exists(config):
+            raise ValueError(f"argument 'config': {config!r} is neither JSON text nor an existing file")
+        return load_job_config(config)
+
+    def on_kill(self) -> None:
+        """Stop the Spark job: the spark-submit process group, or the in-process queries and jobs."""
+        self._hook.kill()
+
+
+class TimeweaveStreamingOperator(_TimeweaveJobOperator):
+    """Run the timeweave streaming job (event-time temporal join) and return its metrics.
+
+    With the config's default ``availableNow`` trigger each DAG run processes the files that arrived
+    since the last run and stops; the checkpoint carries offsets, join state and the watermark from
+    one run to the next, so it must be persistent.  ``flush=True`` additionally advances the watermark
+    past the end of input, emitting the rows still buffered (use it for a final run).  With
+    ``processing_time`` the job runs until killed (``on_kill`` stops the query).
+
+    :param config: job config dict, JSON text, or a path to a ``.json`` file (templated).
+    :param checkpoint: checkpoint location; overrides the config's ``checkpoint`` (templated).
+    :param processing_time: e.g. ``"30 seconds"``: run a long-running processingTime job instead (templated).
+    :param flush: after the availableNow run, flush the watermark past the end of input.
+    :param launcher: ``"local"`` (in-process) or ``"spark-submit"``.
+    :param conn_id: Spark connection for spark-submit (templated).
+    :param spark_conf: Spark properties (templated).
+
+    Example::
+
+        stream = TimeweaveStreamingOperator(task_id="stream", config="jobs/orders.json",
+                                            checkpoint="/data/chk/orders_enriched")
+    """
+
+    template_fields: Sequence[str] = ("config", "checkpoint", "processing_time", "conn_id", "spark_conf")
+
+    def __init__(
+        self,
+        *,
+        config: ConfigSource,
+        checkpoint: str | None = None,
+        processing_time: str | None = None,
+        flush: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(config=config, **kwargs)
+        self.checkpoint = checkpoint
+        self.processing_time = processing_time
+        self.flush = flush
+
+    def _job_config(self) -> dict[str, Any]:
+        job = super()._job_config()
+        if self.checkpoint:
+            job["checkpoint"] = self.checkpoint
+        if not job.get("checkpoint"):
+            raise ValueError(
+                "argument 'checkpoint': the streaming operator needs a persistent checkpoint "
+                "(set it here or as 'checkpoint' in the job config)"
+            )
+        if self.processing_time:
+            if self.flush:
+                raise ValueError("argument 'flush': only an availableNow run can flush; drop processing_time")
+            job["trigger"] = {"processing_time": self.processing_time}
+        return load_job_config(job)  # validate the overrides too
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        job = self._job_config()
+        self.log.info("Streaming job: checkpoint %s, trigger %s", job["checkpoint"], json.dumps(job.get("trigger")))
+        metrics = self._hook.run("streaming", job, flush=self.flush)
+        self.log.info("Streaming job metrics: %s", json.dumps(metrics, sort_keys=True))
+        return metrics
+
+
+class TimeweaveBackfillOperator(_TimeweaveJobOperator):
+    """Recompute ``[start, end)`` (by default the run's data interval) in ``slices`` slices; return the metrics.
+
+    Each slice joins the left rows whose event time falls in it with the versioned table as of those
+    times, so the union of the slices equals one batch run and the streaming job's output.
+
+    :param config: job config dict, JSON text, or a path to a ``.json`` file (templated).
+    :param start: interval start, ISO timestamp (templated; default ``{{ data_interval_start }}``).
+    :param end: interval end, exclusive (templated; default ``{{ data_interval_end }}``).
+    :param slices: number of slices (templated).
+    :param launcher: ``"local"`` (in-process) or ``"spark-submit"``.
+    :param conn_id: Spark connection for spark-submit (templated).
+    :param spark_conf: Spark properties (templated).
+
+    Example::
+
+        backfill = TimeweaveBackfillOperator(task_id="backfill", config="jobs/orders.json", slices=4)
+    """
+
+    template_fields: Sequence[str] = ("config", "start", "end", "slices", "conn_id", "spark_conf")
+
+    def __init__(
+        self,
+        *,
+        config: ConfigSource,
+        start: datetime | str = "{{ data_interval_start }}",
+        end: datetime | str = "{{ data_interval_end }}",
+        slices: int | str = 1,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(config=config, **kwargs)
+        self.start = start
+        self.end = end
+        self.slices = slices
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        job = self._job_config()
+        start, end = utc_naive(self.start, "start"), utc_naive(self.end, "end")
+        if start >= end:
+            raise ValueError(f"argument 'end': {end.isoformat()} is not after start {start.isoformat()}")
+        try:
+            slices = int(self.slices)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"argument 'slices': {self.slices!r} is not an integer") from exc
+        self.log.info("Backfill [%s, %s) UTC in %d slice(s)", start.isoformat(), end.isoformat(), slices)
+        metrics = self._hook.run("backfill", job, start=start, end=end, slices=slices)
+        self.log.info("Backfill metrics: %s", json.dumps(metrics, sort_keys=True))
+        return metrics
