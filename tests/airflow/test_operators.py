@@ -1,0 +1,187 @@
+"""Operators: template fields, what they hand the hook, XCom-ready metrics, on_kill."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from datetime import datetime
+from typing import Any
+
+import pendulum
+import pytest
+from airflow.sdk import DAG
+
+from airflow_plugin.hooks.timeweave import TimeweaveHook, TimeweaveJobError, job_cli_arguments
+from airflow_plugin.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
+from tests.airflow.common import CONFIG, FAKE_APP
+
+INTERVAL_START = pendulum.datetime(2026, 1, 1, tz="UTC")
+INTERVAL_END = pendulum.datetime(2026, 1, 2, tz="UTC")
+METRICS = {"rows_in_left": 5, "rows_in_right": 4, "rows_out": 5, "late": 0, "dead_letter": 1,
+           "watermark": datetime(2026, 1, 1, 23, 0)}
+
+
+def _context(**extra: Any) -> dict[str, Any]:
+    return {"data_interval_start": INTERVAL_START, "data_interval_end": INTERVAL_END, "ds": "2026-01-01", **extra}
+
+
+@pytest.fixture
+def hook_calls(monkeypatch) -> list[tuple[str, dict, dict]]:
+    """Record what the operators hand the in-process launcher; answer with METRICS."""
+    calls: list[tuple[str, dict, dict]] = []
+
+    def run_in_process(self, kind, config, **job_args):
+        calls.append((kind, dict(config), job_args))
+        return json.loads(json.dumps(METRICS, default=str))
+
+    monkeypatch.setattr(TimeweaveHook, "run_in_process", run_in_process)
+    return calls
+
+
+def test_template_fields_are_explicit():
+    assert TimeweaveStreamingOperator.template_fields == (
+        "config", "checkpoint", "processing_time", "conn_id", "spark_conf"
+    )
+    assert TimeweaveBackfillOperator.template_fields == ("config", "start", "end", "slices", "conn_id", "spark_conf")
+    assert TimeweaveBackfillOperator.template_ext == (".json",)
+
+
+def test_templates_render_into_the_config_and_the_interval():
+    with DAG("tw_render", schedule=None, start_date=INTERVAL_START):
+        op = TimeweaveBackfillOperator(
+            task_id="backfill",
+            config={**CONFIG, "output": {"path": "out/{{ ds }}/enriched"}},
+            slices="{{ 1 + 2 }}",
+            spark_conf={"spark.app.tag": "{{ ds }}"},
+        )
+    op.render_template_fields(_context())
+    assert op.config["output"]["path"] == "out/2026-01-01/enriched"
+    assert op.start == str(INTERVAL_START) and op.end == str(INTERVAL_END)
+    assert op.slices == "3"
+    assert op.spark_conf == {"spark.app.tag": "2026-01-01"}
+
+
+def test_a_json_config_file_is_rendered_as_a_template(tmp_path):
+    (tmp_path / "job.json").write_text(json.dumps({**CONFIG, "checkpoint": "chk/{{ ds }}"}))
+    with DAG("tw_render_file", schedule=None, start_date=INTERVAL_START, template_searchpath=[str(tmp_path)]):
+        op = TimeweaveStreamingOperator(task_id="stream", config="job.json")
+    op.render_template_fields(_context())
+    assert json.loads(op.config)["checkpoint"] == "chk/2026-01-01"
+
+
+def test_backfill_hands_the_data_interval_in_utc_and_returns_metrics(hook_calls):
+    op = TimeweaveBackfillOperator(task_id="backfill", config=CONFIG, start=str(INTERVAL_START),
+                                   end="2026-01-02T01:00:00+01:00", slices="3")
+    metrics = op.execute(_context())
+    assert metrics == {**METRICS, "watermark": "2026-01-01 23:00:00"}
+    json.dumps(metrics)  # XCom-serializable as it is
+    ((kind, config, job_args),) = hook_calls
+    assert kind == "backfill" and config["output"] == CONFIG["output"]
+    assert job_args == {"start": datetime(2026, 1, 1), "end": datetime(2026, 1, 2), "slices": 3}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [({"start": "2026-01-02", "end": "2026-01-01"}, "'end'"), ({"start": "yesterday"}, "'start'"),
+     ({"slices": "three"}, "'slices'")],
+)
+def test_backfill_arguments_are_checked(hook_calls, kwargs, argument):
+    op = TimeweaveBackfillOperator(task_id="backfill", config=CONFIG, **{"start": "2026-01-01", "end": "2026-01-02",
+                                                                         "slices": 2, **kwargs})
+    with pytest.raises(ValueError, match=argument):
+        op.execute(_context())
+    assert hook_calls == []
+
+
+def test_streaming_overrides_checkpoint_and_trigger(hook_calls):
+    op = TimeweaveStreamingOperator(task_id="stream", config=CONFIG, checkpoint="chk/other", flush=True)
+    assert op.execute(_context())["rows_out"] == 5
+    op = TimeweaveStreamingOperator(task_id="stream_forever", config=CONFIG, processing_time="30 seconds")
+    op.execute(_context())
+    (_, first, first_args), (_, second, second_args) = hook_calls
+    assert first["checkpoint"] == "chk/other" and first_args == {"flush": True}
+    assert second["trigger"] == {"processing_time": "30 seconds"} and second_args == {"flush": False}
+
+
+@pytest.mark.parametrize(
+    ("config", "kwargs", "argument"),
+    [
+        ({k: v for k, v in CONFIG.items() if k != "checkpoint"}, {}, "'checkpoint'"),
+        (CONFIG, {"processing_time": "1 minute", "flush": True}, "'flush'"),
+        ("no/such/job.json", {}, "'config'"),
+    ],
+)
+def test_streaming_arguments_are_checked(hook_calls, config, kwargs, argument):
+    with pytest.raises(ValueError, match=argument):
+        TimeweaveStreamingOperator(task_id="stream", config=config, **kwargs).execute(_context())
+    assert hook_calls == []
+
+
+def test_on_kill_stops_a_spark_submit_run(monkeypatch):
+    op = TimeweaveStreamingOperator(task_id="stream", config=CONFIG, launcher="spark-submit")
+
+    def command(kind, config_path, **job_args):
+        return [sys.executable, str(FAKE_APP), "sleep", *job_cli_arguments(kind, config_path, job_args)]
+
+    monkeypatch.setattr(op._hook, "spark_submit_command", command)
+    errors: list[BaseException] = []
+    worker = threading.Thread(target=lambda: _capture(errors, op.execute, _context()))
+    worker.start()
+    deadline = time.monotonic() + 30
+    while op._hook._process is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    op.on_kill()
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], TimeweaveJobError)
+
+
+def _capture(errors: list[BaseException], fn, *args) -> None:
+    try:
+        fn(*args)
+    except BaseException as exc:
+        errors.append(exc)
+
+
+@pytest.mark.spark
+def test_on_kill_stops_an_in_process_streaming_query(spark, monkeypatch, tmp_path):
+    """A long-running (processingTime) job in-process: on_kill stops the query it started, not others."""
+    from runtime import jobs
+
+    bystander = spark.readStream.format("rate").load().writeStream.format("noop").start()
+    started: list[Any] = []
+
+    def run(kind, config, spark=None, **job_args):
+        query = (
+            spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+            .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "chk"))
+            .trigger(processingTime="1 second").start()
+        )
+        started.append(query)
+        query.awaitTermination()
+        return {"rows_out": 0}
+
+    monkeypatch.setattr(jobs, "run", run, raising=False)
+    op = TimeweaveStreamingOperator(task_id="stream", config=CONFIG, processing_time="1 second")
+    errors: list[BaseException] = []
+    worker = threading.Thread(target=lambda: _capture(errors, op.execute, _context()))
+    worker.start()
+    deadline = time.monotonic() + 60
+    while not (started and started[0].isActive) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert started, "the streaming query never started"
+    try:
+        op.on_kill()
+        worker.join(timeout=60)
+        assert not worker.is_alive()
+        assert not started[0].isActive
+        assert bystander.isActive
+        assert len(errors) == 1 and isinstance(errors[0], TimeweaveJobError)
+    finally:
+        bystander.stop()
+        for query in started:
+            query.stop()
+
