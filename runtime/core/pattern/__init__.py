@@ -1,0 +1,53 @@
+"""Engine-free MATCH_RECOGNIZE (SQL:2016 row pattern recognition, with Flink's WITHIN).
+
+Pipeline: :func:`parse_clause` (lexer → recursive-descent parser → validation) gives a frozen
+:class:`ClauseSpec`; the pattern is flattened and compiled into a Trino-style :class:`Program`;
+a Pike VM (:mod:`.matcher`) runs it with SQL-standard preference; :func:`match_partition` drives
+one ordered partition and yields output rows as soon as they are decided;
+:class:`MatchRecognizeOperator` does the same per key on an event-time stream.
+
+>>> spec = parse_clause('''
+...     PARTITION BY symbol ORDER BY t
+...     MEASURES FIRST(DOWN.price) AS top, LAST(DOWN.price) AS bottom
+...     PATTERN (DOWN{2,})
+...     DEFINE DOWN AS PREV(DOWN.price) IS NULL OR DOWN.price < PREV(DOWN.price)''')
+>>> rows = [{"symbol": "X", "t": t, "price": p} for t, p in enumerate([5, 4, 3, 9, 8])]
+>>> list(match_partition(spec, rows))
+[{'symbol': 'X', 'top': 5, 'bottom': 3}]
+"""
+
+from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
+from runtime.core.pattern.parser import parse_clause, parse_expression, parse_pattern
+from runtime.core.pattern.partition import PartitionMatcher, match_partition, match_recognize
+from runtime.core.pattern.program import Program, compile_pattern
+from runtime.core.pattern.spec import (
+    AfterMatchSkip,
+    ClauseSpec,
+    Definition,
+    Measure,
+    RowsPerMatch,
+    SkipMode,
+    SortKey,
+    Subset,
+)
+
+__all__ = [
+    "AfterMatchSkip",
+    "ClauseSpec",
+    "Definition",
+    "MatchRuntimeError",
+    "Measure",
+    "PartitionMatcher",
+    "PatternValidationError",
+    "Program",
+    "RowsPerMatch",
+    "SkipMode",
+    "SortKey",
+    "Subset",
+    "compile_pattern",
+    "match_partition",
+    "match_recognize",
+    "parse_clause",
+    "parse_expression",
+    "parse_pattern",
+]

@@ -1,0 +1,144 @@
+"""A :class:`ClauseSpec` compiled for execution: program, DEFINE evaluator, thread signatures, MEASURES.
+
+Built once per query (pure data + closures, cheap to rebuild after unpickling a running state).
+
+>>> from runtime.core.pattern.parser import parse_clause
+>>> compiled = CompiledClause(parse_clause("MEASURES NEXT(B.x, 2) AS n PATTERN (A B+) DEFINE B AS PREV(B.x, 3) < B.x"))
+>>> compiled.lookahead, compiled.lookbehind
+(2, 3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from datetime import timedelta
+from typing import Any
+
+from runtime.core.pattern.equivalence import Equivalence
+from runtime.core.pattern.expressions import (
+    AggregateSpec,
+    DefineContext,
+    Dependencies,
+    ExpressionCompiler,
+    Fn,
+    LabelSet,
+    MeasureContext,
+    RowSource,
+)
+from runtime.core.pattern.matcher import MatchResult, Run, Thread
+from runtime.core.pattern.program import compile_pattern
+from runtime.core.pattern.spec import ClauseSpec, SkipMode
+
+
+class CompiledClause:
+    """Everything the partition driver needs to run one clause."""
+
+    def __init__(self, spec: ClauseSpec) -> None:
+        self.spec = spec
+        self.label_names = spec.labels
+        self.program = compile_pattern(spec.pattern, self.label_names)
+        ids = {name: i for i, name in enumerate(self.label_names)}
+        label_sets: dict[str | None, LabelSet] = {None: None}
+        label_sets.update({name: frozenset((i,)) for name, i in ids.items()})
+        for subset in spec.subsets:
+            label_sets[subset.name] = frozenset(ids[v] for v in subset.vars)
+        self.label_sets = label_sets
+        order_column = spec.order_by[0].column if spec.order_by else None
+
+        # DEFINE: one compiler so all conditions share one aggregate-state tuple per thread
+        define = ExpressionCompiler(spec.text, label_sets, self.label_names, clause="DEFINE", order_column=order_column)
+        self.conditions: list[Fn | None] = [None] * len(self.label_names)
+        dependencies: list[Dependencies | None] = [None] * len(self.label_names)
+        for definition in spec.definitions:
+            define.deps = Dependencies()
+            self.conditions[ids[definition.var]] = define.compile(definition.condition)
+            dependencies[ids[definition.var]] = define.deps
+        self.define_aggregates: list[AggregateSpec] = define.aggregates
+        self.initial_aggregates = tuple(a.initial() for a in self.define_aggregates)
+        # per label: which DEFINE aggregates a row of this label feeds
+        self._feeds = [
+            tuple(i for i, a in enumerate(self.define_aggregates) if a.labels is None or label in a.labels)
+            for label in range(len(self.label_names))
+        ]
+        self.equivalence = Equivalence(self.program, dependencies)
+
+        measures = ExpressionCompiler(spec.text, label_sets, self.label_names, clause="MEASURES",
+                                      order_column=order_column)
+        self.measures: list[tuple[str, Fn]] = [(m.name, measures.compile(m.expr)) for m in spec.measures]
+        self.measure_aggregates = measures.aggregates
+
+        # rows the driver must keep before a run's start / have after a row before consuming it
+        self.lookbehind = max(define.max_prev, measures.max_prev)
+        self.lookahead = max(define.max_next, measures.max_next, 1 if self.program.has_end_anchor else 0)
+        skip = spec.after_match_skip
+        self.skip_labels: LabelSet = label_sets[skip.var] if skip.var is not None else None
+        self.within: timedelta | None = spec.within
+
+    # -- the matcher's LabelEvaluator ------------------------------------------------------------------
+    def bind(self, rows: RowSource) -> _Evaluator:
+        return _Evaluator(self, rows)
+
+    def new_run(self, rows: RowSource, start: int, match_number: int) -> Run:
+        evaluator = self.bind(rows)
+        return Run(
+            self.program,
+            start,
+            evaluator,
+            signature=self.equivalence.signature,
+            at_partition_start=start == 0,
+            match_number=match_number,
+            initial_aggregates=self.initial_aggregates,
+            at_end=rows.length is not None and start >= rows.length,
+        )
+
+    # -- MEASURES ---------------------------------------------------------------------------------------
+    def measure_context(self, rows: RowSource, match: MatchResult, match_number: int) -> MeasureContext:
+        return MeasureContext(rows, match.start, match.labels, match_number, self.measure_aggregates)
+
+    def evaluate_measures(self, ctx: MeasureContext, current: int) -> dict[str, Any]:
+        ctx.current = current
+        return {name: fn(ctx) for name, fn in self.measures}
+
+    def skip_target(self, match: MatchResult) -> int | None:
+        """Position AFTER MATCH SKIP TO FIRST/LAST v lands on (None: v matched no row)."""
+        mode = self.spec.after_match_skip.mode
+        wanted = self.skip_labels
+        positions = [match.start + i for i, label in enumerate(match.labels) if wanted is None or label in wanted]
+        if not positions:
+            return None
+        return positions[0] if mode is SkipMode.TO_FIRST else positions[-1]
+
+
+class _Evaluator:
+    """Binds a compiled clause to a partition's rows; implements the matcher's LabelEvaluator."""
+
+    def __init__(self, clause: CompiledClause, rows: RowSource) -> None:
+        self.clause = clause
+        self.rows = rows
+
+    def evaluate(self, thread: Thread, label: int, position: int, run: Run) -> tuple[Any, ...] | None:
+        clause = self.clause
+        aggregates = thread.aggregates
+        ctx = DefineContext(self.rows, run.start, position, thread.labels, label, aggregates, run.match_number)
+        feeds = clause._feeds[label]
+        if feeds:
+            # tentative running aggregates: the current row already counts for the candidate label
+            updated = list(aggregates)
+            for index in feeds:
+                spec = clause.define_aggregates[index]
+                updated[index] = spec.add(updated[index], spec.value_at(ctx, position))
+            aggregates = tuple(updated)
+            ctx.aggregates = tuple(
+                spec.result(state) for spec, state in zip(clause.define_aggregates, aggregates, strict=True)
+            )
+        else:
+            ctx.aggregates = tuple(
+                spec.result(state) for spec, state in zip(clause.define_aggregates, aggregates, strict=True)
+            ) if aggregates else ()
+        condition = clause.conditions[label]
+        if condition is not None and condition(ctx) is not True:
+            return None
+        return aggregates
+
+    def signature(self, thread: Thread, pointer: int, run: Run) -> Hashable:
+        return self.clause.equivalence.signature(thread, pointer, run)

@@ -1,0 +1,91 @@
+"""Thread equivalence: when may the matcher drop a thread because an earlier one does the same?
+
+Two threads compared here have matched the same rows (same start, same current row) and reached
+the same instruction.  They will see the same future rows, so they behave identically from now on
+if every DEFINE condition they may still evaluate reads the same values for both.  The signature
+of a thread at an instruction is built so that equal signatures imply that (Trino's
+``ThreadEquivalence``, computed as a hashable key instead of pairwise):
+
+1. take the labels reachable from the instruction (``Program.reachable_labels``); no reachable
+   label means only ``done`` is ahead: every thread is equivalent;
+2. for every ``FIRST(v, k)`` / ``LAST(v, k)`` (including the implicit ``LAST(v, 0)`` of ``v.col``
+   and the base of ``PREV/NEXT``) in those labels' conditions, the positions of the first / last
+   ``k + 1`` rows matched to ``v`` (future rows shift LAST offsets back, so all of ``0..k`` matter).
+   Navigations over the universal variable resolve to the same rows for every thread: skipped;
+3. if any of those conditions reads CLASSIFIER, the whole label sequence (no pruning beyond
+   identical histories);
+4. the running aggregate states those conditions read.
+
+Dropping the later thread is safe because it is on a less preferred path: whatever match it would
+reach, the earlier thread reaches the same way, first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+from runtime.core.pattern.expressions import Dependencies
+from runtime.core.pattern.matcher import Run, Thread
+from runtime.core.pattern.program import Program
+
+
+class Equivalence:
+    """Per-instruction signature function for one compiled clause (see the module docstring)."""
+
+    def __init__(self, program: Program, label_dependencies: Sequence[Dependencies | None]) -> None:
+        self.reachable = program.reachable_labels()
+        self._per_pointer: list[tuple[bool, tuple[tuple[bool, frozenset[int], int], ...], tuple[int, ...]] | None] = [
+            None
+        ] * len(program)
+        self.label_dependencies = label_dependencies
+
+    def _dependencies(self, pointer: int) -> tuple[bool, tuple[tuple[bool, frozenset[int], int], ...], tuple[int, ...]]:
+        cached = self._per_pointer[pointer]
+        if cached is None:
+            classifier = False
+            logical: set[tuple[bool, frozenset[int], int]] = set()
+            aggregates: set[int] = set()
+            for label in self.reachable[pointer]:
+                deps = self.label_dependencies[label]
+                if deps is None:
+                    continue
+                classifier |= deps.classifier
+                logical |= {d for d in deps.logical if d[1] is not None}  # type: ignore[misc]
+                aggregates |= deps.aggregates
+            # LAST(v, k) and LAST(v, j<k) need the same walk: keep the largest k per (kind, labels)
+            widest: dict[tuple[bool, frozenset[int]], int] = {}
+            for last, labels, offset in logical:
+                key = (last, labels)
+                widest[key] = max(widest.get(key, 0), offset)
+            ordered = tuple(sorted(((k[0], k[1], v) for k, v in widest.items()), key=repr))
+            cached = (classifier, ordered, tuple(sorted(aggregates)))
+            self._per_pointer[pointer] = cached
+        return cached
+
+    def signature(self, thread: Thread, pointer: int, run: Run) -> Hashable:
+        if thread.labels is None or not self.reachable[pointer]:
+            return None
+        classifier, logical, aggregates = self._dependencies(pointer)
+        if classifier:
+            return (thread.labels, thread.aggregates)
+        parts: list[tuple[int, ...]] = []
+        forward: list[int] | None = None
+        for last, labels, offset in logical:
+            wanted = offset + 1
+            found: list[int] = []
+            if last:
+                node, position = thread.labels, run.position - 1
+                while node is not None and len(found) < wanted:
+                    if node.label in labels:
+                        found.append(position)
+                    node, position = node.prev, position - 1
+            else:
+                if forward is None:
+                    forward = thread.labels.to_list()
+                for index, label in enumerate(forward):
+                    if label in labels:
+                        found.append(index)
+                        if len(found) == wanted:
+                            break
+            parts.append(tuple(found))
+        return (tuple(parts), tuple(thread.aggregates[i] for i in aggregates))

@@ -1,0 +1,275 @@
+"""Expression AST of DEFINE conditions and MEASURES: frozen nodes, positions excluded from equality.
+
+``str`` prints SQL back (used in error messages and in :class:`ClauseSpec` rendering).  Pattern
+variables are stored upper-cased (SQL folds unquoted names); column names are kept as written.
+
+>>> from runtime.core.pattern.parser import parse_expression
+>>> str(parse_expression("PREV(LAST(A.price, 1), 2) > 10 AND classifier() = 'A'"))
+"(PREV(LAST(A.price, 1), 2) > 10) AND (CLASSIFIER() = 'A')"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from runtime.core.pattern.lexer import sql_name
+
+
+class Expr:
+    """Base of all expression nodes."""
+
+    __slots__ = ()
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+    def walk(self) -> Iterator[Expr]:
+        yield self
+        for child in self.children():
+            yield from child.walk()
+
+
+def _sql_literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, datetime):
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    if isinstance(value, date):
+        return f"DATE '{value.isoformat()}'"
+    if isinstance(value, timedelta):
+        micros = value // timedelta(microseconds=1)
+        return f"INTERVAL '{micros / 1_000_000 if micros % 1_000_000 else micros // 1_000_000}' SECOND"
+    return repr(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Literal(Expr):
+    value: Any
+    start: int = field(default=0, compare=False)
+
+    def __str__(self) -> str:
+        return _sql_literal(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Column(Expr):
+    """``var.name`` or a bare ``name`` (var None: the universal row pattern variable)."""
+
+    var: str | None
+    name: str
+    start: int = field(default=0, compare=False)
+
+    def __str__(self) -> str:
+        name = sql_name(self.name, folded=False)
+        return f"{sql_name(self.var, folded=True)}.{name}" if self.var else name
+
+
+@dataclass(frozen=True, slots=True)
+class Unary(Expr):
+    op: str  # '-', '+', 'NOT'
+    operand: Expr
+    start: int = field(default=0, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def __str__(self) -> str:
+        return f"NOT ({self.operand})" if self.op == "NOT" else f"{self.op}({self.operand})"
+
+
+@dataclass(frozen=True, slots=True)
+class Binary(Expr):
+    """Arithmetic, comparison, ``||``, ``AND`` and ``OR``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    start: int = field(default=0, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
+    def __str__(self) -> str:
+        def side(e: Expr) -> str:
+            return f"({e})" if isinstance(e, Binary | Between | InList | IsNull) else str(e)
+
+        return f"{side(self.left)} {self.op} {side(self.right)}"
+
+
+@dataclass(frozen=True, slots=True)
+class IsNull(Expr):
+    operand: Expr
+    negated: bool = False
+    start: int = field(default=0, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def __str__(self) -> str:
+        return f"{self.operand} IS {'NOT ' if self.negated else ''}NULL"
+
+
+@dataclass(frozen=True, slots=True)
+class Between(Expr):
+    operand: Expr
+    low: Expr
+    high: Expr
+    negated: bool = False
+    start: int = field(default=0, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand, self.low, self.high)
+
+    def __str__(self) -> str:
+        return f"{self.operand} {'NOT ' if self.negated else ''}BETWEEN {self.low} AND {self.high}"
+
+
+@dataclass(frozen=True, slots=True)
+class InList(Expr):
+    operand: Expr
+    items: tuple[Expr, ...]
+    negated: bool = False
+    start: int = field(default=0, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand, *self.items)
+
+    def __str__(self) -> str:
+        return f"{self.operand} {'NOT ' if self.negated else ''}IN ({', '.join(map(str, self.items))})"
+
+
+@dataclass(frozen=True, slots=True)
+class Case(Expr):
+    """``CASE [operand] WHEN .. THEN .. [ELSE ..] END``."""
+
+    operand: Expr | None
+    whens: tuple[tuple[Expr, Expr], ...]
+    default: Expr | None
+    start: int = field(default=0, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        parts: list[Expr] = [] if self.operand is None else [self.operand]
+        for cond, result in self.whens:
+            parts += [cond, result]
+        if self.default is not None:
+            parts.append(self.default)
+        return tuple(parts)
+
+    def __str__(self) -> str:
+        head = "CASE" if self.operand is None else f"CASE {self.operand}"
+        whens = " ".join(f"WHEN {c} THEN {r}" for c, r in self.whens)
+        tail = f" ELSE {self.default}" if self.default is not None else ""
+        return f"{head} {whens}{tail} END"
+
+
+@dataclass(frozen=True, slots=True)
+class Cast(Expr):
+    operand: Expr
+    type_name: str  # normalized: BIGINT, DOUBLE, DECIMAL, VARCHAR, BOOLEAN, TIMESTAMP, DATE
+    start: int = field(default=0, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def __str__(self) -> str:
+        return f"CAST({self.operand} AS {self.type_name})"
+
+
+@dataclass(frozen=True, slots=True)
+class Func(Expr):
+    """A scalar function from the evaluator's registry (COALESCE, NULLIF, ABS, ...)."""
+
+    name: str
+    args: tuple[Expr, ...]
+    start: int = field(default=0, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def __str__(self) -> str:
+        return f"{self.name}({', '.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True, slots=True)
+class Navigation(Expr):
+    """``PREV/NEXT`` (physical offset) or ``FIRST/LAST`` (logical offset) of ``arg``.
+
+    ``semantics`` is ``RUNNING``/``FINAL`` when written, else None (RUNNING, the default).
+    """
+
+    kind: str
+    arg: Expr
+    offset: int
+    semantics: str | None = None
+    offset_written: bool = field(default=True, compare=False)
+    start: int = field(default=0, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.arg,)
+
+    def __str__(self) -> str:
+        prefix = f"{self.semantics} " if self.semantics else ""
+        return f"{prefix}{self.kind}({self.arg}, {self.offset})"
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate(Expr):
+    """``COUNT/SUM/AVG/MIN/MAX`` over the rows of one pattern variable (or all rows).
+
+    ``arg`` None is ``COUNT(*)`` / ``COUNT(A.*)``; ``star_var`` names the variable of ``A.*``.
+    """
+
+    func: str
+    arg: Expr | None
+    star_var: str | None = None
+    semantics: str | None = None
+    start: int = field(default=0, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return () if self.arg is None else (self.arg,)
+
+    def __str__(self) -> str:
+        prefix = f"{self.semantics} " if self.semantics else ""
+        star = f"{sql_name(self.star_var, folded=True)}.*" if self.star_var else "*"
+        inner = str(self.arg) if self.arg is not None else star
+        return f"{prefix}{self.func}({inner})"
+
+
+@dataclass(frozen=True, slots=True)
+class Classifier(Expr):
+    """``CLASSIFIER([var])``: the primary variable the row was matched to."""
+
+    var: str | None
+    start: int = field(default=0, compare=False)
+
+    def __str__(self) -> str:
+        return f"CLASSIFIER({sql_name(self.var, folded=True) if self.var else ''})"
+
+
+@dataclass(frozen=True, slots=True)
+class MatchNumber(Expr):
+    start: int = field(default=0, compare=False)
+
+    def __str__(self) -> str:
+        return "MATCH_NUMBER()"
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRowtime(Expr):
+    """Flink's ``MATCH_ROWTIME([col])``: the time column of the match's last row (FINAL)."""
+
+    column: Column | None
+    start: int = field(default=0, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return () if self.column is None else (self.column,)
+
+    def __str__(self) -> str:
+        return f"MATCH_ROWTIME({self.column or ''})"

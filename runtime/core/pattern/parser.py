@@ -1,0 +1,696 @@
+"""Recursive-descent parser: clause text → :class:`~runtime.core.pattern.spec.ClauseSpec`.
+
+The grammar follows SQL:2016's ``<row pattern recognition clause>`` in its fixed clause order, plus
+Flink's ``WITHIN INTERVAL`` after ``PATTERN``::
+
+    [PARTITION BY c, ...] [ORDER BY c [ASC|DESC] [NULLS FIRST|LAST], ...]
+    [MEASURES expr AS name, ...]
+    [ONE ROW PER MATCH | ALL ROWS PER MATCH [SHOW EMPTY MATCHES | OMIT EMPTY MATCHES | WITH UNMATCHED ROWS]]
+    [AFTER MATCH SKIP {PAST LAST ROW | TO NEXT ROW | TO FIRST v | TO LAST v | TO v}]
+    PATTERN ( pattern ) [WITHIN INTERVAL 'n' unit]
+    [SUBSET u = (v, ...), ...]
+    [DEFINE v AS condition, ...]
+
+Pattern precedence, loosest first: ``|``, concatenation, quantifier; primaries are variables,
+``( ... )``, ``()``, ``PERMUTE(...)``, ``{- ... -}``, ``^`` and ``$``.  Every syntax error is a
+:class:`QuerySyntaxError` pointing at the token where parsing stopped; the rules checked after
+parsing live in :mod:`runtime.core.pattern.validate`.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+
+from runtime.core.errors import QuerySyntaxError
+from runtime.core.pattern import expr as E
+from runtime.core.pattern import ir
+from runtime.core.pattern.functions import SCALAR_FUNCTIONS, TYPE_NAMES
+from runtime.core.pattern.lexer import Token, TokenType, tokenize
+from runtime.core.pattern.spec import (
+    AfterMatchSkip,
+    ClauseSpec,
+    Definition,
+    Measure,
+    RowsPerMatch,
+    SkipMode,
+    SortKey,
+    Subset,
+)
+
+#: Largest quantifier bound accepted; bounded quantifiers are unrolled into the program.
+MAX_QUANTIFIER_BOUND = 1000
+#: Deepest nesting of parentheses/expressions accepted (keeps recursion far from Python's limit).
+MAX_DEPTH = 200
+
+_NAVIGATIONS = ("PREV", "NEXT", "FIRST", "LAST")
+_AGGREGATES = ("COUNT", "SUM", "AVG", "MIN", "MAX")
+_COMPARISONS = ("=", "<>", "!=", "<", "<=", ">", ">=")
+_INTERVAL_UNITS = {
+    "DAY": timedelta(days=1), "HOUR": timedelta(hours=1), "MINUTE": timedelta(minutes=1),
+    "SECOND": timedelta(seconds=1), "MILLISECOND": timedelta(milliseconds=1),
+}  # fmt: skip
+# Clause keywords: never pattern variables unless quoted (so a missing ')' is reported where it is).
+_CLAUSE_WORDS = frozenset("PARTITION ORDER MEASURES ONE ALL AFTER PATTERN WITHIN SUBSET DEFINE".split())
+# Words that end an expression or cannot start one; a bare column must not be one of these.
+_NOT_A_COLUMN = frozenset(
+    "AND OR NOT IS NULL BETWEEN IN CASE WHEN THEN ELSE END AS ASC DESC NULLS PARTITION ORDER MEASURES ONE "
+    "ALL AFTER PATTERN SUBSET DEFINE WITHIN".split()
+)
+
+
+class Parser:
+    """One parse of one text.  Use :func:`parse_clause` / :func:`parse_expression` instead."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = tokenize(text)
+        self.i = 0
+        self.depth = 0
+
+    # -- token helpers -------------------------------------------------------------------------
+    @property
+    def tok(self) -> Token:
+        return self.tokens[self.i]
+
+    def peek(self, k: int = 1) -> Token:
+        return self.tokens[min(self.i + k, len(self.tokens) - 1)]
+
+    def advance(self) -> Token:
+        token = self.tokens[self.i]
+        if token.type is not TokenType.EOF:
+            self.i += 1
+        return token
+
+    def error(self, message: str, token: Token | None = None) -> QuerySyntaxError:
+        token = token or self.tok
+        found = "end of input" if token.type is TokenType.EOF else repr(token.text)
+        return QuerySyntaxError(f"{message}, found {found}", text=self.text, position=token.start)
+
+    def accept_word(self, *words: str) -> Token | None:
+        if self.tok.is_word(*words):
+            return self.advance()
+        return None
+
+    def expect_word(self, *words: str) -> Token:
+        token = self.accept_word(*words)
+        if token is None:
+            raise self.error("expected " + " or ".join(words))
+        return token
+
+    def accept_op(self, *ops: str) -> Token | None:
+        if self.tok.is_op(*ops):
+            return self.advance()
+        return None
+
+    def expect_op(self, op: str) -> Token:
+        token = self.accept_op(op)
+        if token is None:
+            raise self.error(f"expected '{op}'")
+        return token
+
+    def expect_eof(self) -> None:
+        if self.tok.type is not TokenType.EOF:
+            raise self.error("unexpected text after the end of the clause")
+
+    def nest(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.error(f"nesting deeper than {MAX_DEPTH} levels")
+
+    def name(self, what: str, *, folded: bool) -> tuple[str, int]:
+        """An identifier; ``folded`` names (pattern variables) are upper-cased when unquoted."""
+        token = self.tok
+        if token.type is TokenType.IDENT:
+            self.advance()
+            return (token.value if folded else token.text), token.start
+        if token.type is TokenType.QUOTED_IDENT:
+            self.advance()
+            return token.value, token.start
+        raise self.error(f"expected {what}")
+
+    # -- the clause ------------------------------------------------------------------------------
+    def clause(self) -> ClauseSpec:
+        partition_by: list[str] = []
+        order_by: list[SortKey] = []
+        measures: list[Measure] = []
+        rows_per_match = RowsPerMatch.ONE_ROW
+        skip = AfterMatchSkip()
+        if self.accept_word("PARTITION"):
+            self.expect_word("BY")
+            partition_by.append(self.name("a column name", folded=False)[0])
+            while self.accept_op(","):
+                partition_by.append(self.name("a column name", folded=False)[0])
+        if self.accept_word("ORDER"):
+            self.expect_word("BY")
+            order_by.append(self.sort_key())
+            while self.accept_op(","):
+                order_by.append(self.sort_key())
+        if self.accept_word("MEASURES"):
+            measures.append(self.measure())
+            while self.accept_op(","):
+                measures.append(self.measure())
+        if self.tok.is_word("ONE", "ALL"):
+            rows_per_match = self.rows_per_match()
+        if self.tok.is_word("AFTER"):
+            skip = self.after_match_skip()
+        if not self.tok.is_word("PATTERN"):
+            raise self.error("expected PATTERN (clauses must come in the standard order: PARTITION BY, "
+                             "ORDER BY, MEASURES, rows per match, AFTER MATCH SKIP, PATTERN, SUBSET, DEFINE)")
+        self.advance()
+        self.expect_op("(")
+        if self.tok.is_op(")"):
+            pattern: ir.Node = ir.Empty(self.tok.start)
+        else:
+            pattern = self.alternation()
+        self.expect_op(")")
+        within = None
+        if self.accept_word("WITHIN"):
+            within = self.interval_literal()
+            if within <= timedelta(0):
+                raise QuerySyntaxError("WITHIN interval must be positive", text=self.text, position=self.tokens[self.i - 1].start)
+        subsets: list[Subset] = []
+        if self.accept_word("SUBSET"):
+            subsets.append(self.subset())
+            while self.accept_op(","):
+                subsets.append(self.subset())
+        definitions: list[Definition] = []
+        if self.accept_word("DEFINE"):
+            definitions.append(self.definition())
+            while self.accept_op(","):
+                definitions.append(self.definition())
+        self.expect_eof()
+        return ClauseSpec(
+            pattern=pattern,
+            partition_by=tuple(partition_by),
+            order_by=tuple(order_by),
+            measures=tuple(measures),
+            rows_per_match=rows_per_match,
+            after_match_skip=skip,
+            subsets=tuple(subsets),
+            definitions=tuple(definitions),
+            within=within,
+            text=self.text,
+        )
+
+    def sort_key(self) -> SortKey:
+        start = self.tok.start
+        column = self.name("a column name", folded=False)[0]
+        descending = False
+        if self.accept_word("DESC"):
+            descending = True
+        else:
+            self.accept_word("ASC")
+        nulls_first = None
+        if self.accept_word("NULLS"):
+            nulls_first = self.expect_word("FIRST", "LAST").value == "FIRST"
+        return SortKey(column, descending, nulls_first, start)
+
+    def measure(self) -> Measure:
+        start = self.tok.start
+        expression = self.expression()
+        if not self.accept_word("AS"):
+            raise self.error("expected AS <name> after the measure expression (every measure needs a name)")
+        return Measure(self.name("a measure name", folded=False)[0], expression, start)
+
+    def rows_per_match(self) -> RowsPerMatch:
+        if self.accept_word("ONE"):
+            self.expect_word("ROW")
+            self.expect_word("PER")
+            self.expect_word("MATCH")
+            return RowsPerMatch.ONE_ROW
+        self.expect_word("ALL")
+        self.expect_word("ROWS")
+        self.expect_word("PER")
+        self.expect_word("MATCH")
+        if self.accept_word("SHOW"):
+            self.expect_word("EMPTY")
+            self.expect_word("MATCHES")
+            return RowsPerMatch.ALL_SHOW_EMPTY
+        if self.accept_word("OMIT"):
+            self.expect_word("EMPTY")
+            self.expect_word("MATCHES")
+            return RowsPerMatch.ALL_OMIT_EMPTY
+        if self.accept_word("WITH"):
+            self.expect_word("UNMATCHED")
+            self.expect_word("ROWS")
+            return RowsPerMatch.ALL_WITH_UNMATCHED
+        return RowsPerMatch.ALL_SHOW_EMPTY
+
+    def after_match_skip(self) -> AfterMatchSkip:
+        start = self.expect_word("AFTER").start
+        self.expect_word("MATCH")
+        self.expect_word("SKIP")
+        if self.accept_word("PAST"):
+            self.expect_word("LAST")
+            self.expect_word("ROW")
+            return AfterMatchSkip(SkipMode.PAST_LAST_ROW, None, start)
+        self.expect_word("TO")
+        if self.tok.is_word("NEXT") and self.peek().is_word("ROW"):
+            self.advance()
+            self.advance()
+            return AfterMatchSkip(SkipMode.TO_NEXT_ROW, None, start)
+        mode = SkipMode.TO_LAST
+        # "TO FIRST x" / "TO LAST x"; a variable itself named FIRST/LAST is "TO LAST FIRST"
+        if self.tok.is_word("FIRST", "LAST") and self.peek().type in (TokenType.IDENT, TokenType.QUOTED_IDENT):
+            mode = SkipMode.TO_FIRST if self.advance().value == "FIRST" else SkipMode.TO_LAST
+        var = self.name("a pattern variable after AFTER MATCH SKIP TO", folded=True)[0]
+        return AfterMatchSkip(mode, var, start)
+
+    def subset(self) -> Subset:
+        name, start = self.name("a subset name", folded=True)
+        self.expect_op("=")
+        self.expect_op("(")
+        names = [self.name("a pattern variable", folded=True)[0]]
+        while self.accept_op(","):
+            names.append(self.name("a pattern variable", folded=True)[0])
+        self.expect_op(")")
+        return Subset(name, tuple(names), start)
+
+    def definition(self) -> Definition:
+        var, start = self.name("a pattern variable to DEFINE", folded=True)
+        self.expect_word("AS")
+        return Definition(var, self.expression(), start)
+
+    def interval_literal(self) -> timedelta:
+        """``INTERVAL [-]'n' unit`` (the INTERVAL keyword is optional after WITHIN)."""
+        self.accept_word("INTERVAL")
+        negative = self.accept_op("-") is not None
+        token = self.tok
+        if token.type not in (TokenType.STRING, TokenType.NUMBER):
+            raise self.error("expected an interval value such as '1'")
+        self.advance()
+        raw = token.value.strip()
+        if raw.startswith("-"):
+            negative, raw = not negative, raw[1:]
+        try:
+            amount = Decimal(raw)
+        except ArithmeticError:
+            raise QuerySyntaxError(f"invalid interval value {token.text}", text=self.text, position=token.start) from None
+        if not amount.is_finite():
+            raise QuerySyntaxError(f"invalid interval value {token.text}", text=self.text, position=token.start)
+        unit_token = self.tok
+        unit = unit_token.value.rstrip("S") if unit_token.type is TokenType.IDENT else ""
+        if unit not in _INTERVAL_UNITS:
+            raise self.error("expected an interval unit (DAY, HOUR, MINUTE, SECOND, MILLISECOND)")
+        self.advance()
+        if self.tok.is_op("(") and unit == "SECOND":  # SECOND(3): precision, irrelevant here
+            self.advance()
+            self.integer("a precision")
+            self.expect_op(")")
+        if amount > 10**9:
+            raise QuerySyntaxError("interval too large", text=self.text, position=token.start)
+        micros = int(amount * int(_INTERVAL_UNITS[unit] / timedelta(microseconds=1)))
+        return timedelta(microseconds=-micros if negative else micros)
+
+    def integer(self, what: str) -> int:
+        token = self.tok
+        if token.type is not TokenType.NUMBER or not token.value.isdigit():
+            raise self.error(f"expected {what} (a non-negative integer)")
+        self.advance()
+        return int(token.value)
+
+    # -- PATTERN ---------------------------------------------------------------------------------
+    def alternation(self) -> ir.Node:
+        self.nest()
+        start = self.tok.start
+        parts = [self.concatenation()]
+        while self.accept_op("|"):
+            parts.append(self.concatenation())
+        self.depth -= 1
+        return parts[0] if len(parts) == 1 else ir.Alternation(tuple(parts), start)
+
+    def concatenation(self) -> ir.Node:
+        start = self.tok.start
+        parts = [self.quantified()]
+        while not self.tok.is_op(")", "|", ",", "-}") and self.tok.type is not TokenType.EOF \
+                and not self.tok.is_word(*_CLAUSE_WORDS):
+            parts.append(self.quantified())
+        return parts[0] if len(parts) == 1 else ir.Concatenation(tuple(parts), start)
+
+    def quantified(self) -> ir.Node:
+        start = self.tok.start
+        primary = self.primary()
+        quantifier = self.quantifier()
+        if quantifier is None:
+            return primary
+        low, high, quant_token = quantifier
+        greedy = self.accept_op("?") is None
+        if self.tok.is_op("*", "+", "?") or (self.tok.is_op("{") and not self.peek().is_op("-")):
+            raise self.error("a quantifier cannot follow a quantifier; add parentheses, e.g. (A*)+")
+        if isinstance(primary, ir.Anchor):
+            raise QuerySyntaxError("an anchor (^ or $) cannot be quantified", text=self.text, position=quant_token.start)
+        return ir.Quantified(primary, low, high, greedy, start)
+
+    def quantifier(self) -> tuple[int, int | None, Token] | None:
+        token = self.tok
+        if self.accept_op("*"):
+            return 0, None, token
+        if self.accept_op("+"):
+            return 1, None, token
+        if self.accept_op("?"):
+            return 0, 1, token
+        if not self.tok.is_op("{"):
+            return None
+        self.advance()
+        if self.accept_op(","):
+            high = self.integer("a quantifier upper bound")
+            low: int = 0
+        else:
+            low = self.integer("a quantifier bound")
+            if self.accept_op(","):
+                high_or_none: int | None = None if self.tok.is_op("}") else self.integer("a quantifier upper bound")
+            else:
+                high_or_none = low
+            high = high_or_none  # type: ignore[assignment]
+        self.expect_op("}")
+        for bound in (low, high):
+            if bound is not None and bound > MAX_QUANTIFIER_BOUND:
+                raise QuerySyntaxError(f"quantifier bound {bound} exceeds the limit {MAX_QUANTIFIER_BOUND}",
+                                       text=self.text, position=token.start)
+        if high is not None and high == 0:
+            raise QuerySyntaxError("quantifier upper bound must be greater than 0", text=self.text, position=token.start)
+        if high is not None and high < low:
+            raise QuerySyntaxError(f"quantifier upper bound {high} is below the lower bound {low}",
+                                   text=self.text, position=token.start)
+        return low, high, token
+
+    def primary(self) -> ir.Node:
+        token = self.tok
+        if token.is_op("("):
+            self.advance()
+            if self.accept_op(")"):
+                return ir.Empty(token.start)
+            inner = self.alternation()
+            self.expect_op(")")
+            return inner
+        if token.is_op("{-"):
+            self.advance()
+            inner = self.alternation()
+            self.expect_op("-}")
+            return ir.Exclusion(inner, token.start)
+        if token.is_op("^", "$"):
+            self.advance()
+            return ir.Anchor(token.value, token.start)
+        if token.is_word("PERMUTE") and self.peek().is_op("("):
+            self.advance()
+            self.advance()
+            parts = [self.alternation()]
+            while self.accept_op(","):
+                parts.append(self.alternation())
+            self.expect_op(")")
+            return ir.Permutation(tuple(parts), token.start)
+        if token.type is TokenType.QUOTED_IDENT or (token.type is TokenType.IDENT and token.value not in _CLAUSE_WORDS):
+            self.advance()
+            return ir.Label(token.value, token.start)
+        raise self.error("expected a pattern variable, '(', PERMUTE, '{-', '^' or '$'")
+
+    # -- expressions -----------------------------------------------------------------------------
+    def expression(self) -> E.Expr:
+        self.nest()
+        result = self.disjunction()
+        self.depth -= 1
+        return result
+
+    def disjunction(self) -> E.Expr:
+        left = self.conjunction()
+        while (token := self.accept_word("OR")) is not None:
+            left = E.Binary("OR", left, self.conjunction(), token.start)
+        return left
+
+    def conjunction(self) -> E.Expr:
+        left = self.negation()
+        while (token := self.accept_word("AND")) is not None:
+            left = E.Binary("AND", left, self.negation(), token.start)
+        return left
+
+    def negation(self) -> E.Expr:
+        token = self.accept_word("NOT")
+        if token is not None:
+            self.nest()
+            operand = self.negation()
+            self.depth -= 1
+            return E.Unary("NOT", operand, token.start)
+        return self.predicate()
+
+    def predicate(self) -> E.Expr:
+        left = self.additive()
+        token = self.tok
+        if token.is_op(*_COMPARISONS):
+            self.advance()
+            result: E.Expr = E.Binary("<>" if token.value == "!=" else token.value, left, self.additive(), token.start)
+            if self.tok.is_op(*_COMPARISONS):
+                raise self.error("comparisons cannot be chained; use AND")
+            return result
+        if token.is_word("IS"):
+            self.advance()
+            negated = self.accept_word("NOT") is not None
+            self.expect_word("NULL")
+            return E.IsNull(left, negated, token.start)
+        negated = False
+        if token.is_word("NOT") and self.peek().is_word("BETWEEN", "IN"):
+            self.advance()
+            negated = True
+        if self.accept_word("BETWEEN"):
+            low = self.additive()
+            self.expect_word("AND")
+            return E.Between(left, low, self.additive(), negated, token.start)
+        if self.accept_word("IN"):
+            self.expect_op("(")
+            items = [self.expression()]
+            while self.accept_op(","):
+                items.append(self.expression())
+            self.expect_op(")")
+            return E.InList(left, tuple(items), negated, token.start)
+        return left
+
+    def additive(self) -> E.Expr:
+        left = self.multiplicative()
+        while (token := self.accept_op("+", "-", "||")) is not None:
+            left = E.Binary(token.value, left, self.multiplicative(), token.start)
+        return left
+
+    def multiplicative(self) -> E.Expr:
+        left = self.unary()
+        while (token := self.accept_op("*", "/", "%")) is not None:
+            left = E.Binary(token.value, left, self.unary(), token.start)
+        return left
+
+    def unary(self) -> E.Expr:
+        token = self.accept_op("-", "+")
+        if token is not None:
+            self.nest()
+            operand = self.unary()
+            self.depth -= 1
+            if token.value == "-" and isinstance(operand, E.Literal) and isinstance(operand.value, int | float | Decimal) \
+                    and not isinstance(operand.value, bool):
+                return E.Literal(-operand.value, token.start)
+            return E.Unary(token.value, operand, token.start)
+        return self.primary_expression()
+
+    def primary_expression(self) -> E.Expr:
+        token = self.tok
+        if token.type is TokenType.NUMBER:
+            self.advance()
+            text = token.value
+            # Exact integers stay int (BIGINT); anything with a point or exponent is DOUBLE.
+            return E.Literal(int(text) if text.isdigit() else float(text), token.start)
+        if token.type is TokenType.STRING:
+            self.advance()
+            return E.Literal(token.value, token.start)
+        if token.is_op("("):
+            self.advance()
+            inner = self.expression()
+            self.expect_op(")")
+            return inner
+        if token.type is TokenType.QUOTED_IDENT:
+            return self.column_reference()
+        if token.type is not TokenType.IDENT:
+            raise self.error("expected an expression")
+        word = token.value
+        following = self.peek()
+        if word in ("TRUE", "FALSE", "NULL"):
+            self.advance()
+            return E.Literal({"TRUE": True, "FALSE": False, "NULL": None}[word], token.start)
+        if (word == "INTERVAL" and following.type in (TokenType.STRING, TokenType.NUMBER)) or (
+            word == "INTERVAL" and following.is_op("-")
+        ):
+            return E.Literal(self.interval_literal(), token.start)
+        if word in ("DATE", "TIMESTAMP") and following.type is TokenType.STRING:
+            self.advance()
+            self.advance()
+            try:
+                literal = date.fromisoformat(following.value) if word == "DATE" else datetime.fromisoformat(following.value)
+            except ValueError:
+                raise QuerySyntaxError(f"invalid {word} literal {following.text}", text=self.text,
+                                       position=following.start) from None
+            return E.Literal(literal, token.start)
+        if word == "CASE":
+            return self.case()
+        if word in ("RUNNING", "FINAL") and following.type is TokenType.IDENT and self.peek(2).is_op("("):
+            self.advance()
+            inner_token = self.tok
+            if inner_token.value not in _NAVIGATIONS + _AGGREGATES:
+                raise self.error(f"{word} applies only to FIRST, LAST, PREV, NEXT and aggregates", inner_token)
+            return self.call(semantics=word, start=token.start)
+        if following.is_op("("):
+            return self.call(semantics=None)
+        if word in _NOT_A_COLUMN:
+            raise self.error("expected an expression")
+        return self.column_reference()
+
+    def column_reference(self) -> E.Expr:
+        first, start = self.name("a column name", folded=False)
+        first_token = self.tokens[self.i - 1]
+        if self.accept_op("."):
+            var = first_token.value if first_token.type is TokenType.QUOTED_IDENT else first_token.value.upper()
+            if self.tok.is_op("*"):
+                raise self.error(f"{var}.* is only allowed inside COUNT")
+            column = self.name("a column name after '.'", folded=False)[0]
+            return E.Column(var, column, start)
+        return E.Column(None, first, start)
+
+    def case(self) -> E.Expr:
+        start = self.expect_word("CASE").start
+        operand = None if self.tok.is_word("WHEN") else self.expression()
+        whens: list[tuple[E.Expr, E.Expr]] = []
+        while self.accept_word("WHEN"):
+            condition = self.expression()
+            self.expect_word("THEN")
+            whens.append((condition, self.expression()))
+        if not whens:
+            raise self.error("expected WHEN")
+        default = self.expression() if self.accept_word("ELSE") else None
+        self.expect_word("END")
+        return E.Case(operand, tuple(whens), default, start)
+
+    def call(self, semantics: str | None, start: int | None = None) -> E.Expr:
+        token = self.advance()
+        begin = token.start if start is None else start
+        name = token.value
+        self.expect_op("(")
+        self.nest()
+        try:
+            if name in _NAVIGATIONS:
+                return self.navigation(token, semantics, begin)
+            if name in _AGGREGATES:
+                return self.aggregate(token, semantics, begin)
+            if name == "CLASSIFIER":
+                var = None
+                if not self.tok.is_op(")"):
+                    var = self.name("a pattern variable", folded=True)[0]
+                self.expect_op(")")
+                return E.Classifier(var, token.start)
+            if name == "MATCH_NUMBER":
+                self.expect_op(")")
+                return E.MatchNumber(token.start)
+            if name == "MATCH_ROWTIME":
+                column = None
+                if not self.tok.is_op(")"):
+                    reference = self.column_reference()
+                    assert isinstance(reference, E.Column)
+                    column = reference
+                self.expect_op(")")
+                return E.MatchRowtime(column, token.start)
+            if name == "CAST":
+                operand = self.expression()
+                self.expect_word("AS")
+                type_token = self.tok
+                type_name = TYPE_NAMES.get(type_token.value) if type_token.type is TokenType.IDENT else None
+                if type_name is None:
+                    raise self.error("expected a type name (" + ", ".join(sorted(TYPE_NAMES)) + ")")
+                self.advance()
+                if type_name == "DOUBLE":
+                    self.accept_word("PRECISION")
+                if self.accept_op("("):  # VARCHAR(10), DECIMAL(10, 2), TIMESTAMP(3): precision is irrelevant
+                    self.integer("a type parameter")
+                    if self.accept_op(","):
+                        self.integer("a type parameter")
+                    self.expect_op(")")
+                self.expect_op(")")
+                return E.Cast(operand, type_name, token.start)
+            function = SCALAR_FUNCTIONS.get(name)
+            if function is None:
+                raise QuerySyntaxError(f"unknown function {token.text}", text=self.text, position=token.start)
+            args: list[E.Expr] = []
+            if not self.tok.is_op(")"):
+                args.append(self.expression())
+                while self.accept_op(","):
+                    args.append(self.expression())
+            close = self.expect_op(")")
+            if len(args) < function.min_args or (function.max_args is not None and len(args) > function.max_args):
+                expected = str(function.min_args) if function.max_args == function.min_args else (
+                    f"{function.min_args} or more" if function.max_args is None
+                    else f"{function.min_args} to {function.max_args}")
+                raise QuerySyntaxError(f"{name} takes {expected} arguments, got {len(args)}", text=self.text,
+                                       position=close.start)
+            return E.Func(name, tuple(args), token.start)
+        finally:
+            self.depth -= 1
+
+    def navigation(self, token: Token, semantics: str | None, start: int) -> E.Expr:
+        arg = self.expression()
+        offset, written = (1 if token.value in ("PREV", "NEXT") else 0), False
+        if self.accept_op(","):
+            offset, written = self.integer("a navigation offset"), True
+        self.expect_op(")")
+        return E.Navigation(token.value, arg, offset, semantics, written, start)
+
+    def aggregate(self, token: Token, semantics: str | None, start: int) -> E.Expr:
+        if self.tok.is_word("DISTINCT"):
+            raise self.error("DISTINCT aggregates are not supported in MATCH_RECOGNIZE")
+        if token.value == "COUNT":
+            if self.accept_op("*"):
+                self.expect_op(")")
+                return E.Aggregate("COUNT", None, None, semantics, start)
+            if self.tok.type in (TokenType.IDENT, TokenType.QUOTED_IDENT) and self.peek().is_op(".") \
+                    and self.peek(2).is_op("*"):
+                var = self.name("a pattern variable", folded=True)[0]
+                self.advance()
+                self.advance()
+                self.expect_op(")")
+                return E.Aggregate("COUNT", None, var, semantics, start)
+        arg = self.expression()
+        self.expect_op(")")
+        return E.Aggregate(token.value, arg, None, semantics, start)
+
+
+def parse_clause(text: str) -> ClauseSpec:
+    """Parse and validate the text between the parentheses of ``MATCH_RECOGNIZE ( ... )``.
+
+    >>> spec = parse_clause("PARTITION BY symbol ORDER BY rowtime MEASURES LAST(B.price) AS p "
+    ...                     "PATTERN (A B+?) DEFINE B AS B.price < PREV(B.price)")
+    >>> str(spec.pattern), spec.partition_by, spec.measures[0].name
+    ('A B+?', ('symbol',), 'p')
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse_clause expects the clause text as str, got {type(text).__name__}")
+    from runtime.core.pattern.validate import validate
+
+    spec = Parser(text).clause()
+    validate(spec)
+    return spec
+
+
+def parse_expression(text: str) -> E.Expr:
+    """Parse one expression (tests and tools; no validation against a pattern).
+
+    >>> str(parse_expression("a.price BETWEEN 1 AND 2 OR x IN (1, 2)"))
+    '(A.price BETWEEN 1 AND 2) OR (x IN (1, 2))'
+    """
+    parser = Parser(text)
+    result = parser.expression()
+    parser.expect_eof()
+    return result
+
+
+def parse_pattern(text: str) -> ir.Node:
+    """Parse a row pattern alone, e.g. ``"A B+ (C | D)*?"``.
+
+    >>> str(parse_pattern("PERMUTE(A, B) {- C -} D{2,}?"))
+    'PERMUTE(A, B) {- C -} D{2,}?'
+    """
+    parser = Parser(text)
+    result: ir.Node = ir.Empty(0) if parser.tok.type is TokenType.EOF else parser.alternation()
+    parser.expect_eof()
+    return result

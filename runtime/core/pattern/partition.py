@@ -1,0 +1,313 @@
+"""Pattern matching over one ordered partition: match attempts, AFTER MATCH SKIP, output rows.
+
+:class:`PartitionMatcher` is the incremental driver (rows pushed one at a time, output as soon as
+it is decided); :func:`match_partition` wraps it as a streaming iterator.  The rules follow the SQL
+standard as Trino implements them (``PatternRecognitionPartition``):
+
+* a match is attempted from each candidate start row in order; the first (leftmost) start with a
+  match wins, and within it the most preferred match (see :mod:`~runtime.core.pattern.matcher`);
+* no match from row r: with ``WITH UNMATCHED ROWS`` the row is output with NULL measures unless an
+  earlier match already covered it; the next attempt starts at r + 1;
+* an empty match at r: output (measures over no rows, e.g. ``COUNT(*) = 0``) unless ``OMIT EMPTY
+  MATCHES``; it takes a match number; the next attempt starts at r + 1;
+* a non-empty match: ONE ROW PER MATCH outputs the partition columns and the measures (evaluated at
+  the last row, so RUNNING = FINAL); ALL ROWS PER MATCH outputs every matched row outside
+  ``{- -}`` exclusions: partition columns, ORDER BY columns, measures (RUNNING up to that row),
+  then the remaining input columns;
+* after a non-empty match: PAST LAST ROW resumes after its last row (the standard's default),
+  TO NEXT ROW at its second row, TO FIRST/LAST v at the first/last row matched to v; the standard's
+  runtime errors apply: v matched no row, or the target is the match's first row (an endless loop);
+* ``WITHIN`` (Flink): an attempt stops taking rows once a row is ``within`` or more after the
+  attempt's first row, so every match spans strictly less than ``within``;
+* rows are released once no attempt or navigation (``PREV`` reach) can need them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+from runtime.core.pattern.clause import CompiledClause
+from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
+from runtime.core.pattern.expressions import RowSource
+from runtime.core.pattern.matcher import MatchResult, Run
+from runtime.core.pattern.spec import ClauseSpec, RowsPerMatch, SkipMode
+
+
+@lru_cache(maxsize=64)
+def compile_clause(spec: ClauseSpec) -> CompiledClause:
+    """Compile ``spec`` once per process (specs are frozen and hashable)."""
+    return CompiledClause(spec)
+
+
+def elapsed(later: Any, earlier: Any) -> timedelta:
+    """Time between two ORDER BY values: datetimes, or integers counted in microseconds."""
+    if isinstance(later, datetime) or isinstance(later, timedelta):
+        return later - earlier
+    if isinstance(later, int | float):
+        return timedelta(microseconds=later - earlier)
+    raise MatchRuntimeError(f"WITHIN needs a timestamp (or integer microseconds) ORDER BY column, got {later!r}")
+
+
+class PartitionMatcher:
+    """Incremental matcher for one partition: :meth:`push` rows in order, then :meth:`finish`.
+
+    The state (rows still needed, the running attempt, counters) is plain data and pickles; the
+    compiled clause is re-attached on unpickling by :meth:`rebind`.
+
+    >>> from runtime.core.pattern.parser import parse_clause
+    >>> matcher = PartitionMatcher(parse_clause("MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE B AS B.x > PREV(B.x)"))
+    >>> [out for x in (1, 2, 3, 1) for out in matcher.push({"x": x})] + matcher.finish()
+    [{'n': 3}]
+    """
+
+    def __init__(self, spec: ClauseSpec) -> None:
+        self.spec = spec
+        self.clause = compile_clause(spec)
+        self.rows = RowSource()
+        self.next_start = 0
+        self.run: Run | None = None
+        self.match_number = 1
+        self.last_matched = -1  # last row covered by an output match (WITH UNMATCHED ROWS)
+        self.ended = False
+        self._time_column = spec.order_by[0].column if spec.order_by else None
+        self._checked_columns = False
+
+    # -- input -------------------------------------------------------------------------------------
+    def push(self, row: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Add the partition's next row (in ORDER BY order); returns the rows now decided."""
+        if self.ended:
+            raise RuntimeError("push() after finish()")
+        self.rows.rows.append(row)
+        return self._drive()
+
+    def finish(self) -> list[dict[str, Any]]:
+        """Declare the end of the partition; returns the remaining output."""
+        if not self.ended:
+            self.ended = True
+            self.rows.length = self.rows.available
+        return self._drive()
+
+    @property
+    def pending_start(self) -> int:
+        """Absolute position of the earliest row a future output may still start at."""
+        return self.run.start if self.run is not None else self.next_start
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(vars(self))
+        del state["clause"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update(state)
+        self.rebind()
+
+    def rebind(self) -> None:
+        self.clause = compile_clause(self.spec)
+        if self.run is not None:
+            self.run.rebind(self.clause.bind(self.rows), self.clause.equivalence.signature)
+
+    # -- the loop ------------------------------------------------------------------------------------
+    def _drive(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        clause = self.clause
+        rows = self.rows
+        while True:
+            if self.run is None:
+                if self.next_start >= rows.available:
+                    break  # the next attempt needs its first row
+                self.run = clause.new_run(rows, self.next_start, self.match_number)
+            run = self.run
+            while not run.finished:
+                position = run.position
+                if self.ended and position >= rows.available:
+                    run.stop()
+                    break
+                if not self.ended and position + clause.lookahead >= rows.available:
+                    return out  # wait: DEFINE may read rows up to `lookahead` ahead, `$` needs to know the end
+                if clause.within is not None and position > run.start:
+                    start_time = self._time(run.start)
+                    if elapsed(self._time(position), start_time) >= clause.within:
+                        run.stop()
+                        break
+                run.step(at_end=self.ended and position == rows.available - 1)
+            self.run = None
+            out.extend(self._conclude(run))
+            rows.release_before(self.next_start - clause.lookbehind)
+        return out
+
+    def _time(self, position: int) -> Any:
+        row = self.rows.get(position)
+        assert row is not None
+        if self._time_column is None:
+            raise PatternValidationError("WITHIN needs ORDER BY <time column>", text=self.spec.text, position=0)
+        return _column(row, self._time_column)
+
+    def _conclude(self, run: Run) -> list[dict[str, Any]]:
+        """Output for one finished attempt, and where the next one starts."""
+        spec = self.spec
+        match = run.match()
+        start = run.start
+        if match is None:
+            self.next_start = start + 1
+            if spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED and start > self.last_matched:
+                return [self._all_rows_row(start, None)]
+            return []
+        number = self.match_number
+        self.match_number += 1
+        if match.empty:
+            self.next_start = start + 1
+            if not spec.rows_per_match.shows_empty:
+                return []
+            ctx = self.clause.measure_context(self.rows, match, number)
+            measures = self.clause.evaluate_measures(ctx, start - 1)
+            if spec.rows_per_match.all_rows:
+                return [self._all_rows_row(start, measures)]
+            return [self._one_row(start, measures)]
+        out = self._match_rows(match, number)
+        self.last_matched = max(self.last_matched, match.end)
+        self.next_start = self._skip(match, number)
+        return out
+
+    def _skip(self, match: MatchResult, number: int) -> int:
+        skip = self.spec.after_match_skip
+        if skip.mode is SkipMode.PAST_LAST_ROW:
+            return match.end + 1
+        if skip.mode is SkipMode.TO_NEXT_ROW:
+            return match.start + 1
+        target = self.clause.skip_target(match)
+        where = f"AFTER MATCH SKIP {skip.mode.value} {skip.var}"
+        if target is None:
+            raise MatchRuntimeError(f"{where} failed: {skip.var} is not present in the match", match_number=number)
+        if target == match.start:
+            raise MatchRuntimeError(f"{where} failed: cannot skip to the first row of the match "
+                                    "(the next attempt would find the same match forever)", match_number=number)
+        return target
+
+    # -- output rows ----------------------------------------------------------------------------------
+    def _match_rows(self, match: MatchResult, number: int) -> list[dict[str, Any]]:
+        ctx = self.clause.measure_context(self.rows, match, number)
+        if not self.spec.rows_per_match.all_rows:
+            return [self._one_row(match.start, self.clause.evaluate_measures(ctx, match.end))]
+        excluded: set[int] = set()
+        for first, end in match.exclusions:
+            excluded.update(range(first, end))
+        out = []
+        for offset in range(len(match.labels)):
+            if offset in excluded:
+                continue
+            position = match.start + offset
+            out.append(self._all_rows_row(position, self.clause.evaluate_measures(ctx, position)))
+        return out
+
+    def _one_row(self, start: int, measures: dict[str, Any]) -> dict[str, Any]:
+        row = self.rows.get(start)
+        assert row is not None
+        result = {column: _column(row, column) for column in self.spec.partition_by}
+        result.update(measures)
+        return result
+
+    def _all_rows_row(self, position: int, measures: dict[str, Any] | None) -> dict[str, Any]:
+        row = self.rows.get(position)
+        assert row is not None
+        spec = self.spec
+        if measures is None:  # unmatched row: NULL measures
+            measures = {m.name: None for m in spec.measures}
+        if not self._checked_columns:
+            clash = [m.name for m in spec.measures if m.name in row]
+            if clash:
+                raise PatternValidationError(
+                    f"measure {clash[0]} has the name of an input column; ALL ROWS PER MATCH outputs both",
+                    text=spec.text, position=next(m.start for m in spec.measures if m.name == clash[0]))
+            self._checked_columns = True
+        result = {column: _column(row, column) for column in spec.partition_by}
+        for key in spec.order_by:
+            result[key.column] = _column(row, key.column)
+        result.update(measures)
+        for column, value in row.items():
+            result.setdefault(column, value)
+        return result
+
+
+def _column(row: Mapping[str, Any], name: str) -> Any:
+    if name in row:
+        return row[name]
+    folded = [key for key in row if isinstance(key, str) and key.lower() == name.lower()]
+    if len(folded) != 1:
+        raise KeyError(f"column {name} not found in the input row (columns: {', '.join(map(str, row))})")
+    return row[folded[0]]
+
+
+def match_partition(
+    spec: ClauseSpec, rows: Iterable[Mapping[str, Any] | Sequence[Any]], *, columns: Sequence[str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Run ``spec`` over one partition whose rows come in ORDER BY order; yields output rows lazily.
+
+    Rows are mappings, or sequences with ``columns`` naming their fields.
+
+    >>> from runtime.core.pattern.parser import parse_clause
+    >>> spec = parse_clause("MEASURES FIRST(A.p) AS lo, LAST(A.p) AS hi PATTERN (A{2,}) DEFINE A AS A.p >= PREV(A.p, 1)")
+    >>> list(match_partition(spec, [(3,), (1,), (2,), (5,), (4,)], columns=["p"]))
+    [{'lo': 2, 'hi': 5}]
+    """
+    matcher = PartitionMatcher(spec)
+    for row in rows:
+        if not isinstance(row, Mapping):
+            if columns is None:
+                raise TypeError("rows given as sequences need columns=[...] naming their fields")
+            row = dict(zip(columns, row, strict=True))
+        yield from matcher.push(row)
+    yield from matcher.finish()
+
+
+def sort_key(spec: ClauseSpec) -> Any:
+    """A sort key function for ORDER BY (ASC NULLS LAST / DESC NULLS FIRST unless written)."""
+
+    def key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+        parts: list[Any] = []
+        for item in spec.order_by:
+            value = _column(row, item.column)
+            nulls_first = item.nulls_first if item.nulls_first is not None else item.descending
+            is_null = value is None
+            parts.append((not is_null) if nulls_first else is_null)
+            parts.append(_Reverse(value) if item.descending and not is_null else value if not is_null else 0)
+        return tuple(parts)
+
+    return key
+
+
+class _Reverse:
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Reverse) -> bool:
+        return bool(other.value < self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reverse) and other.value == self.value
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def match_recognize(
+    spec: ClauseSpec, rows: Iterable[Mapping[str, Any]]
+) -> Iterator[dict[str, Any]]:
+    """Batch MATCH_RECOGNIZE over a whole table: partition, sort (stable), match each partition.
+
+    Partitions are processed in order of first appearance.
+
+    >>> from runtime.core.pattern.parser import parse_clause
+    >>> spec = parse_clause("PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS A.v > 0")
+    >>> list(match_recognize(spec, [{"k": 1, "t": 2, "v": 1}, {"k": 2, "t": 1, "v": 1}, {"k": 1, "t": 1, "v": 1}]))
+    [{'k': 1, 'n': 2}, {'k': 2, 'n': 1}]
+    """
+    partitions: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        partitions.setdefault(tuple(_column(row, c) for c in spec.partition_by), []).append(row)
+    key = sort_key(spec)
+    for members in partitions.values():
+        yield from match_partition(spec, sorted(members, key=key) if spec.order_by else members)
