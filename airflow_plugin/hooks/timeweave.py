@@ -37,23 +37,25 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowException
 
+from runtime.jobs.cli import METRICS_PREFIX as _CLI_METRICS_PREFIX
 from runtime.jobs.config import JobConfig
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-#: The prefix of the one line the job CLI prints with its metrics as JSON.
-METRICS_PREFIX = "TIMEWEAVE_METRICS"
+#: The prefix of the one line the job CLI prints with its metrics as JSON (the CLI's own constant).
+METRICS_PREFIX = _CLI_METRICS_PREFIX.strip()
 #: The job kinds ``runtime.jobs.run`` and the job CLI understand.
 JOB_KINDS = ("streaming", "backfill")
 #: The launchers this hook knows.
 LAUNCHERS = ("local", "spark-submit")
 #: spark-submit binaries a connection's ``spark-binary`` extra may name (as in the Apache Spark provider).
 ALLOWED_SPARK_BINARIES = ("spark-submit", "spark2-submit", "spark3-submit")
-#: Job arguments per kind; anything else is a mistake the user should hear about before a job starts.
+#: Job arguments per kind (those of ``runtime.jobs.run`` / the job CLI); anything else is a mistake the
+#: user should hear about before a job starts.
 _JOB_ARGUMENTS: Mapping[str, frozenset[str]] = {
-    "streaming": frozenset({"flush"}),
-    "backfill": frozenset({"start", "end", "slices"}),
+    "streaming": frozenset({"flush", "heartbeat", "timeout_seconds", "until_idle"}),
+    "backfill": frozenset({"start", "end", "slices", "only"}),
 }
 #: How long ``kill()`` waits for a spark-submit process to exit after SIGTERM before SIGKILL.
 _KILL_GRACE_SECONDS = 15.0
@@ -132,6 +134,8 @@ def _check_job_arguments(kind: str, job_args: Mapping[str, Any]) -> None:
                 raise ValueError(f"argument {name!r}: a backfill job needs it")
         if int(job_args["slices"]) < 1:
             raise ValueError(f"argument 'slices': must be >= 1, got {job_args['slices']!r}")
+    elif job_args.get("flush") and job_args.get("heartbeat") is not None:
+        raise ValueError("argument 'heartbeat': flush already moves the watermark past all input; set one of them")
 
 
 def utc_naive(value: datetime | str, argument: str) -> datetime:
@@ -149,11 +153,16 @@ def utc_naive(value: datetime | str, argument: str) -> datetime:
 
 
 def _job_times(kind: str, job_args: Mapping[str, Any]) -> dict[str, Any]:
-    """``job_args`` with backfill bounds as naive UTC datetimes, the form every launcher passes on."""
-    if kind != "backfill":
-        return dict(job_args)
-    return {**job_args, "start": utc_naive(job_args["start"], "start"), "end": utc_naive(job_args["end"], "end"),
-            "slices": int(job_args["slices"])}
+    """``job_args`` with times as naive UTC datetimes and counts as ints, the form every launcher passes on."""
+    args = {name: value for name, value in job_args.items() if value is not None}
+    for name in ("start", "end", "heartbeat"):
+        if name in args:
+            args[name] = utc_naive(args[name], name)
+    if "slices" in args:
+        args["slices"] = int(args["slices"])
+    if "only" in args:
+        args["only"] = [int(index) for index in args["only"]]
+    return args
 
 
 def job_cli_arguments(kind: str, config_path: str, job_args: Mapping[str, Any]) -> list[str]:
@@ -162,8 +171,8 @@ def job_cli_arguments(kind: str, config_path: str, job_args: Mapping[str, Any]) 
     >>> job_cli_arguments("backfill", "job.json", {"start": "2026-01-01T00:00:00+00:00",
     ...                   "end": "2026-01-02T00:00:00+00:00", "slices": 3})
     ['backfill', '--config', 'job.json', '--start', '2026-01-01T00:00:00', '--end', '2026-01-02T00:00:00', '--slices', '3']
-    >>> job_cli_arguments("streaming", "job.json", {"flush": True})
-    ['streaming', '--config', 'job.json', '--flush']
+    >>> job_cli_arguments("streaming", "job.json", {"heartbeat": "2026-01-02", "until_idle": False})
+    ['streaming', '--config', 'job.json', '--heartbeat', '2026-01-02T00:00:00', '--no-until-idle']
     """
     _check_job_arguments(kind, job_args)
     job_args = _job_times(kind, job_args)
@@ -171,8 +180,17 @@ def job_cli_arguments(kind: str, config_path: str, job_args: Mapping[str, Any]) 
     if kind == "backfill":
         args += ["--start", job_args["start"].isoformat(), "--end", job_args["end"].isoformat()]
         args += ["--slices", str(job_args["slices"])]
-    elif job_args.get("flush"):
+        if job_args.get("only"):
+            args += ["--only", *(str(index) for index in job_args["only"])]
+        return args
+    if job_args.get("flush"):
         args.append("--flush")
+    if "heartbeat" in job_args:
+        args += ["--heartbeat", job_args["heartbeat"].isoformat()]
+    if "timeout_seconds" in job_args:
+        args += ["--timeout", str(float(job_args["timeout_seconds"]))]
+    if job_args.get("until_idle") is False:
+        args.append("--no-until-idle")
     return args
 
 
@@ -297,7 +315,8 @@ class TimeweaveHook(BaseHook):
     def run(self, kind: str, config: Mapping[str, Any] | str | os.PathLike[str], **job_args: Any) -> dict[str, Any]:
         """Run a ``kind`` job (``"streaming"`` or ``"backfill"``) and return its metrics as plain JSON values.
 
-        ``job_args``: ``flush`` for streaming; ``start``, ``end``, ``slices`` for backfill.
+        ``job_args`` are those of ``runtime.jobs.run``: ``flush``, ``heartbeat``, ``timeout_seconds``,
+        ``until_idle`` for streaming; ``start``, ``end``, ``slices``, ``only`` for backfill.
         """
         _check_job_arguments(kind, job_args)
         job = load_job_config(config)

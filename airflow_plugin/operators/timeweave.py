@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from airflow.sdk import BaseOperator, Context
 
 from airflow_plugin.hooks.timeweave import TimeweaveHook, load_job_config, utc_naive
+from runtime.jobs.config import parse_duration
 
 ConfigSource = Mapping[str, Any] | str
 
@@ -87,14 +88,18 @@ class TimeweaveStreamingOperator(_TimeweaveJobOperator):
 
     With the config's default ``availableNow`` trigger each DAG run processes the files that arrived
     since the last run and stops; the checkpoint carries offsets, join state and the watermark from
-    one run to the next, so it must be persistent.  ``flush=True`` additionally advances the watermark
-    past the end of input, emitting the rows still buffered (use it for a final run).  With
-    ``processing_time`` the job runs until killed (``on_kill`` stops the query).
+    one run to the next, so it must be persistent.  Rows wait in state until the watermark passes
+    them: ``heartbeat`` (e.g. ``"{{ data_interval_end }}"``) moves the watermark to a time first, so
+    a run emits everything before it; ``flush=True`` moves it past all input (end of input: later
+    rows are late).  With ``processing_time`` the job runs until killed (``on_kill`` stops the query)
+    or until ``timeout_seconds``.
 
     :param config: job config dict, JSON text, or a path to a ``.json`` file (templated).
     :param checkpoint: checkpoint location; overrides the config's ``checkpoint`` (templated).
-    :param processing_time: e.g. ``"30 seconds"``: run a long-running processingTime job instead (templated).
-    :param flush: after the availableNow run, flush the watermark past the end of input.
+    :param heartbeat: move both watermarks to this ISO timestamp before the run (templated).
+    :param flush: move the watermark past all input before the run (end of input).
+    :param processing_time: e.g. ``"30 seconds"``: a long-running processingTime job instead (templated).
+    :param timeout_seconds: stop a processingTime job after this many seconds.
     :param launcher: ``"local"`` (in-process) or ``"spark-submit"``.
     :param conn_id: Spark connection for spark-submit (templated).
     :param spark_conf: Spark properties (templated).
@@ -102,24 +107,29 @@ class TimeweaveStreamingOperator(_TimeweaveJobOperator):
     Example::
 
         stream = TimeweaveStreamingOperator(task_id="stream", config="jobs/orders.json",
-                                            checkpoint="/data/chk/orders_enriched")
+                                            checkpoint="/data/chk/orders_enriched",
+                                            heartbeat="{{ data_interval_end }}")
     """
 
-    template_fields: Sequence[str] = ("config", "checkpoint", "processing_time", "conn_id", "spark_conf")
+    template_fields: Sequence[str] = ("config", "checkpoint", "heartbeat", "processing_time", "conn_id", "spark_conf")
 
     def __init__(
         self,
         *,
         config: ConfigSource,
         checkpoint: str | None = None,
-        processing_time: str | None = None,
+        heartbeat: datetime | str | None = None,
         flush: bool = False,
+        processing_time: str | None = None,
+        timeout_seconds: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(config=config, **kwargs)
         self.checkpoint = checkpoint
-        self.processing_time = processing_time
+        self.heartbeat = heartbeat
         self.flush = flush
+        self.processing_time = processing_time
+        self.timeout_seconds = timeout_seconds
 
     def _job_config(self) -> dict[str, Any]:
         job = super()._job_config()
@@ -131,15 +141,31 @@ class TimeweaveStreamingOperator(_TimeweaveJobOperator):
                 "(set it here or as 'checkpoint' in the job config)"
             )
         if self.processing_time:
-            if self.flush:
-                raise ValueError("argument 'flush': only an availableNow run can flush; drop processing_time")
+            parse_duration(self.processing_time, "processing_time")  # fail here, not when the query starts
             job["trigger"] = {"processing_time": self.processing_time}
         return load_job_config(job)  # validate the overrides too
 
+    def _job_arguments(self) -> dict[str, Any]:
+        args: dict[str, Any] = {"flush": self.flush}
+        if self.flush and self.heartbeat:
+            raise ValueError("argument 'heartbeat': flush already moves the watermark past all input; set one")
+        if self.heartbeat:
+            args["heartbeat"] = utc_naive(self.heartbeat, "heartbeat")
+        if self.processing_time:
+            # A scheduled long-running job: it ends when killed or timed out, not when input is idle.
+            args["until_idle"] = False
+            if self.timeout_seconds is not None:
+                args["timeout_seconds"] = float(self.timeout_seconds)
+        elif self.timeout_seconds is not None:
+            raise ValueError("argument 'timeout_seconds': only a processing_time job runs until a timeout")
+        return args
+
     def execute(self, context: Context) -> dict[str, Any]:
         job = self._job_config()
-        self.log.info("Streaming job: checkpoint %s, trigger %s", job["checkpoint"], json.dumps(job.get("trigger")))
-        metrics = self._hook.run("streaming", job, flush=self.flush)
+        args = self._job_arguments()
+        self.log.info("Streaming job: checkpoint %s, trigger %s, %s", job["checkpoint"],
+                      json.dumps(job.get("trigger", {"available_now": True})), args)
+        metrics = self._hook.run("streaming", job, **args)
         self.log.info("Streaming job metrics: %s", json.dumps(metrics, sort_keys=True))
         return metrics
 

@@ -81,6 +81,29 @@ def test_backfill_times_are_converted_to_utc_not_relabelled():
     assert args[3:] == ["--start", "2026-01-01T00:00:00", "--end", "2026-01-01T12:00:00", "--slices", "2"]
 
 
+def test_streaming_cli_arguments():
+    args = job_cli_arguments("streaming", "j.json", {"heartbeat": "2026-01-02T00:00:00+00:00", "until_idle": False,
+                                                     "timeout_seconds": 90, "flush": False})
+    assert args == ["streaming", "--config", "j.json", "--heartbeat", "2026-01-02T00:00:00", "--timeout", "90.0",
+                    "--no-until-idle"]
+    assert job_cli_arguments("backfill", "j.json", {"start": "2026-01-01", "end": "2026-01-02", "slices": 4,
+                                                    "only": ["1", 3]})[-3:] == ["--only", "1", "3"]
+
+
+def test_hook_and_job_cli_agree_on_the_arguments():
+    """Every argument the hook builds is one the job CLI parses, to the same values."""
+    from runtime.jobs.cli import parser
+
+    args = job_cli_arguments("streaming", "j.json", {"heartbeat": "2026-01-02", "until_idle": False,
+                                                     "timeout_seconds": 90})
+    parsed = parser().parse_args(args)
+    assert (parsed.heartbeat, parsed.timeout, parsed.no_until_idle, parsed.flush) == (
+        "2026-01-02T00:00:00", 90.0, True, False)
+    parsed = parser().parse_args(job_cli_arguments("backfill", "j.json", {"start": "2026-01-01", "end": "2026-01-02",
+                                                                          "slices": 4, "only": [2]}))
+    assert (parsed.start, parsed.end, parsed.slices, parsed.only) == ("2026-01-01T00:00:00", "2026-01-02T00:00:00", 4, [2])
+
+
 @pytest.mark.parametrize(
     ("extra", "argument"),
     [({"deploy-mode": "cluster"}, "deploy-mode"), ({"spark-binary": "/bin/sh"}, "spark-binary")],
@@ -95,6 +118,7 @@ def test_connection_extras_are_checked(spark_conn, extra, argument):
     ("kind", "job_args", "argument"),
     [
         ("streaming", {"slices": 2}, "'slices'"),
+        ("streaming", {"flush": True, "heartbeat": "2026-01-01"}, "'heartbeat'"),
         ("backfill", {"start": "2026-01-01", "end": "2026-01-02"}, "'slices'"),
         ("backfill", {"start": "2026-01-01", "end": "2026-01-02", "slices": 0}, "'slices'"),
         ("batch", {}, "'kind'"),

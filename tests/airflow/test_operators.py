@@ -42,7 +42,7 @@ def hook_calls(monkeypatch) -> list[tuple[str, dict, dict]]:
 
 def test_template_fields_are_explicit():
     assert TimeweaveStreamingOperator.template_fields == (
-        "config", "checkpoint", "processing_time", "conn_id", "spark_conf"
+        "config", "checkpoint", "heartbeat", "processing_time", "conn_id", "spark_conf"
     )
     assert TimeweaveBackfillOperator.template_fields == ("config", "start", "end", "slices", "conn_id", "spark_conf")
     assert TimeweaveBackfillOperator.template_ext == (".json",)
@@ -95,21 +95,30 @@ def test_backfill_arguments_are_checked(hook_calls, kwargs, argument):
     assert hook_calls == []
 
 
-def test_streaming_overrides_checkpoint_and_trigger(hook_calls):
-    op = TimeweaveStreamingOperator(task_id="stream", config=CONFIG, checkpoint="chk/other", flush=True)
+def test_streaming_overrides_checkpoint_trigger_and_heartbeat(hook_calls):
+    with DAG("tw_stream", schedule=None, start_date=INTERVAL_START):
+        op = TimeweaveStreamingOperator(task_id="stream", config=CONFIG, checkpoint="chk/{{ ds }}",
+                                        heartbeat="{{ data_interval_end }}")
+    op.render_template_fields(_context())
     assert op.execute(_context())["rows_out"] == 5
-    op = TimeweaveStreamingOperator(task_id="stream_forever", config=CONFIG, processing_time="30 seconds")
-    op.execute(_context())
-    (_, first, first_args), (_, second, second_args) = hook_calls
-    assert first["checkpoint"] == "chk/other" and first_args == {"flush": True}
-    assert second["trigger"] == {"processing_time": "30 seconds"} and second_args == {"flush": False}
+    TimeweaveStreamingOperator(task_id="final", config=CONFIG, flush=True).execute(_context())
+    TimeweaveStreamingOperator(task_id="forever", config=CONFIG, processing_time="30 seconds",
+                               timeout_seconds=600).execute(_context())
+    (_, first, first_args), (_, second, second_args), (_, third, third_args) = hook_calls
+    assert first["checkpoint"] == "chk/2026-01-01"
+    assert first_args == {"flush": False, "heartbeat": datetime(2026, 1, 2)}
+    assert second["checkpoint"] == CONFIG["checkpoint"] and second_args == {"flush": True}
+    assert third["trigger"] == {"processing_time": "30 seconds"}
+    assert third_args == {"flush": False, "until_idle": False, "timeout_seconds": 600.0}
 
 
 @pytest.mark.parametrize(
     ("config", "kwargs", "argument"),
     [
         ({k: v for k, v in CONFIG.items() if k != "checkpoint"}, {}, "'checkpoint'"),
-        (CONFIG, {"processing_time": "1 minute", "flush": True}, "'flush'"),
+        (CONFIG, {"heartbeat": "2026-01-02", "flush": True}, "'heartbeat'"),
+        (CONFIG, {"timeout_seconds": 5}, "'timeout_seconds'"),
+        (CONFIG, {"processing_time": "soon"}, "processing_time"),
         ("no/such/job.json", {}, "'config'"),
     ],
 )
