@@ -1,0 +1,169 @@
+{#-
+  Internal helpers of the public dbt macros (temporal_join, versioned_view, temporal_join_dead_letter):
+  argument validation with the same rules and messages as runtime/core/spec.py, relation introspection,
+  and the rendering of each side.  The SQL plan itself lives in timeweave_sql.sql, shared with Python.
+
+  Why validate here again: dbt's Jinja cannot import runtime.core, so the rules of VersionedTableSpec /
+  TemporalJoinSpec are restated; tests/dbt/test_dbt_models.py checks both doors reject the same input.
+-#}
+
+{#- The op codes of runtime.core.changelog (UPSERT_OPS / DELETE_OPS); a test keeps them equal. -#}
+{% macro default_upsert_ops() -%}
+  {{ return(['+I', '+U', 'c', 'r', 'u', 'I', 'U', 'INSERT', 'UPDATE_AFTER']) }}
+{%- endmacro %}
+
+{% macro default_delete_ops() -%}
+  {{ return(['-D', '-U', 'd', 'D', 'DELETE', 'UPDATE_BEFORE']) }}
+{%- endmacro %}
+
+{#- Raise "<model>: <where>: argument '<argument>': <message>", the format of runtime.core.errors.SpecError. -#}
+{% macro _spec_error(where, argument, message) -%}
+  {%- set owner = (model.name ~ ': ') if model is defined and model and model.name is defined else '' -%}
+  {{ exceptions.raise_compiler_error(owner ~ where ~ ": argument '" ~ argument ~ "': " ~ message) }}
+{%- endmacro %}
+
+{#- A column argument as a list of names: none -> [], 'a' -> ['a'], ['a', 'b'] -> ['a', 'b']. -#}
+{% macro _names(value, argument, where) -%}
+  {%- if value is none -%}
+    {{ return([]) }}
+  {%- endif -%}
+  {%- set names = [value] if value is string else (value | list) -%}
+  {%- for name in names -%}
+    {%- if name is not string or not (name | trim) -%}
+      {{ timeweave._spec_error(where, argument, 'column names must be non-empty strings, got ' ~ name) }}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if (names | unique | list | length) != (names | length) -%}
+    {{ timeweave._spec_error(where, argument, 'duplicate column in ' ~ names) }}
+  {%- endif -%}
+  {{ return(names) }}
+{%- endmacro %}
+
+{#- The versioned-table rules of VersionedTableSpec.__init__ (shape only; columns are checked by _bind_versioned). -#}
+{% macro _check_versioned(key, time, format, op, delete_flag, sequence, where='versioned') -%}
+  {%- set keys = timeweave._names(key, 'key', where) -%}
+  {%- if not keys -%}
+    {{ timeweave._spec_error(where, 'key', 'a versioned table needs at least one key column') }}
+  {%- endif -%}
+  {%- if time is not string or not (time | trim) -%}
+    {{ timeweave._spec_error(where, 'time', 'a version-time column is required') }}
+  {%- endif -%}
+  {%- if format not in ['append', 'changelog', 'upsert'] -%}
+    {{ timeweave._spec_error(where, 'format', "unknown format '" ~ format ~ "'; use one of ['append', 'changelog', 'upsert']") }}
+  {%- endif -%}
+  {%- if format == 'changelog' and not op -%}
+    {{ timeweave._spec_error(where, 'op', "format 'changelog' needs the op column (+I/-U/+U/-D or c/r/u/d)") }}
+  {%- endif -%}
+  {%- if format != 'changelog' and op -%}
+    {{ timeweave._spec_error(where, 'op', "an op column only applies to format 'changelog', not '" ~ format ~ "'") }}
+  {%- endif -%}
+  {%- if format != 'upsert' and delete_flag -%}
+    {{ timeweave._spec_error(where, 'delete_flag', "a delete flag only applies to format 'upsert', not '" ~ format ~ "'") }}
+  {%- endif -%}
+  {%- if time in keys -%}
+    {{ timeweave._spec_error(where, 'time', "column '" ~ time ~ "' is also a key column") }}
+  {%- endif -%}
+  {%- for name, argument in [(op, 'op'), (delete_flag, 'delete_flag'), (sequence, 'sequence')] -%}
+    {%- if name is not none and (name in keys or name == time) -%}
+      {{ timeweave._spec_error(where, argument, "column '" ~ name ~ "' is already used as key or time") }}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(keys) }}
+{%- endmacro %}
+
+{#- Fail unless every name is a column of the side described by `info` (see _side). -#}
+{% macro _require_columns(info, names, argument, where) -%}
+  {%- for name in names -%}
+    {%- if name not in info.columns -%}
+      {{ timeweave._spec_error(where, argument, "column '" ~ name ~ "' not found; available: " ~ (info.columns | sort) ~ " (" ~ info.label ~ ")") }}
+    {%- endif -%}
+  {%- endfor -%}
+{%- endmacro %}
+
+{#- Fail unless `name` has the Spark type family `kind` (skipped when the side's types are unknown). -#}
+{% macro _require_kind(info, name, kind, argument, where) -%}
+  {%- set dtype = info.types.get(name) -%}
+  {%- if dtype is not none -%}
+    {%- set family = (dtype | lower).split('(')[0] -%}
+    {%- set ok = family in ['timestamp', 'timestamp_ntz', 'timestamp_ltz'] if kind == 'timestamp' else family == kind -%}
+    {%- if not ok -%}
+      {{ timeweave._spec_error(where, argument, "column '" ~ name ~ "' must be a " ~ kind ~ ", found " ~ dtype) }}
+    {%- endif -%}
+  {%- endif -%}
+{%- endmacro %}
+
+{#- VersionedTableSpec.bind: the versioned side's columns exist and have the right types. -#}
+{% macro _bind_versioned(info, keys, time, op, delete_flag, sequence, where='versioned') -%}
+  {{ timeweave._require_columns(info, keys, 'key', where) }}
+  {{ timeweave._require_columns(info, [time], 'time', where) }}
+  {{ timeweave._require_kind(info, time, 'timestamp', 'time', where) }}
+  {%- for name, argument in [(op, 'op'), (delete_flag, 'delete_flag'), (sequence, 'sequence')] -%}
+    {%- if name is not none -%}
+      {{ timeweave._require_columns(info, [name], argument, where) }}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if delete_flag -%}
+    {{ timeweave._require_kind(info, delete_flag, 'boolean', 'delete_flag', where) }}
+  {%- endif -%}
+{%- endmacro %}
+
+{#-
+  One input side as a dict:
+    columns   its column names, in order;
+    types     column -> Spark type (empty when the side is SQL text: types are then not checked);
+    sql       the text to put after FROM;
+    label     how error messages name it.
+  `relation` is a dbt Relation (ref(), source(), this) or SQL text (a table name or "(select ...)").
+
+  Microbatch: dbt filters a ref() to the current batch when the referenced node has `event_time`, and
+  it does so when the Relation is turned into text (str()).  `filtered=true` (the left side) keeps that
+  filter; `filtered=false` (the versioned side) renders with render_limited(), which drops the event-time
+  filter but keeps dbt's --empty/--sample LIMIT, because a batch needs the version valid at its start,
+  which was written before the batch.  Introspection always uses the unfiltered relation: Spark's
+  `describe extended` cannot describe the filtered subquery.
+-#}
+{% macro _side(relation, argument, where, filtered) -%}
+  {%- if relation is string -%}
+    {%- if not (relation | trim) -%}
+      {{ timeweave._spec_error(where, argument, 'an empty relation; pass ref(...), source(...) or SQL text') }}
+    {%- endif -%}
+    {%- set probe = run_query('select * from ' ~ relation ~ ' limit 0') -%}
+    {{ return({'columns': probe.column_names | list, 'types': {}, 'sql': relation, 'label': argument ~ ' ' ~ relation}) }}
+  {%- endif -%}
+  {%- if relation.identifier is not defined -%}
+    {{ timeweave._spec_error(where, argument, 'expected a Relation (ref/source) or SQL text, got ' ~ relation) }}
+  {%- endif -%}
+  {%- set found = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
+  {%- if found is none -%}
+    {{ timeweave._spec_error(where, argument, 'relation ' ~ relation.render() ~ ' does not exist; build it first (dbt seed / dbt run)') }}
+  {%- endif -%}
+  {%- set columns = adapter.get_columns_in_relation(found) -%}
+  {%- set types = {} -%}
+  {%- for c in columns -%}
+    {%- do types.update({c.name: c.dtype}) -%}
+  {%- endfor -%}
+  {%- set sql = (relation | string) if filtered else relation.render_limited() -%}
+  {{ return({'columns': columns | map(attribute='name') | list, 'types': types, 'sql': sql, 'label': argument ~ ' ' ~ relation.render()}) }}
+{%- endmacro %}
+
+{#-
+  Fail with a clear message when a model materialized as a view would reference session (temporary)
+  functions: Spark refuses a persistent VIEW over temporary functions, and the dbt_timeweave plugin
+  registers timeweave's functions as temporary functions of dbt's session.  The temporal join and the
+  versioned view need none (their plan is plain Spark SQL); operators that do call this first.
+-#}
+{% macro require_session_functions(functions, caller_name) -%}
+  {%- if functions and config.get('materialized') == 'view' -%}
+    {{ exceptions.raise_compiler_error(
+        model.name ~ ": timeweave." ~ caller_name ~ " needs the session function(s) " ~ (functions | join(', '))
+        ~ " that the dbt_timeweave plugin registers as temporary functions, and Spark cannot store a view"
+        ~ " that references temporary functions; materialize this model as 'table', 'incremental' or 'ephemeral'") }}
+  {%- endif -%}
+{%- endmacro %}
+
+{#- Fail on adapters other than Spark (and its descendants, e.g. Databricks): the plan is Spark SQL. -#}
+{% macro _unsupported_adapter(macro_name) -%}
+  {{ exceptions.raise_compiler_error(
+      "timeweave." ~ macro_name ~ " renders Spark SQL (named_struct, LAST ... IGNORE NULLS, SELECT * EXCEPT) and supports"
+      ~ " dbt-spark and adapters that dispatch to spark__ (e.g. dbt-databricks); this project uses '" ~ adapter.type() ~ "'") }}
+{%- endmacro %}

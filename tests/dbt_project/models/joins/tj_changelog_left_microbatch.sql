@@ -1,0 +1,12 @@
+{{ config(materialized='incremental', incremental_strategy='microbatch', event_time='order_time',
+          batch_size='hour', begin='2020-01-01', partition_by=['order_hour']) }}
+-- Flink case tj_changelog_left, one hour per batch.  dbt filters ref('orders_changelog') to the batch
+-- (the seed has event_time); temporal_join renders the versioned side unfiltered, so the batch starting
+-- at 11:00 still finds JPY's version of 10:30.  dbt-spark's microbatch overwrites the batch's partition.
+select order_id, price, currency, conversion_rate, order_time, update_time as rate_time,
+       date_format(order_time, 'yyyy-MM-dd-HH') as order_hour
+from (
+  {{ timeweave.temporal_join(ref('orders_changelog'), ref('rates_changelog'), left_time='order_time',
+                             key='currency', time='update_time', format='changelog', op='op', how='left',
+                             right_columns=['conversion_rate', 'update_time']) }}
+) tj

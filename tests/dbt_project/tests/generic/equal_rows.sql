@@ -1,0 +1,13 @@
+{#- Rows of `model` (optionally filtered by `where`) equal `expected` as multisets over `columns`.
+    Fails with one row per difference: problem = 'missing' (expected, not produced) or 'unexpected'. -#}
+{% test equal_rows(model, expected, columns, where=none) %}
+with actual_rows as (
+  select {{ columns | join(', ') }} from {{ model }}{% if where %} where {{ where }}{% endif %}
+),
+expected_rows as (
+  select {{ columns | join(', ') }} from {{ expected }}
+)
+select 'missing' as problem, * from (select * from expected_rows except all select * from actual_rows) m
+union all
+select 'unexpected' as problem, * from (select * from actual_rows except all select * from expected_rows) u
+{% endtest %}
