@@ -1,0 +1,41 @@
+"""Job entry points: the streaming job and the backfill job, one JSON config (:mod:`runtime.jobs.config`).
+
+``python -m runtime.jobs streaming --config job.json`` / ``python -m runtime.jobs backfill ...`` on the
+command line (spark-submit-able), :func:`run` in-process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from runtime.core.errors import SpecError
+
+KINDS = ("streaming", "backfill")
+
+
+def run(kind: str, config: Any | Mapping[str, Any] | str | Path, spark=None, **kw: Any) -> dict:
+    """Run a job of ``kind`` (``streaming`` or ``backfill``) on ``config``; returns its metrics.
+
+    ``kw`` goes to :func:`runtime.jobs.streaming.run_streaming` (``flush``, ``heartbeat``,
+    ``timeout_seconds``, ``until_idle``) or :func:`runtime.jobs.backfill.run_backfill` (``start``,
+    ``end``, ``slices``, ``only``).
+
+    >>> run("nightly", {})
+    Traceback (most recent call last):
+    ...
+    runtime.core.errors.SpecError: jobs: argument 'kind': unknown job kind 'nightly'; use one of ['streaming', 'backfill']
+    """
+    if kind == "streaming":
+        from runtime.jobs.streaming import run_streaming
+
+        return run_streaming(config, spark=spark, **kw)
+    if kind == "backfill":
+        from runtime.jobs.backfill import run_backfill
+
+        return run_backfill(config, spark=spark, **kw)
+    raise SpecError("kind", f"unknown job kind {kind!r}; use one of {list(KINDS)}", where="jobs")
+
+
+__all__ = ["KINDS", "run"]

@@ -1,0 +1,297 @@
+"""The streaming job: file sources -> streaming temporal join -> parquet main / late / dead-letter outputs.
+
+``python -m runtime.jobs streaming --config job.json [--flush]`` or in-process :func:`run_streaming`.
+
+Layout under the checkpoint directory (``checkpoint`` in the config, default ``<output.path>_checkpoint``)::
+
+    <checkpoint>/query/     Spark's checkpoint (offsets, commits, operator state)
+    <checkpoint>/control/   the heartbeat source: JSON files with one TIMESTAMP column ``ts``
+
+**Flushing at end of input.**  Rows wait in state until the watermark (the minimum of both sides'
+watermarks) passes their time, so the last rows of a bounded input would wait forever.  Every job
+reads the control directory as a third file stream and unions its rows into *both* sides before
+their watermarks; :func:`write_heartbeat` drops a file there.  ``flush=True`` writes a heartbeat at
+:data:`END_OF_INPUT` (9999-12-31) before the query starts: the watermark passes everything, every
+buffered row is emitted, and the stream is closed — rows arriving later are late and go to the late
+output (Flink's end-of-input ``MAX_WATERMARK`` does the same).  ``heartbeat=<timestamp>`` moves the
+watermark to a chosen time instead (an idle source, or a partial flush) and keeps the stream open.
+
+**Outputs are exactly-once.**  ``foreachBatch`` writes each output of batch ``N`` to a staging
+directory ``<path>/_tw_staging/`` and moves its files to ``<path>/part-b<N>-<i>.<ext>``; a replayed
+batch first deletes its own ``part-b<N>-*`` files, so a restart never duplicates rows.  Readers read
+``<path>`` as a plain parquet directory (``_``-prefixed entries are ignored by Spark).
+
+Late output: the left columns + ``reason`` + ``watermark``.  Dead letter: ``side``, ``reason``,
+``row`` (the original row as JSON), as the batch door's ``dead_letters``.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from runtime.core.errors import SpecError
+from runtime.jobs.config import JobConfig, SourceConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from runtime.spark.streaming import StreamingJoin
+
+#: The heartbeat ``flush`` writes: later than any event time a job will see.
+END_OF_INPUT = datetime(9999, 12, 31)
+QUERY_DIR = "query"
+CONTROL_DIR = "control"
+CONTROL_SCHEMA = "ts TIMESTAMP"
+
+
+def checkpoint_root(job: JobConfig) -> str:
+    """The job's checkpoint directory (``checkpoint`` or ``<output.path>_checkpoint``)."""
+    return job.checkpoint or f"{job.output_path}_checkpoint"
+
+
+def read_stream(spark: SparkSession, source: SourceConfig) -> DataFrame:
+    """A file source as a streaming DataFrame with the configured schema and options."""
+    return spark.readStream.format(source.format).schema(source.schema).options(**dict(source.options)).load(source.path)
+
+
+def write_heartbeat(spark: SparkSession, checkpoint: str, at: datetime | str) -> None:
+    """Append a heartbeat at ``at`` (UTC) to the job's control source; the next run's watermark moves there.
+
+    Example::
+
+        write_heartbeat(spark, "chk/orders_enriched", END_OF_INPUT)   # what flush=True does
+    """
+    when = _timestamp(at, "heartbeat")
+    spark.createDataFrame([(when,)], CONTROL_SCHEMA).coalesce(1).write.mode("append").json(
+        f"{checkpoint}/{CONTROL_DIR}"
+    )
+
+
+def _timestamp(value: datetime | str, argument: str) -> datetime:
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        try:
+            parsed = datetime.fromisoformat(str(value))
+        except ValueError:
+            raise SpecError(argument, f"cannot read {value!r} as an ISO timestamp", where="streaming job") from None
+    if parsed.tzinfo is not None:
+
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    return parsed
+
+
+class _Hadoop:
+    """The few file-system calls the exactly-once writer needs, on whatever file system a path is."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._jvm = spark.sparkContext._jvm
+        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+
+    def path(self, text: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(text)
+
+    def fs(self, path: Any) -> Any:
+        return path.getFileSystem(self._conf)
+
+    def commit(self, staging: str, target: str, prefix: str) -> None:
+        """Replace ``target/prefix*`` by the data files of ``staging`` (named ``prefix<i><ext>``)."""
+        target_path = self.path(target)
+        fs = self.fs(target_path)
+        fs.mkdirs(target_path)
+        for status in fs.globStatus(self.path(f"{target}/{prefix}*")) or []:
+            fs.delete(status.getPath(), False)
+        staging_path = self.path(staging)
+        names = sorted(
+            s.getPath().getName() for s in fs.listStatus(staging_path) if s.getPath().getName().startswith("part-")
+        )
+        for i, name in enumerate(names):
+            ext = name[name.index(".") :] if "." in name else ""
+            fs.rename(self.path(f"{staging}/{name}"), self.path(f"{target}/{prefix}{i:05d}{ext}"))
+        fs.delete(staging_path, True)
+        parent = staging_path.getParent()
+        if not fs.listStatus(parent):
+            fs.delete(parent, False)
+
+
+class _BatchWriter:
+    """The ``foreachBatch`` function: split a micro-batch, write its outputs exactly once, count."""
+
+    def __init__(self, spark: SparkSession, join: StreamingJoin, paths: Mapping[str, str], metrics: dict[str, Any]) -> None:
+        self._join = join
+        self._paths = paths
+        self._metrics = metrics
+        self._fs = _Hadoop(spark)
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        from runtime.spark import streaming as S
+
+        # Persist: three outputs and the counts read the batch; recomputing would re-run the operator.
+        batch = batch.persist()
+        try:
+            counts = batch.groupBy(S.KIND, S.OUT_SIDE).agg(
+                F.count(F.lit(1)).alias("n"), F.sum(S.N_LEFT).alias("nl"), F.sum(S.N_RIGHT).alias("nr")
+            ).collect()
+            by_kind: dict[str, int] = {}
+            m = self._metrics
+            for row in counts:
+                by_kind[row[S.KIND]] = by_kind.get(row[S.KIND], 0) + row["n"]
+                if row[S.KIND] == S.STATS:
+                    m["rows_in_left"] += row["nl"] or 0
+                    m["rows_in_right"] += row["nr"] or 0
+                elif row[S.KIND] == S.DEAD:
+                    m["rows_in_left" if row[S.OUT_SIDE] == "left" else "rows_in_right"] += row["n"]
+            outputs = self._join.split(batch)
+            if by_kind.get(S.JOINED):
+                m["rows_out"] += self._write(outputs.main, "main", batch_id)
+            if by_kind.get(S.LATE):
+                m["late"] += self._write(outputs.late, "late", batch_id)
+            if by_kind.get(S.DEAD):
+                m["dead_letter"] += self._write(outputs.dead_letter, "dead_letter", batch_id)
+            m["batches"] += 1
+        finally:
+            batch.unpersist()
+
+    def _write(self, df: DataFrame, output: str, batch_id: int) -> int:
+        target = self._paths[output]
+        staging = f"{target}/_tw_staging/batch-{batch_id:012d}"
+        df.write.mode("overwrite").parquet(staging)
+        written = df.sparkSession.read.parquet(staging).count()  # parquet footers only
+        self._fs.commit(staging, target, f"part-b{batch_id:012d}-")
+        return written
+
+
+def run_streaming(
+    config: JobConfig | Mapping[str, Any] | str | Path,
+    spark: SparkSession | None = None,
+    *,
+    flush: bool = False,
+    heartbeat: datetime | str | None = None,
+    timeout_seconds: float | None = None,
+    until_idle: bool = True,
+) -> dict[str, Any]:
+    """Run the streaming job of ``config``; returns metrics (rows in/out, late, dead letters, watermark...).
+
+    With ``trigger.available_now`` the query processes what is there and stops.  With
+    ``trigger.processing_time`` it runs until ``timeout_seconds`` (or forever when None), and with
+    ``until_idle`` stops once all input is processed and no batch is pending (a bounded run).
+
+    Example::
+
+        metrics = run_streaming("job.json", flush=True)
+        metrics["rows_out"], metrics["late"], metrics["watermark"]
+    """
+    job = config if isinstance(config, JobConfig) else JobConfig.load(config)
+    if spark is None:
+        from runtime.jobs.session import get_session
+
+        spark = get_session()
+    from runtime.spark.streaming import temporal_join_stream
+
+    checkpoint = checkpoint_root(job)
+    _hadoop_mkdirs(spark, f"{checkpoint}/{CONTROL_DIR}")
+    if flush:
+        write_heartbeat(spark, checkpoint, END_OF_INPUT)
+    elif heartbeat is not None:
+        write_heartbeat(spark, checkpoint, heartbeat)
+    left = read_stream(spark, job.left)
+    right = read_stream(spark, job.right)
+    control = spark.readStream.format("json").schema(CONTROL_SCHEMA).load(f"{checkpoint}/{CONTROL_DIR}")
+    join = temporal_join_stream(
+        left, right, job.join,
+        left_watermark=_delay(job.left.watermark_delay), right_watermark=_delay(job.right.watermark_delay),
+        mode=job.mode, retention=job.retention, heartbeat=control,
+    )
+    metrics: dict[str, Any] = {
+        "rows_in_left": 0, "rows_in_right": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0,
+    }
+    paths = {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path}
+    writer = (
+        join.stream.writeStream.foreachBatch(_BatchWriter(spark, join, paths, metrics))
+        .option("checkpointLocation", f"{checkpoint}/{QUERY_DIR}")
+        .queryName(f"timeweave_{zlib.crc32(checkpoint.encode()):08x}")
+    )
+    if job.available_now:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=job.processing_time)
+    timeout = timeout_seconds if timeout_seconds is not None else _config_timeout(job)
+    started = time.monotonic()
+    query = writer.start()
+    try:
+        if job.available_now:
+            query.awaitTermination(timeout)
+        else:
+            _await_processing_time(query, timeout, until_idle, _interval_seconds(job.processing_time))
+        if query.exception() is not None:
+            raise query.exception()
+    finally:
+        if query.isActive:
+            query.stop()
+    seconds = time.monotonic() - started
+    progress = query.lastProgress or {}
+    metrics["watermark"] = (progress.get("eventTime") or {}).get("watermark")
+    metrics["seconds"] = round(seconds, 3)
+    rows_in = metrics["rows_in_left"] + metrics["rows_in_right"]
+    metrics["rows_per_second"] = round(rows_in / seconds, 1) if seconds > 0 else None
+    metrics["mode"] = job.mode
+    metrics["flushed"] = bool(flush)
+    return metrics
+
+
+def _await_processing_time(query: StreamingQuery, timeout: float | None, until_idle: bool, interval: float) -> None:
+    """Wait for a processing-time query: until ``timeout``, or until idle (nothing pending for a while)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    quiet_needed = max(2.0, 3 * interval)
+    last_batch, quiet_since = None, time.monotonic()
+    while query.isActive:
+        if deadline is not None and time.monotonic() >= deadline:
+            return
+        query.awaitTermination(0.5)
+        if not until_idle:
+            continue
+        progress = query.lastProgress
+        status = query.status
+        batch = progress.get("batchId") if progress else None
+        if batch != last_batch or status.get("isDataAvailable") or status.get("isTriggerActive"):
+            last_batch, quiet_since = batch, time.monotonic()
+        elif batch is not None and time.monotonic() - quiet_since >= quiet_needed:
+            return
+
+
+def _hadoop_mkdirs(spark: SparkSession, path: str) -> None:
+    hadoop = _Hadoop(spark)
+    p = hadoop.path(path)
+    hadoop.fs(p).mkdirs(p)
+
+
+def _delay(text: str) -> str:
+    from runtime.jobs.config import parse_duration
+
+    return f"{parse_duration(text, 'watermark_delay') // 1000} milliseconds"
+
+
+def _interval_seconds(text: str | None) -> float:
+    from runtime.jobs.config import parse_duration
+
+    return parse_duration(text or "1 second", "trigger.processing_time") / 1e6
+
+
+def _config_timeout(job: JobConfig) -> float | None:
+    value = (job.raw.get("trigger") or {}).get("timeout")
+    if value is None:
+        return None
+    from runtime.jobs.config import parse_duration
+
+    return parse_duration(value, "trigger.timeout") / 1e6
+
+
+__all__ = ["END_OF_INPUT", "checkpoint_root", "read_stream", "run_streaming", "write_heartbeat"]

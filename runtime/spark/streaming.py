@@ -1,0 +1,597 @@
+"""Structured Streaming adapter: the core temporal-join operators run inside ``transformWithStateInPandas``.
+
+The adapter translates and decides nothing.  Lateness, emission order, the version a row gets,
+version expiry and idle-state retention are the core's (:mod:`runtime.core.temporal_join`); join
+type, predicate and projection are :func:`runtime.spark.plan.finalize`'s, the step the batch doors
+end with.  What the adapter does:
+
+1. **One internal schema for both sides.**  Valid rows (``plan.split_rejects``) of each side become
+   ``tw_k<i>`` (key), ``tw_side`` (``L``/``R``/``H`` heartbeat), ``tw_time`` (µs since epoch),
+   ``tw_seq`` (the versioned spec's ``sequence`` column), ``tw_del`` (``plan.deleted_expression``),
+   ``tw_file`` (the input file) and ``tw_row`` (the whole original row as JSON, rebuilt with its
+   exact types after the operator).
+2. **One watermark per side.**  ``withWatermark`` on each side; Spark combines them with its default
+   ``multipleWatermarkPolicy`` (min), the watermark of Flink's two-input operator.  Optional heartbeat
+   rows (a timestamp stream) are unioned into *both* sides before the watermark, so they can move an
+   idle stream's watermark, or close the stream (``flush``); the operator ignores them otherwise.
+3. **The state bridge.**  :class:`SparkKeyContext` implements the core's ``KeyContext`` over one
+   ValueState per key (all named values pickled into one binary cell: one read and at most one write
+   per invocation) and Spark event-time timers.  Core times are µs, Spark timers ms: a core timer at
+   ``t`` is a Spark timer at ``ceil(t / 1000)``, which fires once ``watermark_ms * 1000 >= t``.
+   Every invocation (input rows or an expired timer) runs the handlers and then ``on_watermark`` with
+   Spark's current watermark, so emission is decided by the core comparing times to the watermark.
+4. **Ties.**  A right row's sequence is the spec's ``sequence`` column when set, else an arrival counter
+   kept per key; within one micro-batch a key's rows are numbered in input order — by file path,
+   and within a file in file order — across batches by batch order.  Left rows are numbered the same
+   way (the core emits equal times in arrival order).  Within a file the order is the order rows
+   reach the processor: Spark keeps a map task's row order through the shuffle and the stable sort
+   by key in front of the operator (``monotonically_increasing_id``, the batch plan's tie-breaker, is
+   not allowed on streams).  A sort that spills to disk may reorder equal keys; give the versioned
+   table a ``sequence`` column when several events of one key can share a time.
+
+**Spark drops late rows before a TWS processor sees them.**  In ``timeMode="EventTime"``
+``TransformWithStateInPySparkExec`` filters its input with the late-events watermark predicate
+(``applyRemovingRowsOlderThanWatermark``: ``event_time <= watermark``, *equal included*) whenever a
+column of its input carries watermark metadata, silently (only ``numRowsDroppedByWatermark`` counts
+them).  Measured on PySpark 4.3.0: a row at 10:00:01 and one at exactly 10:00:05 with the watermark at
+10:00:05 never reached ``handleInputRows``.  Flink does not drop rows equal to the watermark and
+timeweave must report late rows, so the adapter hands the operator the event time as ``BIGINT`` µs
+(``unix_micros`` strips the metadata) and drops the watermarked column: Spark's filter has nothing to
+apply to, every row reaches the core, and the core sends rows below the watermark to the late output
+with a reason.  The watermark itself still advances and fires timers (it is tracked at the
+``EventTimeWatermark`` nodes of the sources, not at the operator's input).
+
+Spark reports watermark 0 until the first batch ends; 0 is read as "no watermark yet" (core's
+``NO_WATERMARK``), so rows before 1970 are never late in the first batch.
+
+Outputs: one tagged stream (``__tw_kind`` = ``joined`` / ``late`` / ``dead`` / ``stats``) that a
+``foreachBatch`` splits with :meth:`StreamingJoin.split` into the main output (``finalize``d), the late
+output (left columns + ``reason`` + ``watermark``) and the dead letter (``side``, ``reason``, ``row``
+JSON: the batch door's :func:`runtime.spark.dataframe.dead_letters` shape).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
+
+from runtime.core.errors import SpecError
+from runtime.core.spec import StateRetention, TemporalJoinSpec
+from runtime.core.state import NO_WATERMARK
+from runtime.core.temporal_join import (
+    EventTimeTemporalJoin,
+    Joined,
+    Late,
+    LeftRow,
+    Output,
+    ProcessingTimeTemporalJoin,
+)
+from runtime.core.versioned import VersionEvent
+from runtime.spark import plan
+from runtime.spark.schema import schema_kinds
+
+MODES = ("event_time", "processing_time")
+
+# -- the internal (operator input) schema ---------------------------------------------------------
+# Names are plain identifiers: PySpark 4.3 rebuilds the operator's pandas input from namedtuples, which
+# rename fields starting with "_" to "_0", "_1", ...
+KEY = "tw_k"
+SIDE = "tw_side"
+TIME = "tw_time"
+SEQ = "tw_seq"
+DELETED = "tw_del"
+FILE = "tw_file"
+ROW = "tw_row"
+_TS = "tw_ts"  # the watermarked timestamp, dropped before the operator (see the module docstring)
+LEFT_SIDE, RIGHT_SIDE, HEARTBEAT_SIDE = "L", "R", "H"
+
+# -- the tagged (operator output) schema -----------------------------------------------------------
+KIND = "__tw_kind"
+L_ROW = "__tw_l_row"
+V_ROW = "__tw_v_row"
+V_DELETED = "__tw_v_deleted"
+V_FROM = "__tw_v_from"
+V_TO = "__tw_v_to"
+REASON = "__tw_reason"
+WATERMARK = "__tw_watermark"
+N_LEFT = "__tw_n_left"
+N_RIGHT = "__tw_n_right"
+OUT_SIDE = "__tw_out_side"
+JOINED, LATE, DEAD, STATS = "joined", "late", "dead", "stats"
+
+OUTPUT_SCHEMA = T.StructType([
+    T.StructField(KIND, T.StringType()),
+    T.StructField(L_ROW, T.StringType()),
+    T.StructField(V_ROW, T.StringType()),
+    T.StructField(V_DELETED, T.BooleanType()),
+    T.StructField(V_FROM, T.LongType()),
+    T.StructField(V_TO, T.LongType()),
+    T.StructField(REASON, T.StringType()),
+    T.StructField(WATERMARK, T.LongType()),
+    T.StructField(N_LEFT, T.LongType()),
+    T.StructField(N_RIGHT, T.LongType()),
+    T.StructField(OUT_SIDE, T.StringType()),
+])
+
+#: JSON options that round-trip every value exactly (Spark's default timestamp format keeps only ms).
+JSON_OPTIONS = {
+    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+    "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
+    "ignoreNullFields": "true",
+}
+
+#: Column names the late output adds to the left columns.
+LATE_COLUMNS = ("reason", "watermark")
+
+_STATE_NAME = "timeweave"
+_STATE_SCHEMA = T.StructType([T.StructField("v", T.BinaryType(), True)])
+
+
+# =================================================================================================
+# The state bridge
+# =================================================================================================
+def spark_timer_ms(time_us: int) -> int:
+    """The Spark timer (ms) that fires as soon as a watermark reaches core time ``time_us`` (µs).
+
+    >>> spark_timer_ms(1_000), spark_timer_ms(1_001), spark_timer_ms(-1_500)
+    (1, 2, -1)
+    """
+    return -(-time_us // 1000)
+
+
+def watermark_us(watermark_ms: int) -> int:
+    """Spark's watermark (ms; 0 or negative = none yet) as the core's (µs, ``NO_WATERMARK`` = none).
+
+    >>> watermark_us(1577872800000), watermark_us(0) == NO_WATERMARK
+    (1577872800000000, True)
+    """
+    return watermark_ms * 1000 if watermark_ms > 0 else NO_WATERMARK
+
+
+class SparkKeyContext:
+    """The core's ``KeyContext`` for one key over a Spark ValueState and Spark event-time timers.
+
+    All named values, the core's timer set (µs) and the key's arrival counter live in one dict,
+    pickled into one binary ValueState cell: each state call is a round trip to the JVM, so the
+    context reads once when created and writes at most once in :meth:`commit`.  Timers are applied
+    in :meth:`commit` too, as the difference between the Spark timers before and after.
+
+    Example (``state`` is a ValueState whose ``get`` returns None: a new key)::
+
+        ctx = SparkKeyContext(handle, state, watermark=20_000)
+        ctx.put("left", [row]); ctx.register_timer(15_000)
+        ctx.commit()   # one state write, one Spark timer at 15 ms
+    """
+
+    def __init__(self, handle: StatefulProcessorHandle | None, state: Any, watermark: int) -> None:
+        self._handle = handle
+        self._state = state
+        self._watermark = watermark
+        stored = state.get()
+        data: dict[str, Any] = pickle.loads(stored[0]) if stored and stored[0] is not None else {}
+        self._values: dict[str, Any] = data.get("values", {})
+        self._timers: set[int] = data.get("timers", set())
+        self._next_seq: int = data.get("seq", 0)
+        self._spark_timers = {spark_timer_ms(t) for t in self._timers}
+        self._dirty = False
+
+    # -- KeyContext -------------------------------------------------------------------------------
+    def get(self, name: str) -> Any | None:
+        return self._values.get(name)
+
+    def put(self, name: str, value: Any) -> None:
+        self._values[name] = value
+        self._dirty = True
+
+    def clear(self, name: str) -> None:
+        if self._values.pop(name, None) is not None:
+            self._dirty = True
+
+    def register_timer(self, time: int) -> None:
+        if time not in self._timers:
+            self._timers.add(time)
+            self._dirty = True
+
+    def delete_timer(self, time: int) -> None:
+        if time in self._timers:
+            self._timers.discard(time)
+            self._dirty = True
+
+    def timers(self) -> list[int]:
+        return sorted(self._timers)
+
+    @property
+    def watermark(self) -> int:
+        return self._watermark
+
+    # -- adapter side -----------------------------------------------------------------------------
+    def next_seq(self) -> int:
+        """The key's next arrival number (ties between equal times break by it)."""
+        seq = self._next_seq
+        self._next_seq += 1
+        self._dirty = True
+        return seq
+
+    def fired(self, timer_ms: int) -> None:
+        """Spark fired (and deletes) the timer at ``timer_ms``: forget the core timers it stood for."""
+        self._spark_timers.discard(timer_ms)
+        due = {t for t in self._timers if spark_timer_ms(t) == timer_ms}
+        if due:
+            self._timers -= due
+            self._dirty = True
+
+    def commit(self) -> None:
+        """Write the key's state back (or clear it when empty) and bring Spark's timers in line."""
+        wanted = {spark_timer_ms(t) for t in self._timers}
+        if self._handle is not None:
+            for ms in sorted(self._spark_timers - wanted):
+                self._handle.deleteTimer(ms)
+            for ms in sorted(wanted - self._spark_timers):
+                self._handle.registerTimer(ms)
+        self._spark_timers = wanted
+        if not self._dirty:
+            return
+        if not self._values and not self._timers:
+            # Nothing buffered, no timer: the arrival counter may restart, no event is left to compare with.
+            self._state.clear()
+        else:
+            data = {"values": self._values, "timers": self._timers, "seq": self._next_seq}
+            self._state.update((pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL),))
+        self._dirty = False
+
+
+# =================================================================================================
+# The processor
+# =================================================================================================
+class _Emitted:
+    """Column lists of the tagged output, filled from core outputs, turned into one pandas frame."""
+
+    __slots__ = ("kind", "left", "n_left", "n_right", "reason", "v_deleted", "v_from", "v_row", "v_to", "watermark")
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, [])
+
+    def add(self, outputs: Iterable[Output], watermark: int) -> None:
+        for out in outputs:
+            if isinstance(out, Joined):
+                match = out.match
+                self.kind.append(JOINED)
+                self.left.append(out.left.payload)
+                if match is None:
+                    self.v_row.append(None)
+                    self.v_deleted.append(None)
+                    self.v_from.append(None)
+                    self.v_to.append(None)
+                else:
+                    self.v_row.append(match.event.payload)
+                    self.v_deleted.append(match.event.deleted)
+                    self.v_from.append(match.event.time)
+                    self.v_to.append(match.valid_to)
+                self.reason.append(None)
+                self.watermark.append(None if watermark == NO_WATERMARK else watermark)
+            elif isinstance(out, Late):
+                self.kind.append(LATE)
+                self.left.append(out.left.payload)
+                self.v_row.append(None)
+                self.v_deleted.append(None)
+                self.v_from.append(None)
+                self.v_to.append(None)
+                self.reason.append(out.reason)
+                self.watermark.append(out.watermark)
+            else:  # pragma: no cover - the core has two output types
+                raise TypeError(f"unexpected operator output {out!r}")
+            self.n_left.append(None)
+            self.n_right.append(None)
+
+    def count(self, n_left: int, n_right: int) -> None:
+        """One ``stats`` row: how many rows of each side this invocation consumed (job metrics)."""
+        for name in ("left", "v_row", "v_deleted", "v_from", "v_to", "reason", "watermark"):
+            getattr(self, name).append(None)
+        self.kind.append(STATS)
+        self.n_left.append(n_left)
+        self.n_right.append(n_right)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({
+            KIND: pd.array(self.kind, dtype=object),
+            L_ROW: pd.array(self.left, dtype=object),
+            V_ROW: pd.array(self.v_row, dtype=object),
+            V_DELETED: pd.array(self.v_deleted, dtype="boolean"),
+            V_FROM: pd.array(self.v_from, dtype="Int64"),
+            V_TO: pd.array(self.v_to, dtype="Int64"),
+            REASON: pd.array(self.reason, dtype=object),
+            WATERMARK: pd.array(self.watermark, dtype="Int64"),
+            N_LEFT: pd.array(self.n_left, dtype="Int64"),
+            N_RIGHT: pd.array(self.n_right, dtype="Int64"),
+            OUT_SIDE: pd.array([None] * len(self.kind), dtype=object),
+        })
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
+class TemporalJoinProcessor(StatefulProcessor):
+    """``transformWithStateInPandas`` processor running one core temporal-join operator per key.
+
+    Input: the internal schema (see the module docstring).  Output: :data:`OUTPUT_SCHEMA`.  Spark
+    passes arguments by keyword, so the handler parameter names are Spark's.
+    """
+
+    def __init__(
+        self, spec: TemporalJoinSpec, mode: str = "event_time", retention: StateRetention | None = None
+    ) -> None:
+        if mode not in MODES:
+            raise SpecError("mode", f"unknown mode {mode!r}; use one of {list(MODES)}", where=spec.where)
+        self.spec = spec
+        self.mode = mode
+        self.retention = retention
+        self._has_sequence = spec.versioned.sequence is not None
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self._handle = handle
+        self._state = handle.getValueState(_STATE_NAME, _STATE_SCHEMA)
+        if self.mode == "event_time":
+            self._op: EventTimeTemporalJoin | ProcessingTimeTemporalJoin = EventTimeTemporalJoin(self.spec, self.retention)
+        else:
+            self._op = ProcessingTimeTemporalJoin(self.spec)
+
+    def _context(self, timer_values: TimerValues) -> SparkKeyContext:
+        wm = watermark_us(timer_values.getCurrentWatermarkInMs()) if self.mode == "event_time" else NO_WATERMARK
+        return SparkKeyContext(self._handle if self.mode == "event_time" else None, self._state, wm)
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
+        frames = [f for f in rows if len(f)]
+        if not frames:
+            return
+        batch = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        batch = batch[batch[SIDE] != HEARTBEAT_SIDE]
+        if batch.empty:  # heartbeat rows only move the watermark
+            return
+        # Input order: by file (rows of different map tasks arrive in any order), stable within a file.
+        batch = batch.sort_values(FILE, kind="stable", na_position="first")
+        ctx = self._context(timerValues)
+        out = _Emitted()
+        sides = batch[SIDE].tolist()
+        times = batch[TIME].tolist()
+        payloads = batch[ROW].tolist()
+        deleted = batch[DELETED].tolist()
+        seqs = batch[SEQ].tolist() if self._has_sequence else None
+        n_left = sides.count(LEFT_SIDE)
+        n_right = len(sides) - n_left
+        op = self._op
+        wm = ctx.watermark
+        right_first = self.mode == "processing_time"
+        # Processing time: a micro-batch's rows arrive together; versions of the batch apply before its
+        # left rows look one up.  Event time: the order of sides is irrelevant (the core only buffers).
+        order = sorted(range(len(sides)), key=lambda i: sides[i] == LEFT_SIDE) if right_first else range(len(sides))
+        for i in order:
+            if sides[i] == LEFT_SIDE:
+                out.add(op.process_left(ctx, LeftRow(times[i], ctx.next_seq(), payloads[i])), wm)
+            else:
+                seq = _sequence(seqs[i]) if seqs is not None else ctx.next_seq()
+                out.add(op.process_right(ctx, VersionEvent(times[i], seq, bool(deleted[i]), payloads[i])), wm)
+        if isinstance(op, EventTimeTemporalJoin):
+            out.add(op.on_watermark(ctx), wm)
+        ctx.commit()
+        out.count(n_left, n_right)
+        yield out.frame()
+
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[pd.DataFrame]:
+        if not isinstance(self._op, EventTimeTemporalJoin):
+            return
+        ctx = self._context(timerValues)
+        out = _Emitted()
+        out.add(self._op.on_watermark(ctx), ctx.watermark)
+        ctx.fired(expiredTimerInfo.getExpiryTimeInMs())
+        ctx.commit()
+        if len(out):
+            yield out.frame()
+
+    def close(self) -> None:
+        pass
+
+
+def _sequence(value: Any) -> int:
+    # A NULL sequence sorts first, as NULLs do in the batch plan's ORDER BY __tw_seq.
+    if value is None or value != value:  # NaN from a nullable integer column
+        return -(2**63)
+    return int(value)
+
+
+# =================================================================================================
+# Building the stream
+# =================================================================================================
+@dataclass(frozen=True)
+class BatchOutputs:
+    """One micro-batch split into its three outputs (lazy DataFrames over the batch)."""
+
+    main: DataFrame
+    late: DataFrame
+    dead_letter: DataFrame
+
+
+@dataclass(frozen=True)
+class StreamingJoin:
+    """A streaming temporal join: the tagged stream and how to split each of its micro-batches.
+
+    Write :attr:`stream` with ``foreachBatch`` and call :meth:`split` on every batch (persist the
+    batch first: each output reads it, and recomputing it would re-run the stateful operator).
+    """
+
+    stream: DataFrame
+    spec: TemporalJoinSpec
+    left_schema: T.StructType
+    right_schema: T.StructType
+    mode: str
+
+    def split(self, batch: DataFrame) -> BatchOutputs:
+        """Main (finalized), late and dead-letter DataFrames of one micro-batch of :attr:`stream`."""
+        kind = F.col(KIND)
+        joined = batch.where(kind == JOINED).select(
+            F.from_json(F.col(L_ROW), self.left_schema, JSON_OPTIONS).alias("__tw_l"),
+            F.when(F.col(V_FROM).isNull(), F.lit(None)).otherwise(
+                F.struct(
+                    F.col(V_DELETED).alias("deleted"),
+                    F.timestamp_micros(F.col(V_FROM)).alias("valid_from"),
+                    F.timestamp_micros(F.col(V_TO)).alias("valid_to"),
+                    F.from_json(F.col(V_ROW), self.right_schema, JSON_OPTIONS).alias("p"),
+                )
+            ).alias("__tw_v"),
+        )
+        main = plan.finalize(joined, self.spec, self.left_schema.fieldNames(), self.right_schema.fieldNames())
+        late = batch.where(kind == LATE).select(
+            F.from_json(F.col(L_ROW), self.left_schema, JSON_OPTIONS).alias("__tw_l"),
+            F.col(REASON).alias("reason"),
+            F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
+        ).select("__tw_l.*", "reason", "watermark")
+        dead = batch.where(kind == DEAD).select(
+            F.col(OUT_SIDE).alias("side"), F.col(REASON).alias("reason"), F.col(L_ROW).alias("row")
+        )
+        return BatchOutputs(main, late, dead)
+
+
+def temporal_join_stream(
+    left: DataFrame,
+    right: DataFrame,
+    spec: TemporalJoinSpec,
+    *,
+    left_watermark: str = "0 seconds",
+    right_watermark: str = "0 seconds",
+    mode: str = "event_time",
+    retention: StateRetention | None = None,
+    heartbeat: DataFrame | None = None,
+) -> StreamingJoin:
+    """The streaming temporal join of two streaming DataFrames (see the module docstring).
+
+    ``left_watermark``/``right_watermark`` are each side's allowed out-of-orderness (Spark delay
+    strings); ``heartbeat`` is an optional stream with one timestamp column whose rows advance both
+    sides' watermarks (the job uses it to flush at end of input).
+
+    Example::
+
+        join = temporal_join_stream(orders_stream, rates_stream, spec)
+        def write(batch, batch_id):
+            out = join.split(batch.persist())
+            out.main.write.mode("append").parquet("out/main")
+        join.stream.writeStream.foreachBatch(write).option("checkpointLocation", "chk").start()
+    """
+    if mode not in MODES:
+        raise SpecError("mode", f"unknown mode {mode!r}; use one of {list(MODES)}", where=spec.where)
+    spec.bind(schema_kinds(left.schema), schema_kinds(right.schema))
+    EventTimeTemporalJoin(spec) if mode == "event_time" else ProcessingTimeTemporalJoin(spec)  # validates
+    for name in LATE_COLUMNS:
+        if name in left.columns:
+            raise SpecError(
+                "left", f"column '{name}' is added by the late output; rename the left column", where=spec.where
+            )
+    if spec.versioned.sequence is not None and not isinstance(
+        right.schema[spec.versioned.sequence].dataType, (T.NumericType, T.TimestampType)
+    ):
+        raise SpecError(
+            "sequence",
+            f"column '{spec.versioned.sequence}' must be numeric or a timestamp, "
+            f"found {right.schema[spec.versioned.sequence].dataType.simpleString()}",
+            where=spec.versioned.where,
+        )
+    left_valid, left_rejected = plan.split_rejects(left, spec, "left")
+    right_valid, right_rejected = plan.split_rejects(right, spec, "right")
+    left_in = _internal(left_valid, spec.left_key, spec.left_time, LEFT_SIDE)
+    right_in = _internal(right_valid, spec.versioned.key, spec.versioned.time, RIGHT_SIDE, spec)
+    if mode == "event_time":
+        if heartbeat is not None:
+            left_in = left_in.unionByName(_heartbeat(heartbeat, left_in))
+            right_in = right_in.unionByName(_heartbeat(heartbeat, right_in))
+        left_in = left_in.withWatermark(_TS, left_watermark)
+        right_in = right_in.withWatermark(_TS, right_watermark)
+    internal = left_in.unionByName(right_in)
+    # The operator gets the event time as BIGINT µs only: no input column carries watermark metadata,
+    # so Spark's late-row filter (event_time <= watermark) does not apply; the core decides lateness.
+    internal = internal.withColumn(TIME, F.unix_micros(F.col(_TS))).drop(_TS)
+    keys = [c for c in internal.columns if c.startswith(KEY)]
+    joined = internal.groupBy(*keys).transformWithStateInPandas(
+        statefulProcessor=TemporalJoinProcessor(spec, mode, None if mode == "processing_time" else retention),
+        outputStructType=OUTPUT_SCHEMA,
+        outputMode="Append",
+        timeMode="EventTime" if mode == "event_time" else "None",
+    )
+    dead = _dead_letters(left_rejected, left.columns, "left").unionByName(
+        _dead_letters(right_rejected, right.columns, "right")
+    )
+    return StreamingJoin(joined.unionByName(dead), spec, left.schema, right.schema, mode)
+
+
+def _json(df: DataFrame) -> Column:
+    return F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]), JSON_OPTIONS)
+
+
+def _internal(
+    df: DataFrame, key: tuple[str, ...], time: str, side: str, spec: TemporalJoinSpec | None = None
+) -> DataFrame:
+    """One side's valid rows in the internal schema (the watermark column ``tw_ts`` still a timestamp)."""
+    if spec is not None:
+        deleted = F.expr(plan.deleted_expression(spec))
+        sequence = spec.versioned.sequence
+        seq = F.col(f"`{sequence}`").cast("long") if sequence else F.lit(None).cast("long")
+    else:
+        deleted = F.lit(None).cast("boolean")
+        seq = F.lit(None).cast("long")
+    return df.select(
+        *[F.col(f"`{k}`").alias(f"{KEY}{i}") for i, k in enumerate(key)],
+        F.lit(side).alias(SIDE),
+        F.col(f"`{time}`").cast("timestamp").alias(_TS),
+        seq.alias(SEQ),
+        deleted.alias(DELETED),
+        F.input_file_name().alias(FILE),
+        _json(df).alias(ROW),
+    )
+
+
+def _heartbeat(heartbeat: DataFrame, like: DataFrame) -> DataFrame:
+    """Heartbeat rows in ``like``'s internal schema: NULL key, side ``H``, the heartbeat's time."""
+    (time_column,) = heartbeat.columns
+    columns = []
+    for field in like.schema.fields:
+        if field.name == SIDE:
+            columns.append(F.lit(HEARTBEAT_SIDE).alias(SIDE))
+        elif field.name == _TS:
+            columns.append(F.col(f"`{time_column}`").cast("timestamp").alias(_TS))
+        else:
+            columns.append(F.lit(None).cast(field.dataType).alias(field.name))
+    return heartbeat.select(*columns)
+
+
+def _dead_letters(rejected: DataFrame, original: list[str], side: str) -> DataFrame:
+    """Rejected rows in the tagged schema; ``row`` is ``to_json(struct(*))`` as the batch door writes it."""
+    row = F.to_json(F.struct(*[F.col(f"`{c}`") for c in original]))
+    columns = {
+        KIND: F.lit(DEAD), L_ROW: row, REASON: F.col("reason"), OUT_SIDE: F.lit(side),
+    }
+    return rejected.select(*[
+        (columns[f.name] if f.name in columns else F.lit(None)).cast(f.dataType).alias(f.name)
+        for f in OUTPUT_SCHEMA.fields
+    ])
+
+
+__all__ = [
+    "JSON_OPTIONS",
+    "OUTPUT_SCHEMA",
+    "BatchOutputs",
+    "SparkKeyContext",
+    "StreamingJoin",
+    "TemporalJoinProcessor",
+    "spark_timer_ms",
+    "temporal_join_stream",
+    "watermark_us",
+]
