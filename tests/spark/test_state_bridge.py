@@ -1,0 +1,196 @@
+"""The streaming adapter's processor and state bridge without a JVM (PySpark's TwsTester, in memory).
+
+TwsTester plays Spark's part: per-key state, event-time timers that fire when ``setWatermark``
+reaches them (``expiry <= watermark``), and the refusal to register a timer at or below the
+watermark.  Its late-row filter is disabled with an extractor that returns "far future", because the
+real query hands the operator no watermarked column (see runtime.spark.streaming): lateness is the
+core's decision, and these tests check it reaches the output.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pandas as pd
+import pytest
+from pyspark.sql.streaming.tws_tester import TwsTester
+
+from runtime.core.spec import StateRetention, TemporalJoinSpec, VersionedTableSpec
+from runtime.core.state import NO_WATERMARK
+from runtime.spark import streaming as S
+
+MS = 1_000  # µs per ms
+T0 = 1_577_872_800_000_000  # 2020-01-01 10:00:00 UTC in µs
+
+
+def _spec(how: str = "left", fmt: str = "append") -> TemporalJoinSpec:
+    versioned = VersionedTableSpec("currency", "update_time", format=fmt, op="op" if fmt == "changelog" else None)
+    return TemporalJoinSpec(versioned, left_time="order_time", how=how)
+
+
+def _rows(*rows: tuple) -> pd.DataFrame:
+    """Operator input rows: (side, time µs, payload, deleted, file)."""
+    return pd.DataFrame(
+        [
+            {"tw_k0": "EUR", S.SIDE: side, S.SEQ: None, S.DELETED: deleted, S.FILE: file, S.ROW: payload, S.TIME: t}
+            for side, t, payload, deleted, file in rows
+        ]
+    )
+
+
+def _tester(spec: TemporalJoinSpec, mode: str = "event_time", retention: StateRetention | None = None) -> TwsTester:
+    processor = S.TemporalJoinProcessor(spec, mode, retention)
+    if mode == "event_time":
+        # Never filter: the real query has no watermarked input column, the core decides lateness.
+        return TwsTester(processor, timeMode="EventTime", eventTimeExtractor=lambda _row: 2**62)
+    return TwsTester(processor, timeMode="None")
+
+
+def _out(frame: pd.DataFrame) -> list[tuple]:
+    if frame.empty:
+        return []
+    frame = frame[frame[S.KIND] != S.STATS]
+    return [
+        (k, json.loads(left)["id"] if left else None, json.loads(v)["rate"] if isinstance(v, str) else None)
+        for k, left, v in zip(frame[S.KIND], frame[S.L_ROW], frame[S.V_ROW], strict=True)
+    ]
+
+
+def _state(tester: TwsTester) -> dict | None:
+    stored = tester.peekValueState("timeweave", "EUR")
+    return pickle.loads(stored[0]) if stored else None
+
+
+def test_rows_wait_for_the_watermark_then_join_the_version_valid_at_their_time() -> None:
+    tester = _tester(_spec())
+    first = tester.testInPandas("EUR", _rows(
+        ("R", T0, '{"rate": 1.1}', False, "r1"),
+        ("R", T0 + 60_000_000, '{"rate": 1.2}', False, "r1"),
+        ("L", T0 + 30_000_000, '{"id": "o1"}', None, "l1"),
+        ("L", T0 - 1, '{"id": "o0"}', None, "l1"),
+    ))
+    # No watermark yet: nothing is emitted, both left rows wait; one Spark timer at the smallest time.
+    assert _out(first) == []
+    assert first[S.N_LEFT].tolist() == [2] and first[S.N_RIGHT].tolist() == [2]
+    assert list(tester.handle._timers.listTimers("EUR")) == [S.spark_timer_ms(T0 - 1)]
+    fired = tester.setWatermark((T0 + 30_000_000) // MS)
+    assert _out(fired) == [("joined", "o0", None), ("joined", "o1", 1.1)]
+    # The key's versions stay (the newest older than the watermark is still in force); no timer left.
+    assert _state(tester)["timers"] == set()
+    assert list(tester.handle._timers.listTimers("EUR")) == []
+
+
+def test_a_left_row_below_the_watermark_goes_to_the_late_output_with_the_reason() -> None:
+    tester = _tester(_spec())
+    tester.testInPandas("EUR", _rows(("R", T0, '{"rate": 1.1}', False, "r1")))
+    tester.setWatermark((T0 + 10_000_000) // MS)
+    out = tester.testInPandas("EUR", _rows(
+        ("L", T0 + 5_000_000, '{"id": "late"}', None, "l2"),
+        ("L", T0 + 10_000_000, '{"id": "on-time"}', None, "l2"),
+    ))
+    assert _out(out) == [("late", "late", None), ("joined", "on-time", 1.1)]
+    late = out[out[S.KIND] == S.LATE].iloc[0]
+    assert late[S.WATERMARK] == T0 + 10_000_000
+    assert f"event time {T0 + 5_000_000} < watermark {T0 + 10_000_000}" in late[S.REASON]
+
+
+def test_changelog_ties_break_by_input_order_within_a_batch() -> None:
+    # -U then +U at the same time, the -U in a file sorting first: +U (later in input order) wins.
+    tester = _tester(_spec(fmt="changelog"))
+    tester.testInPandas("EUR", _rows(
+        ("R", T0, '{"rate": 1.15}', False, "b.csv"),
+        ("R", T0, '{"rate": 1.14}', True, "a.csv"),
+        ("L", T0, '{"id": "o1"}', None, "orders.csv"),
+    ))
+    assert _out(tester.setWatermark(T0 // MS)) == [("joined", "o1", 1.15)]
+
+
+def test_heartbeat_only_invocations_touch_no_state() -> None:
+    tester = _tester(_spec())
+    frame = _rows(("H", T0, None, None, None))
+    frame["tw_k0"] = None
+    assert tester.testInPandas(None, frame).empty
+    assert tester.peekValueState("timeweave", None) is None
+
+
+def test_retention_drops_an_idle_key_on_the_event_time_clock() -> None:
+    retention = StateRetention(min_idle=60_000_000, max_idle=120_000_000)
+    tester = _tester(_spec(), retention=retention)
+    tester.testInPandas("EUR", _rows(("R", T0, '{"rate": 1.1}', False, "r1")))
+    tester.setWatermark(T0 // MS)  # first watermark: the next element arms the cleanup timer
+    tester.testInPandas("EUR", _rows(("R", T0 + 1, '{"rate": 1.2}', False, "r1")))
+    assert _state(tester)["values"]["cleanup-timestamp"] == T0 + 120_000_000
+    tester.setWatermark((T0 + 120_000_000) // MS)
+    assert _state(tester) is None  # cleared: no value, no timer
+    assert list(tester.handle._timers.listTimers("EUR")) == []
+
+
+def test_processing_time_mode_joins_the_latest_version_at_once() -> None:
+    tester = _tester(_spec(), mode="processing_time")
+    out = tester.testInPandas("EUR", _rows(
+        ("L", T0 - 10, '{"id": "o1"}', None, "l1"),  # left first in input: versions of the batch still apply
+        ("R", T0, '{"rate": 1.1}', False, "r1"),
+    ))
+    assert _out(out) == [("joined", "o1", 1.1)]
+    out = tester.testInPandas("EUR", _rows(("R", T0 + 5, None, True, "r2"), ("L", T0, '{"id": "o2"}', None, "l2")))
+    assert _out(out) == [("joined", "o2", None)]
+
+
+class _FakeValueState:
+    def __init__(self) -> None:
+        self.value: tuple | None = None
+        self.writes = 0
+
+    def get(self) -> tuple | None:
+        return self.value
+
+    def update(self, value: tuple) -> None:
+        self.value, self.writes = value, self.writes + 1
+
+    def clear(self) -> None:
+        self.value, self.writes = None, self.writes + 1
+
+
+class _FakeHandle:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def registerTimer(self, ms: int) -> None:
+        self.calls.append(("register", ms))
+
+    def deleteTimer(self, ms: int) -> None:
+        self.calls.append(("delete", ms))
+
+
+def test_the_bridge_writes_once_per_commit_and_applies_timer_differences() -> None:
+    state, handle = _FakeValueState(), _FakeHandle()
+    ctx = S.SparkKeyContext(handle, state, watermark=NO_WATERMARK)
+    ctx.put("left", [1])
+    ctx.register_timer(1_500)
+    ctx.register_timer(1_999)  # same Spark ms timer (2) as 1_500
+    ctx.commit()
+    assert state.writes == 1 and handle.calls == [("register", 2)]
+    ctx = S.SparkKeyContext(handle, state, watermark=2_000)
+    assert ctx.get("left") == [1] and ctx.timers() == [1_500, 1_999]
+    ctx.delete_timer(1_500)
+    ctx.commit()
+    assert handle.calls == [("register", 2)]  # 1_999 still needs the ms-2 timer
+    ctx.delete_timer(1_999)
+    ctx.clear("left")
+    ctx.commit()
+    assert handle.calls[-1] == ("delete", 2) and state.value is None
+
+
+def test_a_commit_without_changes_does_not_write() -> None:
+    state = _FakeValueState()
+    ctx = S.SparkKeyContext(None, state, watermark=0)
+    assert ctx.get("right") is None
+    ctx.commit()
+    assert state.writes == 0
+
+
+@pytest.mark.parametrize(("us", "ms"), [(0, 0), (1, 1), (999, 1), (1_000, 1), (1_001, 2)])
+def test_a_spark_timer_never_fires_before_the_core_time(us: int, ms: int) -> None:
+    assert S.spark_timer_ms(us) == ms
+    assert S.spark_timer_ms(us) * MS >= us
