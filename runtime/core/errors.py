@@ -34,6 +34,8 @@ class QuerySyntaxError(TimeweaveError, ValueError):
         before = text[:position]
         self.line = before.count("\n") + 1
         self.col = position - (before.rfind("\n") + 1) + 1
-        line_text = text.splitlines()[self.line - 1] if text.splitlines() else ""
+        # split on "\n" only, like the line count above (splitlines() also splits on \r, \x0b... and
+        # drops a trailing empty line, which made an error at the end of "...\n" raise IndexError)
+        line_text = text.split("\n")[self.line - 1]
         self.highlight = f"{line_text}\n{' ' * (self.col - 1)}^"
         super().__init__(f"{message} (line {self.line}, col {self.col})\n{self.highlight}")

@@ -1,0 +1,145 @@
+"""Parser fuzzing: generated and mutated clauses either parse (and print back to an equal spec) or fail
+with a positioned QuerySyntaxError; never another exception, never a hang."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runtime.core.errors import QuerySyntaxError
+from runtime.core.pattern import parse_clause
+
+VARIABLES = ["A", "B", "C", "PRICE_UP", '"x"']
+COLUMNS = ["price", "tax", "rowtime", '"Mixed Case"', "first"]
+
+VOCABULARY = [
+    "PARTITION", "BY", "ORDER", "MEASURES", "ONE", "ROW", "ALL", "ROWS", "PER", "MATCH", "AFTER", "SKIP", "PAST",
+    "LAST", "FIRST", "TO", "NEXT", "PREV", "PATTERN", "DEFINE", "SUBSET", "WITHIN", "INTERVAL", "'1'", "HOUR",
+    "AS", "AND", "OR", "NOT", "IS", "NULL", "CASE", "WHEN", "THEN", "ELSE", "END", "CAST", "DOUBLE", "IN",
+    "BETWEEN", "COUNT", "SUM", "AVG", "RUNNING", "FINAL", "CLASSIFIER", "MATCH_NUMBER", "PERMUTE", "EMPTY",
+    "(", ")", "{", "}", "{-", "-}", ",", ".", "*", "+", "?", "|", "^", "$", "=", "<", ">=", "-", "/", "||",
+    "1", "2", "0", "'s'", "A", "B", "C", "price", "x", "--", "/*", "*/", '"', "'",
+]  # fmt: skip
+
+
+@st.composite
+def expressions(draw: st.DrawFn, depth: int = 0) -> str:
+    var = draw(st.sampled_from(VARIABLES))
+    column = draw(st.sampled_from(COLUMNS))
+    atom = draw(st.sampled_from([
+        f"{var}.{column}", column, "1", "2.5", "'text'", "NULL", "TRUE",
+        f"LAST({var}.{column}, 1)", f"FIRST({var}.{column})", f"PREV({var}.{column}, 2)",
+        f"NEXT(LAST({var}.{column}), 1)", f"COUNT({var}.*)", f"SUM({var}.{column})", f"AVG({column})",
+        "CLASSIFIER()", "MATCH_NUMBER()", f"CAST({var}.{column} AS DOUBLE)", f"RUNNING LAST({var}.{column})",
+    ]))  # fmt: skip
+    if depth >= 2 or draw(st.booleans()):
+        return atom
+    other = draw(expressions(depth + 1))
+    return draw(st.sampled_from([
+        f"{atom} > {other}", f"{atom} + {other}", f"({atom} = {other}) AND {other} IS NOT NULL",
+        f"NOT {atom} < {other} OR {atom} BETWEEN 1 AND 2", f"COALESCE({atom}, {other})",
+        f"CASE WHEN {atom} > 1 THEN {other} ELSE 0 END", f"{atom} IN (1, 2, {other})",
+    ]))  # fmt: skip
+
+
+@st.composite
+def patterns(draw: st.DrawFn, depth: int = 0) -> str:
+    if depth >= 3 or draw(st.integers(0, 2)) == 0:
+        return draw(st.sampled_from([*VARIABLES[:4], "()", "^", "$"]))
+    parts = [draw(patterns(depth + 1)) for _ in range(draw(st.integers(1, 3)))]
+    shape = draw(st.sampled_from(["concat", "alt", "group", "permute", "exclude"]))
+    quantifier = draw(st.sampled_from(["", "*", "+", "?", "*?", "+?", "??", "{2}", "{1,}", "{1,3}", "{,2}?"]))
+    if shape == "concat":
+        return " ".join(parts)
+    if shape == "alt":
+        return "(" + " | ".join(parts) + ")" + quantifier
+    if shape == "permute":
+        return "PERMUTE(" + ", ".join(parts) + ")"
+    if shape == "exclude":
+        return "{- " + " ".join(parts) + " -}"
+    return "(" + " ".join(parts) + ")" + quantifier
+
+
+@st.composite
+def clauses(draw: st.DrawFn) -> str:
+    parts = []
+    if draw(st.booleans()):
+        parts.append("PARTITION BY symbol")
+    if draw(st.booleans()):
+        parts.append("ORDER BY rowtime DESC NULLS LAST")
+    measures = draw(st.lists(expressions(), max_size=2))
+    if measures:
+        parts.append("MEASURES " + ", ".join(f"{m} AS m{i}" for i, m in enumerate(measures)))
+    parts.append(draw(st.sampled_from(["", "ONE ROW PER MATCH", "ALL ROWS PER MATCH OMIT EMPTY MATCHES",
+                                        "ALL ROWS PER MATCH WITH UNMATCHED ROWS"])))
+    parts.append(draw(st.sampled_from(["", "AFTER MATCH SKIP PAST LAST ROW", "AFTER MATCH SKIP TO NEXT ROW",
+                                        "AFTER MATCH SKIP TO FIRST A", "AFTER MATCH SKIP TO B"])))
+    parts.append(f"PATTERN ({draw(patterns())})")
+    if draw(st.booleans()):
+        parts.append("WITHIN INTERVAL '10' SECOND")
+    if draw(st.booleans()):
+        parts.append("SUBSET U = (A, B)")
+    definitions = draw(st.lists(st.tuples(st.sampled_from(VARIABLES[:4]), expressions()), max_size=3))
+    if definitions:
+        parts.append("DEFINE " + ", ".join(f"{v} AS {e}" for v, e in definitions))
+    return "\n".join(p for p in parts if p)
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> str:
+    text = draw(clauses())
+    for _ in range(draw(st.integers(1, 4))):
+        position = draw(st.integers(0, len(text)))
+        action = draw(st.sampled_from(["delete", "insert", "replace"]))
+        if action == "delete":
+            text = text[:position] + text[position + draw(st.integers(1, 6)):]
+        elif action == "insert":
+            text = text[:position] + " " + draw(st.sampled_from(VOCABULARY)) + " " + text[position:]
+        else:
+            text = text[:position] + draw(st.sampled_from(VOCABULARY)) + text[position + 1:]
+    return text
+
+
+token_soup = st.lists(st.sampled_from(VOCABULARY), max_size=30).map(" ".join)
+
+
+def check(text: str) -> None:
+    started = time.perf_counter()
+    try:
+        spec = parse_clause(text)
+    except QuerySyntaxError as error:
+        assert 1 <= error.line <= text.count("\n") + 1
+        assert 0 <= error.position <= len(text)
+        assert error.highlight.endswith("^")
+        assert str(error)
+    else:
+        # a parsed spec prints back to text that parses to an equal spec (sqlglot's identity check)
+        assert parse_clause(str(spec)) == spec
+    assert time.perf_counter() - started < 1.0, text
+
+
+# Example counts keep the file at a few seconds: generating structured clauses dominates the cost.
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clauses())
+def test_generated_clauses(text: str) -> None:
+    check(text)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated())
+def test_mutated_clauses(text: str) -> None:
+    check(text)
+
+
+@settings(max_examples=250, deadline=None)
+@given(token_soup)
+def test_token_soup(text: str) -> None:
+    check(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=80))
+def test_arbitrary_text(text: str) -> None:
+    check(text)
