@@ -90,6 +90,16 @@ class PartitionMatcher:
             self.rows.length = self.rows.available
         return self._drive()
 
+    def close_attempt(self) -> list[dict[str, Any]]:
+        """Conclude the attempt in progress with what it matched so far (no later row can join it).
+
+        The streaming operator calls this when the watermark passes the attempt's WITHIN deadline.
+        """
+        if self.run is None:
+            return []
+        self.run.stop()
+        return self._drive()
+
     @property
     def pending_start(self) -> int:
         """Absolute position of the earliest row a future output may still start at."""

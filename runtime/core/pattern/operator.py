@@ -1,0 +1,201 @@
+"""Keyed streaming MATCH_RECOGNIZE over event time (Flink's ``CepOperator`` contract, one key = one partition).
+
+* Element handlers only buffer: a row waits in state until the watermark reaches its time, because
+  an earlier row may still arrive and the pattern must see rows in ORDER BY order.  A row whose
+  time is at or below the watermark when it arrives is *late* (Flink's CEP rule: "timestamp smaller
+  than or equal to the last seen watermark"); it is reported, never matched.
+* :meth:`on_watermark` releases the buffered rows with ``time <= watermark`` in (time, remaining
+  ORDER BY columns, arrival) order into the key's :class:`~runtime.core.pattern.partition.PartitionMatcher`
+  and emits every output row that is now decided.  One event-time timer per key: the smallest
+  buffered time, plus the WITHIN deadline of the attempt in progress.
+* WITHIN pruning: once the watermark is ``within`` past the first row of the attempt in progress,
+  no later row can join it, so the attempt is concluded at once and its rows released (this is
+  what bounds state for patterns such as ``A B+ C`` with a never-satisfied ``C``).
+* :meth:`finish` is the end of input (a bounded source, or the final watermark): the buffered rows
+  are matched and the partition is closed, so ``$`` can match and greedy attempts settle exactly
+  as in batch.  Then a stream with no late rows gives the same rows as
+  :func:`~runtime.core.pattern.partition.match_recognize` (the cross-door invariant).
+
+All state is picklable: rows as given (dicts), counters, and the matcher's threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from runtime.core.errors import SpecError
+from runtime.core.pattern.partition import PartitionMatcher, elapsed, sort_key
+from runtime.core.pattern.spec import ClauseSpec
+from runtime.core.state import NO_WATERMARK, KeyContext
+
+# State names, declared once.
+BUFFER = "mr-buffer"  # list[tuple[int, int, dict]]: (event time µs, arrival seq, row) waiting for the watermark
+MATCHER = "mr-matcher"  # PartitionMatcher: rows released to matching, the attempt in progress, match number
+SEQUENCE = "mr-seq"  # int: next arrival sequence number (ties between equal times keep arrival order)
+TIMER = "mr-timer"  # int: the one registered event-time timer
+
+#: A watermark at or beyond this is the end of input.
+END_OF_TIME = 2**63 - 1
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def micros(value: Any) -> int:
+    """Event time in microseconds since the epoch: datetimes (naive = UTC) or integers (already µs).
+
+    >>> micros(datetime(1970, 1, 1, 0, 0, 1)), micros(5)
+    (1000000, 5)
+    """
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        delta = aware - _EPOCH
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise SpecError("order_by", f"the first ORDER BY column must be a timestamp or integer microseconds, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Matched:
+    """An output row of the clause (ONE ROW or ALL ROWS PER MATCH shape)."""
+
+    row: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LateRow:
+    """An input row that arrived with its time at or below the watermark; it took no part in matching."""
+
+    time: int
+    row: Mapping[str, Any]
+    watermark: int
+
+    @property
+    def reason(self) -> str:
+        return f"late: event time {self.time} <= watermark {self.watermark} (µs since epoch)"
+
+
+Output = Matched | LateRow
+
+
+class MatchRecognizeOperator:
+    """MATCH_RECOGNIZE for one key (the PARTITION BY values) of an event-time stream.
+
+    >>> from runtime.core.pattern.parser import parse_clause
+    >>> from runtime.core.state import InMemoryKeyContext
+    >>> op = MatchRecognizeOperator(parse_clause(
+    ...     "ORDER BY t MEASURES FIRST(A.t) AS s, LAST(B.t) AS e PATTERN (A B+) DEFINE B AS B.v > PREV(B.v)"))
+    >>> ctx = InMemoryKeyContext()
+    >>> for t, v in [(1, 5), (3, 7), (2, 6), (4, 1)]:
+    ...     _ = list(op.process_element(ctx, {"t": t, "v": v}))
+    >>> ctx.current_watermark = 4
+    >>> [o.row for o in op.on_watermark(ctx)]
+    [{'s': 1, 'e': 3}]
+    """
+
+    def __init__(self, spec: ClauseSpec, *, time_of: Callable[[Mapping[str, Any]], int] | None = None) -> None:
+        if not spec.order_by:
+            raise SpecError("order_by", "streaming MATCH_RECOGNIZE needs ORDER BY <event time column> first")
+        if spec.order_by[0].descending:
+            raise SpecError("order_by", "the event time must be ordered ascending (Flink's rule too)")
+        self.spec = spec
+        column = spec.order_by[0].column
+        self.time_of = time_of or (lambda row: micros(row[column]))
+        self._tie_key = sort_key(spec)
+
+    # -- element handler: buffer or report late ----------------------------------------------------------
+    def process_element(self, ctx: KeyContext, row: Mapping[str, Any]) -> Iterator[Output]:
+        time = self.time_of(row)
+        if ctx.watermark != NO_WATERMARK and time <= ctx.watermark:
+            yield LateRow(time, row, ctx.watermark)
+            return
+        sequence = ctx.get(SEQUENCE) or 0
+        ctx.put(SEQUENCE, sequence + 1)
+        buffered: list[tuple[int, int, Mapping[str, Any]]] = ctx.get(BUFFER) or []
+        buffered.append((time, sequence, row))
+        ctx.put(BUFFER, buffered)
+        self._schedule(ctx)
+
+    # -- the watermark produces output -------------------------------------------------------------------
+    def on_watermark(self, ctx: KeyContext) -> Iterator[Output]:
+        """Match every buffered row the watermark has passed; conclude attempts WITHIN rules out."""
+        watermark = ctx.watermark
+        if watermark >= END_OF_TIME:
+            yield from self.finish(ctx)
+            return
+        matcher = self._matcher(ctx)
+        for row in self._release(ctx, watermark):
+            yield from map(Matched, matcher.push(row))
+        if self.spec.within is not None:
+            yield from map(Matched, self._prune_within(matcher, watermark))
+        ctx.put(MATCHER, matcher)
+        self._schedule(ctx)
+
+    def finish(self, ctx: KeyContext) -> Iterator[Output]:
+        """End of input: match everything buffered and close the partition."""
+        matcher = self._matcher(ctx)
+        for row in self._release(ctx, None):
+            yield from map(Matched, matcher.push(row))
+        yield from map(Matched, matcher.finish())
+        for name in (BUFFER, MATCHER, SEQUENCE, TIMER):
+            ctx.clear(name)
+        for timer in ctx.timers():
+            ctx.delete_timer(timer)
+
+    # -- helpers -------------------------------------------------------------------------------------------
+    def _matcher(self, ctx: KeyContext) -> PartitionMatcher:
+        matcher: PartitionMatcher | None = ctx.get(MATCHER)
+        return matcher if matcher is not None else PartitionMatcher(self.spec)
+
+    def _release(self, ctx: KeyContext, watermark: int | None) -> list[Mapping[str, Any]]:
+        buffered: list[tuple[int, int, Mapping[str, Any]]] = ctx.get(BUFFER) or []
+        ready = [b for b in buffered if watermark is None or b[0] <= watermark]
+        if not ready:
+            return []
+        waiting = [b for b in buffered if watermark is not None and b[0] > watermark]
+        if waiting:
+            ctx.put(BUFFER, waiting)
+        else:
+            ctx.clear(BUFFER)
+        ready.sort(key=lambda b: (b[0], self._tie_key(b[2]), b[1]))
+        return [b[2] for b in ready]
+
+    def _prune_within(self, matcher: PartitionMatcher, watermark: int) -> list[dict[str, Any]]:
+        """Conclude attempts that no row still to come can join (their WITHIN deadline has passed).
+
+        Not with a lookahead (NEXT in DEFINE, ``$``): the attempt's last rows may still need to read
+        a future row, so such attempts end when a row past the deadline arrives, as in batch.
+        """
+        out: list[dict[str, Any]] = []
+        assert self.spec.within is not None
+        while matcher.run is not None and not matcher.clause.lookahead:
+            start_row = matcher.rows.get(matcher.run.start)
+            assert start_row is not None
+            # a future row has time > watermark; it could join only if it were less than `within` after the start
+            if elapsed(watermark, self.time_of(start_row)) < self.spec.within:
+                break
+            out.extend(matcher.close_attempt())
+        return out
+
+    def _schedule(self, ctx: KeyContext) -> None:
+        """Keep one timer: the smallest buffered time, or the WITHIN deadline of the attempt in progress."""
+        candidates = [b[0] for b in ctx.get(BUFFER) or []]
+        matcher: PartitionMatcher | None = ctx.get(MATCHER)
+        if self.spec.within is not None and matcher is not None and matcher.run is not None:
+            start_row = matcher.rows.get(matcher.run.start)
+            if start_row is not None:
+                candidates.append(self.time_of(start_row) + self.spec.within // _MICROSECOND)
+        wanted = min(candidates) if candidates else None
+        current = ctx.get(TIMER)
+        if current == wanted:
+            return
+        if current is not None:
+            ctx.delete_timer(current)
+            ctx.clear(TIMER)
+        if wanted is not None:
+            ctx.register_timer(wanted)
+            ctx.put(TIMER, wanted)
+
