@@ -24,6 +24,7 @@ def spark_conf() -> dict[str, str]:
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "4",
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.warehouse.dir": str(_SPARK_HOME / "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={_SPARK_HOME / 'metastore_db'};create=true",

@@ -9,10 +9,8 @@
   - ties (same key and time): the highest sequence (last in input order) wins;
   - the extra predicate is applied to the version found, never used to search for another one.
 
-  Plan: union the right side's events with the left rows, sort by (key, time, side, seq) and take
-  LAST(version IGNORE NULLS) over the running frame: O(n log n), one shuffle by key, no range join.
-  Right events sort before left rows at equal time (a version is valid from its time inclusive), and by
-  sequence among themselves, so LAST picks the winning tie.
+  Plan: see timeweave__matched_sql (a per-key bucketed range join: no sort of the left side, no
+  per-key range join multiplying rows by versions, skew-proof bucket widths).
 
   Relations (`left`, `right`) are SQL text: a table name, a ref() or "(subquery)".
   Column lists are explicit; the public dbt macros introspect them, Python passes the DataFrame's.
@@ -24,6 +22,12 @@
 
 {%- macro timeweave__in_list(values) -%}
 {%- for v in values -%}'{{ v | replace("'", "''") }}'{{ ", " if not loop.last }}{%- endfor -%}
+{%- endmacro -%}
+
+{#- Input order when no sequence column is given: file path, then position (rows of one file keep their
+    order; rows of different files are ordered by path).  Give a `sequence` column for full control. -#}
+{%- macro timeweave__input_order() -%}
+named_struct('file', input_file_name(), 'pos', monotonically_increasing_id())
 {%- endmacro -%}
 
 {#- SQL boolean: is this right row a delete?  NULL means an unknown op (dead letter). -#}
@@ -57,42 +61,70 @@ SELECT
   {{ timeweave__q(k) }} AS __tw_k{{ loop.index0 }},
 {%- endfor %}
   CAST({{ timeweave__q(time) }} AS TIMESTAMP) AS __tw_t,
-  {% if sequence %}CAST({{ timeweave__q(sequence) }} AS BIGINT){% else %}monotonically_increasing_id(){% endif %} AS __tw_seq,
+  {% if sequence %}{{ timeweave__q(sequence) }}{% else %}{{ timeweave__input_order() }}{% endif %} AS __tw_seq,
   {{ timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }} AS __tw_deleted,
   named_struct({% for c in right_columns %}'{{ c }}', {{ timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_p
 FROM {{ right }}
 WHERE ({{ timeweave__reject_reason('right', key, time, format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL
 {%- endmacro -%}
 
-{#- Version events with their validity end: adds __tw_valid_to (the key's next event time). -#}
-{%- macro timeweave__versions_sql(events, nkeys) -%}
-SELECT *, LEAD(__tw_t) OVER (PARTITION BY {% for i in range(nkeys) %}__tw_k{{ i }}{{ ", " if not loop.last }}{% endfor %} ORDER BY __tw_t, __tw_seq) AS __tw_valid_to
-FROM {{ events }}
-{%- endmacro -%}
+{#- Left rows matched with the version in force at their time: columns __tw_l, __tw_v.
+    __tw_v = struct(deleted, valid_from, valid_to, p), NULL when no version is in force (before the key's
+    first version, or inside a deleted span).  Left rows with a NULL key or time are excluded here (they go
+    to the dead letter).
 
-{#- Left rows matched with the version event in force at their time: columns __tw_l, __tw_v.
-    __tw_v = struct(deleted, valid_from, valid_to, p) or NULL before the key's first event.
-    Left rows with a NULL key or time are excluded here (they go to the dead letter). -#}
-{%- macro timeweave__matched_sql(left, left_columns, left_key, left_time, versions, nkeys) -%}
-SELECT __tw_l, __tw_v FROM (
-  SELECT __tw_side, __tw_l,
-    LAST(__tw_v, true) OVER (
-      PARTITION BY {% for i in range(nkeys) %}__tw_k{{ i }}{{ ", " if not loop.last }}{% endfor %}
-      ORDER BY __tw_t, __tw_side, __tw_seq
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __tw_v
+    Plan (a bucketed range join, exact; O(n log n) in the versions and O(1) probes per left row):
+    1. one event per (key, time): the highest sequence wins (ROW_NUMBER);
+    2. validity end = the key's next event time (LEAD); deletes end intervals and are then dropped;
+    3. per key, a bucket width w = key's time span / its event count, so a key has about 2 buckets per
+       version however skewed the keys are (a hot key gets narrow buckets, a quiet key wide ones);
+    4. each interval is exploded into the buckets it covers; a left row probes the (key, bucket) of its
+       time (clamped to the key's last bucket, where the open-ended version lives) and checks the exact
+       range.  Intervals of a key are disjoint, so at most one matches.
+    The left side is never sorted nor shuffled when the versions fit a broadcast; a hot key spreads over
+    many buckets otherwise. -#}
+{%- macro timeweave__matched_sql(left, left_columns, left_key, left_time, events, nkeys) -%}
+{%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
+WITH __tw_ev AS ({{ events }}),
+__tw_st AS (
+  SELECT {{ ks | join(', ') }}, greatest(1L, (max(unix_micros(__tw_t)) - min(unix_micros(__tw_t))) DIV count(1)) AS __tw_w,
+    max(unix_micros(__tw_t)) AS __tw_umax
+  FROM __tw_ev
+  GROUP BY {{ ks | join(', ') }}
+)
+SELECT __tw_l,
+  CASE WHEN __tw_b.__tw_t IS NOT NULL THEN named_struct('deleted', false, 'valid_from', __tw_b.__tw_t, 'valid_to', __tw_b.__tw_valid_to, 'p', __tw_b.__tw_p) END AS __tw_v
+FROM (
+  SELECT __tw_lr.*, least(__tw_lr.__tw_lu DIV __tw_s.__tw_w, __tw_s.__tw_umax DIV __tw_s.__tw_w) AS __tw_bucket
   FROM (
-    SELECT {% for i in range(nkeys) %}__tw_k{{ i }}, {% endfor %}__tw_t, 0 AS __tw_side, __tw_seq, NULL AS __tw_l,
-      named_struct('deleted', __tw_deleted, 'valid_from', __tw_t, 'valid_to', __tw_valid_to, 'p', __tw_p) AS __tw_v
-    FROM {{ versions }}
-    UNION ALL
-    SELECT {% for k in left_key %}{{ timeweave__q(k) }} AS __tw_k{{ loop.index0 }}, {% endfor %}CAST({{ timeweave__q(left_time) }} AS TIMESTAMP) AS __tw_t, 1 AS __tw_side, 0L AS __tw_seq,
-      named_struct({% for c in left_columns %}'{{ c }}', {{ timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_l,
-      NULL AS __tw_v
+    SELECT {% for k in left_key %}{{ timeweave__q(k) }} AS __tw_k{{ loop.index0 }}, {% endfor %}unix_micros(CAST({{ timeweave__q(left_time) }} AS TIMESTAMP)) AS __tw_lu,
+      named_struct({% for c in left_columns %}'{{ c }}', {{ timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_l
     FROM {{ left }}
     WHERE ({{ timeweave__reject_reason('left', left_key, left_time) }}) IS NULL
-  ) __tw_u
-) __tw_w
-WHERE __tw_side = 1
+  ) __tw_lr
+  LEFT JOIN __tw_st __tw_s ON {% for k in ks %}__tw_lr.{{ k }} = __tw_s.{{ k }}{{ " AND " if not loop.last }}{% endfor %}
+) __tw_lb
+LEFT JOIN (
+  SELECT {{ ks | join(', ') }}, __tw_t, __tw_valid_to, __tw_p, __tw_bucket
+  FROM (
+    SELECT __tw_iv.*, __tw_s2.__tw_w,
+      explode(sequence(unix_micros(__tw_iv.__tw_t) DIV __tw_s2.__tw_w,
+                       coalesce(unix_micros(__tw_iv.__tw_valid_to) - 1, __tw_s2.__tw_umax) DIV __tw_s2.__tw_w)) AS __tw_bucket
+    FROM (
+      SELECT *, LEAD(__tw_t) OVER (PARTITION BY {{ ks | join(', ') }} ORDER BY __tw_t) AS __tw_valid_to
+      FROM (
+        SELECT *, ROW_NUMBER() OVER (PARTITION BY {{ ks | join(', ') }}, __tw_t ORDER BY __tw_seq DESC) AS __tw_rn
+        FROM __tw_ev
+      ) __tw_d
+      WHERE __tw_rn = 1
+    ) __tw_iv
+    JOIN __tw_st __tw_s2 ON {% for k in ks %}__tw_iv.{{ k }} = __tw_s2.{{ k }}{{ " AND " if not loop.last }}{% endfor %}
+    WHERE NOT __tw_iv.__tw_deleted
+  ) __tw_x
+) __tw_b
+ON {% for k in ks %}__tw_lb.{{ k }} = __tw_b.{{ k }} AND {% endfor %}__tw_lb.__tw_bucket = __tw_b.__tw_bucket
+  AND __tw_lb.__tw_lu >= unix_micros(__tw_b.__tw_t)
+  AND (__tw_b.__tw_valid_to IS NULL OR __tw_lb.__tw_lu < unix_micros(__tw_b.__tw_valid_to))
 {%- endmacro -%}
 
 {#- Join type, extra predicate, projection: the one finalize step of every door (batch and streaming).
@@ -139,7 +171,7 @@ WHERE __tw_ok
 SELECT * EXCEPT (__tw_matched) FROM (
 {{ timeweave__finalize_sql(
     "(" ~ timeweave__matched_sql(left, left_columns, left_key, left_time,
-        "(" ~ timeweave__versions_sql("(" ~ timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops) ~ ") __tw_e", key | length) ~ ") __tw_vv",
+        timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops),
         key | length) ~ ") __tw_mm",
     left_columns, right_columns, output_right, how, predicate, left_alias, right_alias, valid_from, valid_to, nested) }}
 ) __tw_out

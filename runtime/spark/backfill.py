@@ -65,7 +65,8 @@ def _with_sequence(spec: TemporalJoinSpec, right: DataFrame) -> tuple[TemporalJo
         versioned, spec.left_time, spec.left_key, spec.how, spec.right_columns, spec.right_prefix,
         spec.validity, spec.predicate, spec.where,
     )
-    return spec, right.withColumn(SEQ, F.monotonically_increasing_id())
+    order = F.expr(render.macro("timeweave__input_order"))
+    return spec, right.withColumn(SEQ, order)
 
 
 def _newest_per_key(events: DataFrame, spec: VersionedTableSpec, descending: bool = True) -> DataFrame:
