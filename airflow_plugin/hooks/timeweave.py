@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -194,6 +195,18 @@ def job_cli_arguments(kind: str, config_path: str, job_args: Mapping[str, Any]) 
     return args
 
 
+def _resolve_binary(name: str) -> str:
+    """``name`` as found on PATH; else the one pip installed with pyspark next to this interpreter.
+
+    A task started as ``.venv/bin/python ...`` without an activated virtualenv has no ``.venv/bin`` on
+    PATH, yet pyspark's ``spark-submit`` is there.
+    """
+    if shutil.which(name):
+        return name
+    sibling = Path(sys.executable).parent / name
+    return str(sibling) if sibling.is_file() and os.access(sibling, os.X_OK) else name
+
+
 def default_application() -> str:
     """The Python file spark-submit runs: a launcher alone in its directory (see ``spark_app/``)."""
     spec = find_spec("airflow_plugin.spark_app.timeweave_job")
@@ -352,7 +365,7 @@ class TimeweaveHook(BaseHook):
     def spark_submit_command(self, kind: str, config_path: str, **job_args: Any) -> list[str]:
         """The spark-submit argument list for a ``kind`` job reading its config from ``config_path``."""
         target = self.submit_target()
-        command = [target.spark_binary, "--master", target.master, "--deploy-mode", target.deploy_mode]
+        command = [_resolve_binary(target.spark_binary), "--master", target.master, "--deploy-mode", target.deploy_mode]
         command += ["--name", self.name]
         if target.queue:
             command += ["--queue", target.queue]

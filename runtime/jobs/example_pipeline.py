@@ -172,6 +172,7 @@ def spark_conf(paths: ExamplePaths, hive: bool = True) -> dict[str, str]:
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "4",
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.stateStore.providerClass":
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         "spark.sql.warehouse.dir": str(paths.warehouse),
@@ -225,7 +226,8 @@ def run_dbt(paths: ExamplePaths, project: Path = DBT_PROJECT) -> dict[str, Any]:
     if paths.dbt_project.exists():
         shutil.rmtree(paths.dbt_project)
     shutil.copytree(project, paths.dbt_project, ignore=shutil.ignore_patterns("target", "dbt_packages", "logs"))
-    os.environ["TIMEWEAVE_DBT_MACROS"] = str(dbt_macros_path())
+    # packages.yml reads the package location from here; a caller may point it at another copy.
+    os.environ.setdefault("TIMEWEAVE_DBT_MACROS", str(dbt_macros_path()))
     dbt_vars = {
         "landing": str(paths.landing), "orders_schema": ORDERS_SCHEMA, "rates_schema": RATES_SCHEMA,
         "location_root": str(paths.dbt_tables),
