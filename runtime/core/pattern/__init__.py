@@ -17,6 +17,7 @@ one ordered partition and yields output rows as soon as they are decided;
 """
 
 from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
+from runtime.core.pattern.operator import LateRow, Matched, MatchRecognizeOperator
 from runtime.core.pattern.parser import parse_clause, parse_expression, parse_pattern
 from runtime.core.pattern.partition import PartitionMatcher, match_partition, match_recognize
 from runtime.core.pattern.program import Program, compile_pattern
@@ -35,7 +36,10 @@ __all__ = [
     "AfterMatchSkip",
     "ClauseSpec",
     "Definition",
+    "LateRow",
+    "MatchRecognizeOperator",
     "MatchRuntimeError",
+    "Matched",
     "Measure",
     "PartitionMatcher",
     "PatternValidationError",

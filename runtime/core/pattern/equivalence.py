@@ -69,23 +69,10 @@ class Equivalence:
         if classifier:
             return (thread.labels, thread.aggregates)
         parts: list[tuple[int, ...]] = []
-        forward: list[int] | None = None
         for last, labels, offset in logical:
             wanted = offset + 1
-            found: list[int] = []
             if last:
-                node, position = thread.labels, run.position - 1
-                while node is not None and len(found) < wanted:
-                    if node.label in labels:
-                        found.append(position)
-                    node, position = node.prev, position - 1
+                parts.append(thread.labels.last_positions(labels, wanted))
             else:
-                if forward is None:
-                    forward = thread.labels.to_list()
-                for index, label in enumerate(forward):
-                    if label in labels:
-                        found.append(index)
-                        if len(found) == wanted:
-                            break
-            parts.append(tuple(found))
+                parts.append(thread.labels.first_positions(labels, wanted))
         return (tuple(parts), tuple(thread.aggregates[i] for i in aggregates))

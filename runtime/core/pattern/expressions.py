@@ -26,6 +26,7 @@ row).  Three-valued logic throughout: a DEFINE condition holds only when it is T
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -184,21 +185,21 @@ class DefineContext(Context):
         return self._labels[position - self.start]
 
     def resolve(self, last: bool, labels: LabelSet, offset: int, final: bool) -> int | None:
-        if labels is None or not last:
+        if labels is None:
             return super().resolve(last, labels, offset, final)
-        # LAST(v, k): walk the thread's label chain backwards, no materialization
+        if not last:
+            # FIRST(v, k): the chain's memoized first positions, then the candidate row
+            found = self.chain.first_positions(labels, offset + 1) if self.chain is not None else ()
+            if len(found) > offset:
+                return self.start + found[offset]
+            return self.current if len(found) == offset and self.candidate in labels else None
+        # LAST(v, k): the candidate row first, then the chain's memoized last positions
         if self.candidate in labels:
             if offset == 0:
                 return self.current
             offset -= 1
-        node, position = self.chain, self.current - 1
-        while node is not None:
-            if node.label in labels:
-                if offset == 0:
-                    return position
-                offset -= 1
-            node, position = node.prev, position - 1
-        return None
+        found = self.chain.last_positions(labels, offset + 1) if self.chain is not None else ()
+        return self.start + found[offset] if len(found) > offset else None
 
     def aggregate(self, index: int, final: bool) -> Any:
         return self.aggregates[index]
@@ -217,10 +218,23 @@ class MeasureContext(Context):
         self.match_number = match_number
         self.specs = specs
         self._cache: dict[tuple[int, bool], tuple[int, Any]] = {}
+        self._positions: dict[frozenset[int], list[int]] = {}
 
     def label_at(self, position: int) -> int | None:
         index = position - self.start
         return self.labels[index] if 0 <= index < len(self.labels) else None
+
+    def resolve(self, last: bool, labels: LabelSet, offset: int, final: bool) -> int | None:
+        if labels is None:
+            return super().resolve(last, labels, offset, final)
+        positions = self._positions.get(labels)
+        if positions is None:  # once per label set and match: then O(log n) per navigation
+            positions = [self.start + i for i, label in enumerate(self.labels) if label in labels]
+            self._positions[labels] = positions
+        count = bisect_right(positions, self.final_end if final else self.current)
+        if offset >= count:
+            return None
+        return positions[count - 1 - offset] if last else positions[offset]
 
     def aggregate(self, index: int, final: bool) -> Any:
         spec = self.specs[index]

@@ -32,12 +32,57 @@ from runtime.core.pattern.program import Done, Jump, MatchEnd, MatchLabel, Match
 class Labels:
     """An immutable, shared-prefix list of matched label ids (a cons list; forking is O(1))."""
 
-    __slots__ = ("label", "length", "prev")
+    __slots__ = ("_firsts", "_lasts", "label", "length", "prev")
 
     def __init__(self, label: int, prev: Labels | None) -> None:
         self.label = label
         self.prev = prev
         self.length = 1 if prev is None else prev.length + 1
+        self._firsts: dict[tuple[frozenset[int], int], tuple[int, ...]] | None = None
+        self._lasts: dict[tuple[frozenset[int], int], tuple[int, ...]] | None = None
+
+    def last_positions(self, labels: frozenset[int], count: int) -> tuple[int, ...]:
+        """Indexes (from the match start) of the last ``count`` rows whose label is in ``labels``, latest first.
+
+        Memoized per cell like :meth:`first_positions` (LAST(v, k) of a rare ``v`` would otherwise walk
+        back over the whole match at every row).
+        """
+        key = (labels, count)
+        pending: list[Labels] = []
+        node: Labels | None = self
+        while node is not None and (node._lasts is None or key not in node._lasts):
+            pending.append(node)
+            node = node.prev
+        found = () if node is None else node._lasts[key]  # type: ignore[index]
+        for cell in reversed(pending):
+            if cell.label in labels:
+                found = (cell.length - 1, *found[: count - 1])
+            if cell._lasts is None:
+                cell._lasts = {}
+            cell._lasts[key] = found
+        return found
+
+    def first_positions(self, labels: frozenset[int], count: int) -> tuple[int, ...]:
+        """Indexes (from the match start) of the first ``count`` rows whose label is in ``labels``.
+
+        Memoized per cell: the answer for a chain extends its predecessor's, so answering for every
+        new head costs O(1) amortized instead of a walk from the start (FIRST(v, k) in DEFINE and in
+        thread signatures would otherwise make long matches quadratic).
+        """
+        key = (labels, count)
+        pending: list[Labels] = []
+        node: Labels | None = self
+        while node is not None and (node._firsts is None or key not in node._firsts):
+            pending.append(node)
+            node = node.prev
+        found = () if node is None else node._firsts[key]  # type: ignore[index]
+        for cell in reversed(pending):
+            if len(found) < count and cell.label in labels:
+                found = (*found, cell.length - 1)
+            if cell._firsts is None:
+                cell._firsts = {}
+            cell._firsts[key] = found
+        return found
 
     def to_list(self) -> list[int]:
         out: list[int] = []

@@ -12,6 +12,7 @@ Each failure is a :class:`PatternValidationError` pointing at the node at fault:
   FIRST/LAST inside FIRST/LAST, no PREV/NEXT inside FIRST/LAST or inside PREV/NEXT;
 * FINAL and MATCH_ROWTIME only in MEASURES; measure names are unique and distinct from the
   partition columns (they share the output row);
+* ``WITHIN`` needs ``ORDER BY`` (the interval is measured on its first column);
 * ``WITH UNMATCHED ROWS`` cannot be combined with a pattern exclusion ``{- -}``.
 """
 
@@ -64,6 +65,9 @@ class _Checker:
         skip = spec.after_match_skip
         if skip.var is not None and skip.var not in self.names:
             raise self.fail(f"AFTER MATCH SKIP TO {skip.var}: not a pattern variable or subset", skip.start)
+        if spec.within is not None and not spec.order_by:
+            raise self.fail("WITHIN needs ORDER BY <time column> (the interval is measured on it)",
+                            spec.text.upper().find("WITHIN"))
         if spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED:
             for node in spec.pattern.walk():
                 if isinstance(node, ir.Exclusion):

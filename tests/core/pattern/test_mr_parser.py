@@ -219,6 +219,8 @@ def test_syntax_errors(text: str, message: str, col: int) -> None:
         ("PATTERN (A) DEFINE A AS TRUE, A AS FALSE", "variable A is defined twice", 31),
         ("PARTITION BY k MEASURES 1 AS k PATTERN (A)", "output column k appears twice (measure names must be unique "
                                                        "and differ from the PARTITION BY columns)", 25),
+        ("PATTERN (A) WITHIN INTERVAL '1' SECOND", "WITHIN needs ORDER BY <time column> (the interval is measured "
+                                                   "on it)", 13),
         ("ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A {- B -})", "pattern exclusion {- -} cannot be used with "
                                                                        "ALL ROWS PER MATCH WITH UNMATCHED ROWS", 51),
     ],
