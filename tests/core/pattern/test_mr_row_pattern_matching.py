@@ -274,3 +274,22 @@ def test_long_partition_runs_in_linear_time() -> None:
     out = mr("""MEASURES COUNT(*) AS n, LAST(B.price) AS top
                 PATTERN (A B+) DEFINE B AS B.price > PREV(B.price) AND SUM(B.price) > 0""", rows)
     assert out == [{"n": 5_000, "top": 4_999}]
+
+
+def test_thread_pruning_bounds_ambiguous_patterns_with_running_aggregates() -> None:
+    # every row can be A or B, so paths double per row; threads agreeing on SUM(A.v) (the only state
+    # the conditions read) are equivalent and the less preferred is dropped: at most 11 per label instruction
+    from runtime.core.pattern.clause import CompiledClause
+    from runtime.core.pattern.expressions import RowSource
+
+    clause = CompiledClause(parse_clause("PATTERN ((A | B)+ C) DEFINE A AS SUM(A.v) < 10, C AS C.v < 0"))
+    rows = RowSource()
+    rows.rows = [{"v": i % 2} for i in range(400)]
+    rows.length = len(rows.rows)
+    run = clause.new_run(rows, 0, 1)
+    most = 0
+    while not run.finished and run.position < rows.length:
+        run.step(at_end=run.position == rows.length - 1)
+        most = max(most, len(run.threads))
+    assert run.match() is None
+    assert most <= 3 * 11  # label instructions A, B, C × distinct sums 0..10
