@@ -6,6 +6,21 @@ a Pike VM (:mod:`.matcher`) runs it with SQL-standard preference; :func:`match_p
 one ordered partition and yields output rows as soon as they are decided;
 :class:`MatchRecognizeOperator` does the same per key on an event-time stream.
 
+Supported (parsed, validated, executed, tested): PARTITION BY; ORDER BY (ASC/DESC, NULLS FIRST/LAST);
+MEASURES; ONE ROW PER MATCH; ALL ROWS PER MATCH [SHOW EMPTY MATCHES | OMIT EMPTY MATCHES | WITH
+UNMATCHED ROWS]; AFTER MATCH SKIP PAST LAST ROW | TO NEXT ROW | TO FIRST v | TO LAST v | TO v (v may be
+a SUBSET) with the standard's runtime errors; PATTERN with concatenation, ``|``, grouping, ``* + ?
+{n} {n,} {n,m} {,m}`` greedy and reluctant, PERMUTE, ``^ $``, ``{- -}``, ``()``; SUBSET; DEFINE;
+Flink's WITHIN INTERVAL (exclusive bound).  Expressions: columns, ``v.col``, literals (numbers,
+strings, booleans, NULL, DATE, TIMESTAMP, INTERVAL), ``+ - * / % ||``, comparisons, AND/OR/NOT with
+three-valued logic, CASE, CAST, IS [NOT] NULL, [NOT] BETWEEN, [NOT] IN, COALESCE/NULLIF/GREATEST/LEAST/
+ABS/MOD/FLOOR/CEIL/ROUND/UPPER/LOWER/CHAR_LENGTH, PREV/NEXT/FIRST/LAST with offsets and FIRST/LAST
+nested in PREV/NEXT, RUNNING/FINAL, CLASSIFIER([v]), MATCH_NUMBER(), COUNT(*)/COUNT(v.*)/COUNT/SUM/
+AVG/MIN/MAX (running in DEFINE), MATCH_ROWTIME([col]).
+
+Not supported: DISTINCT aggregates, aggregates other than the five above, MATCH_PROCTIME(),
+PREV/NEXT inside aggregates, window functions over matches, ORDER BY expressions (columns only).
+
 >>> spec = parse_clause('''
 ...     PARTITION BY symbol ORDER BY t
 ...     MEASURES FIRST(DOWN.price) AS top, LAST(DOWN.price) AS bottom

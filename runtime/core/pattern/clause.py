@@ -10,7 +10,6 @@ Built once per query (pure data + closures, cheap to rebuild after unpickling a 
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from datetime import timedelta
 from typing import Any
 
@@ -139,6 +138,3 @@ class _Evaluator:
         if condition is not None and condition(ctx) is not True:
             return None
         return aggregates
-
-    def signature(self, thread: Thread, pointer: int, run: Run) -> Hashable:
-        return self.clause.equivalence.signature(thread, pointer, run)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -151,8 +151,6 @@ def sql_arith(op: str, a: Any, b: Any) -> Any:
         if exact:
             quotient = abs(a) // abs(b)
             return quotient if (a >= 0) == (b >= 0) else -quotient
-        if isinstance(a, timedelta):
-            return a / b
         return a / b
     if op == "%":
         if exact:

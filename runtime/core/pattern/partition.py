@@ -100,11 +100,6 @@ class PartitionMatcher:
         self.run.stop()
         return self._drive()
 
-    @property
-    def pending_start(self) -> int:
-        """Absolute position of the earliest row a future output may still start at."""
-        return self.run.start if self.run is not None else self.next_start
-
     def __getstate__(self) -> dict[str, Any]:
         state = dict(vars(self))
         del state["clause"]
@@ -150,9 +145,7 @@ class PartitionMatcher:
 
     def _time(self, position: int) -> Any:
         row = self.rows.get(position)
-        assert row is not None
-        if self._time_column is None:
-            raise PatternValidationError("WITHIN needs ORDER BY <time column>", text=self.spec.text, position=0)
+        assert row is not None and self._time_column is not None  # validate: WITHIN needs ORDER BY
         return _column(row, self._time_column)
 
     def _conclude(self, run: Run) -> list[dict[str, Any]]:
