@@ -29,6 +29,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Any
 
 from runtime.core.pattern import expr as E
@@ -142,7 +143,7 @@ class AggregateSpec:
             total, count = state
             if not count:
                 return None
-            return total / count if not isinstance(total, int) else total / float(count)
+            return total / count if not isinstance(total, Integral) else float(total) / count
         return state
 
     def value_at(self, ctx: Context, position: int) -> Any:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
+from numbers import Integral
 from typing import Any
 
 
@@ -52,7 +53,7 @@ def _least(*args: Any) -> Any:
 
 
 def _round(x: Any, digits: int = 0) -> Any:
-    if isinstance(x, int):
+    if isinstance(x, Integral):
         return x
     quantum = Decimal(1).scaleb(-digits)
     return type(x)(Decimal(str(x)).quantize(quantum, rounding="ROUND_HALF_UP"))
@@ -65,8 +66,8 @@ SCALAR_FUNCTIONS: dict[str, ScalarFunction] = {
     "LEAST": ScalarFunction(1, None, _least, null_safe=True),
     "ABS": ScalarFunction(1, 1, _strict(abs)),
     "MOD": ScalarFunction(2, 2, _strict(lambda a, b: sql_arith("%", a, b))),
-    "FLOOR": ScalarFunction(1, 1, _strict(lambda x: x if isinstance(x, int) else type(x)(math.floor(x)))),
-    "CEIL": ScalarFunction(1, 1, _strict(lambda x: x if isinstance(x, int) else type(x)(math.ceil(x)))),
+    "FLOOR": ScalarFunction(1, 1, _strict(lambda x: x if isinstance(x, Integral) else type(x)(math.floor(x)))),
+    "CEIL": ScalarFunction(1, 1, _strict(lambda x: x if isinstance(x, Integral) else type(x)(math.ceil(x)))),
     "ROUND": ScalarFunction(1, 2, _strict(_round)),
     "UPPER": ScalarFunction(1, 1, _strict(str.upper)),
     "LOWER": ScalarFunction(1, 1, _strict(str.lower)),
@@ -146,11 +147,12 @@ def sql_arith(op: str, a: Any, b: Any) -> Any:
         return f"{cast(a, 'VARCHAR')}{cast(b, 'VARCHAR')}"
     if b == 0:
         return None
-    exact = isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool)
+    # Integral, not int: numpy integers (rows coming from pandas) divide like BIGINT too
+    exact = isinstance(a, Integral) and isinstance(b, Integral) and not isinstance(a, bool)
     if op == "/":
         if exact:
             quotient = abs(a) // abs(b)
-            return quotient if (a >= 0) == (b >= 0) else -quotient
+            return int(quotient if (a >= 0) == (b >= 0) else -quotient)
         return a / b
     if op == "%":
         if exact:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from numbers import Integral
 from typing import Any
 
 from runtime.core.errors import SpecError
@@ -53,8 +54,8 @@ def micros(value: Any) -> int:
         aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
         delta = aware - _EPOCH
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        return int(value)
     raise SpecError("order_by", f"the first ORDER BY column must be a timestamp or integer microseconds, got {value!r}")
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import lru_cache
+from numbers import Real
 from typing import Any
 
 from runtime.core.pattern.clause import CompiledClause
@@ -46,8 +47,8 @@ def elapsed(later: Any, earlier: Any) -> timedelta:
     """Time between two ORDER BY values: datetimes, or integers counted in microseconds."""
     if isinstance(later, datetime) or isinstance(later, timedelta):
         return later - earlier
-    if isinstance(later, int | float):
-        return timedelta(microseconds=later - earlier)
+    if isinstance(later, Real):  # integers (numpy ones too) count microseconds
+        return timedelta(microseconds=float(later - earlier))
     raise MatchRuntimeError(f"WITHIN needs a timestamp (or integer microseconds) ORDER BY column, got {later!r}")
 
 

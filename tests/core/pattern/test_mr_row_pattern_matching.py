@@ -293,3 +293,11 @@ def test_thread_pruning_bounds_ambiguous_patterns_with_running_aggregates() -> N
         most = max(most, len(run.threads))
     assert run.match() is None
     assert most <= 3 * 11  # label instructions A, B, C × distinct sums 0..10
+
+
+def test_numpy_values_behave_like_sql_bigint() -> None:
+    # rows handed over from pandas carry numpy scalars: integer division and WITHIN must still work
+    np = pytest.importorskip("numpy")
+    rows = [{"t": np.int64(i * 1_000_000), "v": np.int64(i)} for i in range(5)]
+    out = mr("ORDER BY t MEASURES AVG(A.v) AS a, SUM(A.v) / 2 AS half PATTERN (A+) WITHIN INTERVAL '3' SECOND", rows)
+    assert out == [{"a": 1.0, "half": 1}, {"a": 3.5, "half": 3}]
