@@ -6,8 +6,8 @@ Semantics (SQL:2016 / Trino):
   ``price`` is the current row.  In DEFINE the current row is the one being classified, already
   counted as a row of the candidate variable.
 * ``FIRST(x, n)`` / ``LAST(x, n)``: the n-th row from the first / last row matched to the variable
-  of ``x``, within the rows seen so far (RUNNING) or the whole match (FINAL, MEASURES only).
-  Out of range: NULL.
+  of ``x``; LAST counts back from the current row (RUNNING) or the match's last row (FINAL, MEASURES
+  only); FIRST counts forward over all rows matched so far (as Trino).  Out of range: NULL.
 * ``PREV(x, n)`` / ``NEXT(x, n)``: n rows before / after the row ``x`` navigates to (by default
   ``LAST(var, 0)``); may leave the match but not the partition.  In DEFINE, NEXT may read rows
   after the current one: the partition driver waits for them (its ``lookahead``).
@@ -56,8 +56,15 @@ class Context:
         raise NotImplementedError
 
     def resolve(self, last: bool, labels: LabelSet, offset: int, final: bool) -> int | None:
-        """Position of ``FIRST/LAST(labels, offset)`` within ``[start, current or final_end]``."""
-        end = self.final_end if final else self.current
+        """Position of ``FIRST/LAST(labels, offset)``; None if there is no such row.
+
+        LAST searches back from the current row (RUNNING) or the match's last row (FINAL).  FIRST
+        searches forward from the match's first row over every row matched so far, even past the
+        current row in MEASURES: that is Trino's behaviour (``RUNNING FIRST(value, 2)`` on the first
+        row of a 3-row match is the third row's value).  In DEFINE no row past the current one is
+        matched yet, so both readings agree there.
+        """
+        end = self.final_end if (final or not last) else self.current
         if labels is None:
             position = end - offset if last else self.start + offset
             return position if self.start <= position <= end else None
@@ -232,7 +239,7 @@ class MeasureContext(Context):
         if positions is None:  # once per label set and match: then O(log n) per navigation
             positions = [self.start + i for i, label in enumerate(self.labels) if label in labels]
             self._positions[labels] = positions
-        count = bisect_right(positions, self.final_end if final else self.current)
+        count = bisect_right(positions, self.final_end if (final or not last) else self.current)
         if offset >= count:
             return None
         return positions[count - 1 - offset] if last else positions[offset]

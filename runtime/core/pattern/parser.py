@@ -334,12 +334,10 @@ class Parser:
         quantifier = self.quantifier()
         if quantifier is None:
             return primary
-        low, high, quant_token = quantifier
+        low, high, _ = quantifier
         greedy = self.accept_op("?") is None
         if self.tok.is_op("*", "+", "?") or (self.tok.is_op("{") and not self.peek().is_op("-")):
             raise self.error("a quantifier cannot follow a quantifier; add parentheses, e.g. (A*)+")
-        if isinstance(primary, ir.Anchor):
-            raise QuerySyntaxError("an anchor (^ or $) cannot be quantified", text=self.text, position=quant_token.start)
         return ir.Quantified(primary, low, high, greedy, start)
 
     def quantifier(self) -> tuple[int, int | None, Token] | None:
@@ -353,8 +351,8 @@ class Parser:
         if not self.tok.is_op("{"):
             return None
         self.advance()
-        if self.accept_op(","):
-            high = self.integer("a quantifier upper bound")
+        if self.accept_op(","):  # {,m} and {,} (Trino: zero or more)
+            high = None if self.tok.is_op("}") else self.integer("a quantifier upper bound")
             low: int = 0
         else:
             low = self.integer("a quantifier bound")
