@@ -298,3 +298,50 @@ def test_partitioning_and_ordering_of_unordered_input() -> None:
     out = [(r["part"], r["id"], r["match"], r["val"], r["label"]) for r in match_recognize(spec, rows)]
     assert out == [("p1", 2, 1, 90, "B"), ("p1", 3, 1, 80, "B"), ("p1", 6, 2, 90, "B"), ("p2", 3, 1, 20, "B")]
     assert list(match_recognize(spec, [])) == []
+
+
+def test_output_layout() -> None:
+    row = {"id": "ordering", "part": "partitioning", "value": 90}
+    clause = "PARTITION BY part ORDER BY id MEASURES CLASSIFIER() AS classy {rows} PATTERN (A) DEFINE A AS true"
+    all_rows = list(match_recognize(parse_clause(clause.format(rows="ALL ROWS PER MATCH")), [row]))
+    assert [list(r.items()) for r in all_rows] == [[("part", "partitioning"), ("id", "ordering"), ("classy", "A"),
+                                                    ("value", 90)]]
+    one_row = list(match_recognize(parse_clause(clause.format(rows="ONE ROW PER MATCH")), [row]))
+    assert [list(r.items()) for r in one_row] == [[("part", "partitioning"), ("classy", "A")]]
+
+
+def test_all_rows_without_measures() -> None:
+    rows = [{"id": i, "part": p, "value": v} for i, p, v in [(5, "p2", 10), (2, "p1", 90), (1, "p1", 80),
+                                                             (4, "p2", 20), (3, "p1", 30)]]
+    spec = parse_clause("PARTITION BY part ORDER BY id ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+                        "PATTERN (B+) DEFINE B AS B.value < PREV (B.value)")
+    # partitions come out in order of first appearance (SQL leaves it unspecified): compare as a set
+    assert sorted((r["id"], r["part"]) for r in match_recognize(spec, rows)) == [(3, "p1"), (5, "p2")]
+
+
+@pytest.mark.parametrize(
+    ("measure", "expected"),
+    [
+        ("FIRST(A.value) IN (300, LAST(A.value))", [False, False, True, True]),
+        ("CLASSIFIER() IN ('X', lower(CLASSIFIER()))", [False, False, False, False]),
+        ("MATCH_NUMBER() IN (0, MATCH_NUMBER())", [True, True, True, True]),
+    ],
+)
+def test_in_predicate(measure: str, expected: list[bool]) -> None:
+    clause = (f"ORDER BY id MEASURES {measure} AS val ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW "
+              "PATTERN (A+) DEFINE A AS true")
+    assert [v for (v,) in run([100, 200, 300, 400], clause, ("val",))] == expected
+
+
+def test_potentially_exponential_match_is_pruned() -> None:
+    clause = "MEASURES CLASSIFIER() AS classy PATTERN ((A+)+ B) DEFINE A AS value = 1, B AS value = 2"
+    assert run([1] * 200, clause, ("classy",)) == []
+
+
+def test_exponential_match_found_last() -> None:
+    # CLASSIFIER in DEFINE makes every label sequence distinct: all 2^8 prefixes stay alive, and the
+    # only match, B B B B B B B B LAST, is the least preferred one
+    condition = " AND ".join(f"FIRST(CLASSIFIER(), {k}) = 'B'" for k in range(8))
+    clause = (f"ORDER BY value MEASURES CLASSIFIER() AS classy ALL ROWS PER MATCH PATTERN ((A | B)+ LAST) "
+              f"DEFINE LAST AS {condition}")
+    assert [c for (c,) in run(list(range(1, 10)), clause, ("classy",))] == ["B"] * 8 + ["LAST"]
