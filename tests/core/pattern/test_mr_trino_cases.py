@@ -345,3 +345,24 @@ def test_exponential_match_found_last() -> None:
     clause = (f"ORDER BY value MEASURES CLASSIFIER() AS classy ALL ROWS PER MATCH PATTERN ((A | B)+ LAST) "
               f"DEFINE LAST AS {condition}")
     assert [c for (c,) in run(list(range(1, 10)), clause, ("classy",))] == ["B"] * 8 + ["LAST"]
+
+
+def test_running_aggregates_in_all_rows() -> None:
+    clause = "ORDER BY id MEASURES RUNNING sum(id) AS s ALL ROWS PER MATCH PATTERN (A*) DEFINE A AS true"
+    assert run(list(range(8)), clause, ("id", "s")) == [(i, i * (i + 1) // 2) for i in range(1, 9)]
+
+
+def test_aggregates_see_the_tentative_label_of_the_current_row() -> None:
+    clause = """ORDER BY id MEASURES RUNNING avg(B.value) AS avg_b, CLASSIFIER() AS classy ALL ROWS PER MATCH
+        PATTERN ((A | B)*) DEFINE A AS avg(B.value) = 5"""
+    assert run([4, 6, 0], clause, ("id", "classy", "avg_b")) == [(1, "B", 4.0), (2, "B", 5.0), (3, "A", 5.0)]
+    clause = """ORDER BY id MEASURES RUNNING avg(A.value) AS avg_a, CLASSIFIER() AS classy ALL ROWS PER MATCH
+        PATTERN ((A | B)*) DEFINE A AS avg(A.value) = 5"""
+    assert run([4, 6, 0, 5], clause, ("id", "classy", "avg_a")) == [
+        (1, "B", N), (2, "B", N), (3, "B", N), (4, "A", 5.0)]
+    rows = [{"id": i, "part": p, "value": v} for p, v in (("p1", 1), ("p2", 2)) for i in range(1, 6)]
+    spec = parse_clause("""PARTITION BY part ORDER BY id MEASURES RUNNING sum(value) AS s, CLASSIFIER() AS classy
+        ALL ROWS PER MATCH PATTERN ((A | B)*) DEFINE A AS sum(value) > 4""")
+    assert [(r["part"], r["id"], r["classy"], r["s"]) for r in match_recognize(spec, rows)] == [
+        ("p1", 1, "B", 1), ("p1", 2, "B", 2), ("p1", 3, "B", 3), ("p1", 4, "B", 4), ("p1", 5, "A", 5),
+        ("p2", 1, "B", 2), ("p2", 2, "B", 4), ("p2", 3, "A", 6), ("p2", 4, "A", 8), ("p2", 5, "A", 10)]
