@@ -163,8 +163,12 @@ class _BatchWriter:
     def _write(self, df: DataFrame, output: str, batch_id: int) -> int:
         target = self._paths[output]
         staging = f"{target}/_tw_staging/batch-{batch_id:012d}"
-        df.write.mode("overwrite").parquet(staging)
-        written = df.sparkSession.read.parquet(staging).count()  # parquet footers only
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        observed = Observation(f"tw_{output}_{batch_id}")
+        df.observe(observed, F.count(F.lit(1)).alias("rows")).write.mode("overwrite").parquet(staging)
+        written = int(observed.get["rows"])
         self._fs.commit(staging, target, f"part-b{batch_id:012d}-")
         return written
 
