@@ -36,6 +36,7 @@ from runtime.core.pattern.operator import LateRow, Matched, MatchRecognizeOperat
 from runtime.core.pattern.parser import parse_clause, parse_expression, parse_pattern
 from runtime.core.pattern.partition import PartitionMatcher, match_partition, match_recognize
 from runtime.core.pattern.program import Program, compile_pattern
+from runtime.core.pattern.schema import output_columns
 from runtime.core.pattern.spec import (
     AfterMatchSkip,
     ClauseSpec,
@@ -66,6 +67,7 @@ __all__ = [
     "compile_pattern",
     "match_partition",
     "match_recognize",
+    "output_columns",
     "parse_clause",
     "parse_expression",
     "parse_pattern",
