@@ -65,9 +65,15 @@ class Equivalence:
     def signature(self, thread: Thread, pointer: int, run: Run) -> Hashable:
         if thread.labels is None or not self.reachable[pointer]:
             return None
-        classifier, logical, aggregates = self._dependencies(pointer)
+        dependencies = self._dependencies(pointer)
+        classifier, logical, aggregates = dependencies
         if classifier:
             return (thread.labels, thread.aggregates)
+        # a thread visits several instructions per step with the same state; most share dependencies
+        key = (id(thread.labels), thread.aggregates, id(dependencies))
+        cached = run.signature_cache.get(key)
+        if cached is not None:
+            return cached
         parts: list[tuple[int, ...]] = []
         for last, labels, offset in logical:
             wanted = offset + 1
@@ -75,4 +81,6 @@ class Equivalence:
                 parts.append(thread.labels.last_positions(labels, wanted))
             else:
                 parts.append(thread.labels.first_positions(labels, wanted))
-        return (tuple(parts), tuple(thread.aggregates[i] for i in aggregates))
+        signature = (tuple(parts), tuple(thread.aggregates[i] for i in aggregates))
+        run.signature_cache[key] = signature
+        return signature

@@ -197,6 +197,8 @@ class Run:
         self.result: Thread | None = None
         self.threads: list[Thread] = []
         self._visited: dict[int, set[Hashable]] = {}
+        # per step: a signature function may memoize here (threads keep their state within a step)
+        self.signature_cache: dict[Hashable, Hashable] = {}
         self._cells: dict[tuple[int, int], Labels] = {}
         self._at_end = at_end
         self._advance(self.threads, Thread(0, None, (), initial_aggregates))
@@ -213,6 +215,7 @@ class Run:
         position = self.position
         self.position = position + 1  # saves and anchors below see the index after this row
         self._visited = {}
+        self.signature_cache: dict[Hashable, Hashable] = {}
         self._at_end = at_end
         advanced: list[Thread] = []
         for thread in self.threads:
@@ -288,7 +291,7 @@ class Run:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(vars(self))
-        for transient in ("evaluator", "signature", "_cells", "_visited"):
+        for transient in ("evaluator", "signature", "_cells", "_visited", "signature_cache"):
             state.pop(transient)
         threads = [*self.threads, *([self.result] if self.result is not None else [])]
         state["_chains"] = [labels_to_list(t.labels) for t in threads]
@@ -298,6 +301,7 @@ class Run:
         chains = state.pop("_chains")
         vars(self).update(state)
         self._visited = {}
+        self.signature_cache = {}
         self._cells = {}
         threads = [*self.threads, *([self.result] if self.result is not None else [])]
         for thread, chain in zip(threads, chains, strict=True):
