@@ -351,16 +351,16 @@ class Parser:
         if not self.tok.is_op("{"):
             return None
         self.advance()
+        high: int | None
         if self.accept_op(","):  # {,m} and {,} (Trino: zero or more)
+            low = 0
             high = None if self.tok.is_op("}") else self.integer("a quantifier upper bound")
-            low: int = 0
         else:
             low = self.integer("a quantifier bound")
             if self.accept_op(","):
-                high_or_none: int | None = None if self.tok.is_op("}") else self.integer("a quantifier upper bound")
+                high = None if self.tok.is_op("}") else self.integer("a quantifier upper bound")
             else:
-                high_or_none = low
-            high = high_or_none  # type: ignore[assignment]
+                high = low
         self.expect_op("}")
         for bound in (low, high):
             if bound is not None and bound > MAX_QUANTIFIER_BOUND:

@@ -30,6 +30,7 @@ from functools import lru_cache
 from numbers import Real
 from typing import Any
 
+from runtime.core.errors import SpecError
 from runtime.core.pattern.clause import CompiledClause
 from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
 from runtime.core.pattern.expressions import RowSource
@@ -240,7 +241,8 @@ def _column(row: Mapping[str, Any], name: str) -> Any:
         return row[name]
     folded = [key for key in row if isinstance(key, str) and key.lower() == name.lower()]
     if len(folded) != 1:
-        raise KeyError(f"column {name} not found in the input row (columns: {', '.join(map(str, row))})")
+        raise SpecError("partition_by/order_by", f"column {name} not found in the input row "
+                        f"(columns: {', '.join(map(str, row))})", where="match_recognize")
     return row[folded[0]]
 
 
