@@ -40,7 +40,7 @@ with DAG(
     description="dbt, streaming and sliced backfill of one event-time temporal join, checked to agree",
     schedule=CronDataIntervalTimetable("0 0 * * *", timezone="UTC"),
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    end_date=pendulum.datetime(2026, 1, 2, 23, 59, tz="UTC"),
+    end_date=pendulum.datetime(2026, 1, 3, tz="UTC"),  # the sample data covers two days
     catchup=True,
     # One run at a time: runs share the streaming checkpoint, and each run's stream resumes the last.
     max_active_runs=1,

@@ -295,6 +295,9 @@ class TimeweaveHook(BaseHook):
         if active is not None:
             # Reusing the session keeps one JVM per process (tests, dbt's session method, the example DAG).
             return active
+        # Python workers (the streaming job's state processor, UDFs) must run this interpreter, where
+        # timeweave is installed; Spark reads the variable when the context starts.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = SparkSession.builder.appName(self.name).master(self.spark_conf.get("spark.master", "local[*]"))
         for key, value in self.spark_conf.items():
             builder = builder.config(key, value)
@@ -343,7 +346,6 @@ class TimeweaveHook(BaseHook):
         from runtime import jobs
 
         spark = self.get_conn()
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         tag = f"timeweave-{kind}-{uuid.uuid4().hex[:12]}"
         sc = spark.sparkContext
         # Queries already running belong to someone else; kill() stops only the ones this job starts.
