@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from runtime.core.pattern.equivalence import Equivalence
+from runtime.core.pattern.errors import MatchRuntimeError
 from runtime.core.pattern.expressions import (
     AggregateSpec,
     DefineContext,
@@ -125,7 +126,11 @@ class _Evaluator:
             updated = list(aggregates)
             for index in feeds:
                 spec = clause.define_aggregates[index]
-                updated[index] = spec.add(updated[index], spec.value_at(ctx, position))
+                try:
+                    updated[index] = spec.add(updated[index], spec.value_at(ctx, position))
+                except TypeError as error:  # e.g. SUM over strings, MIN over mixed types
+                    raise MatchRuntimeError(f"cannot aggregate {spec.func}: {error}",
+                                            match_number=run.match_number) from None
             aggregates = tuple(updated)
             ctx.aggregates = tuple(
                 spec.result(state) for spec, state in zip(clause.define_aggregates, aggregates, strict=True)

@@ -49,6 +49,12 @@ def _sql_literal(value: Any) -> str:
     return repr(value)
 
 
+def _wrap(node: Expr) -> str:
+    """Parenthesize an operand that is itself an operator expression, so printing round-trips."""
+    composite = isinstance(node, Binary | Between | InList | IsNull) or (isinstance(node, Unary) and node.op == "NOT")
+    return f"({node})" if composite else str(node)
+
+
 @dataclass(frozen=True, slots=True)
 class Literal(Expr):
     value: Any
@@ -97,10 +103,7 @@ class Binary(Expr):
         return (self.left, self.right)
 
     def __str__(self) -> str:
-        def side(e: Expr) -> str:
-            return f"({e})" if isinstance(e, Binary | Between | InList | IsNull) else str(e)
-
-        return f"{side(self.left)} {self.op} {side(self.right)}"
+        return f"{_wrap(self.left)} {self.op} {_wrap(self.right)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +116,7 @@ class IsNull(Expr):
         return (self.operand,)
 
     def __str__(self) -> str:
-        return f"{self.operand} IS {'NOT ' if self.negated else ''}NULL"
+        return f"{_wrap(self.operand)} IS {'NOT ' if self.negated else ''}NULL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +131,7 @@ class Between(Expr):
         return (self.operand, self.low, self.high)
 
     def __str__(self) -> str:
-        return f"{self.operand} {'NOT ' if self.negated else ''}BETWEEN {self.low} AND {self.high}"
+        return f"{_wrap(self.operand)} {'NOT ' if self.negated else ''}BETWEEN {_wrap(self.low)} AND {_wrap(self.high)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +145,7 @@ class InList(Expr):
         return (self.operand, *self.items)
 
     def __str__(self) -> str:
-        return f"{self.operand} {'NOT ' if self.negated else ''}IN ({', '.join(map(str, self.items))})"
+        return f"{_wrap(self.operand)} {'NOT ' if self.negated else ''}IN ({', '.join(map(str, self.items))})"
 
 
 @dataclass(frozen=True, slots=True)
