@@ -85,3 +85,12 @@ def register(spark) -> list[str]:  # noqa: ANN001
 
 
 _REGISTRARS: list = []
+
+
+def _match_recognize_udtf(spark) -> list[str]:
+    from runtime.spark.match_recognize import register_udtf  # lazy: keeps this module light
+
+    return register_udtf(spark)
+
+
+_REGISTRARS.append(_match_recognize_udtf)

@@ -1,0 +1,503 @@
+"""The DataFrame and UDTF doors of MATCH_RECOGNIZE: the engine-free core run per Spark partition.
+
+``match_recognize(df, clause)`` parses and validates the clause and the columns it references on the
+driver (errors point into the clause text, before any Spark job), computes the output schema, then:
+
+1. ``repartition`` by the PARTITION BY columns (one partition when there are none) and
+   ``sortWithinPartitions`` by those columns and ORDER BY, so each MATCH_RECOGNIZE partition is a
+   contiguous, ordered run of rows inside one Spark partition;
+2. ``mapInArrow``: every Arrow batch is turned into rows one batch at a time and pushed into a
+   :class:`~runtime.core.pattern.PartitionMatcher`; a change of partition key finishes the matcher.
+   Memory is bounded by one Arrow batch plus the rows the core still needs (it releases the rest),
+   so a 10 M-row partition never exists as 10 M Python objects.
+
+The UDTF ``timeweave_match_recognize(TABLE(t), '<clause>')`` (registered by ``runtime.register``)
+runs the same core from SQL and dbt; its ``analyze`` asks Catalyst for the partitioning and order
+the clause needs, so the call itself carries no PARTITION BY / ORDER BY.
+
+Output schema (SQL:2016): ONE ROW PER MATCH gives the PARTITION BY columns then the measures; ALL ROWS
+PER MATCH gives the PARTITION BY columns, the ORDER BY columns, the measures, then the other input
+columns.  Measure types: COUNT and MATCH_NUMBER() are BIGINT, AVG is DOUBLE, CLASSIFIER() is STRING,
+navigation/MIN/MAX keep their argument's type, SUM and arithmetic follow the core's values (integers
+stay BIGINT, any DOUBLE makes DOUBLE).  Rows tied on ORDER BY come in Spark's (unspecified) order, as
+in Flink; order on a unique column for reproducible results.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from runtime.core.pattern import ClauseSpec, PartitionMatcher, PatternValidationError, parse_clause
+from runtime.core.pattern import expr as E
+
+UDTF_NAME = "timeweave_match_recognize"
+_OUTPUT_BATCH_ROWS = 4096  # rows per Arrow batch handed back to Spark
+
+
+# -- validation and output schema (driver side, no Spark job) ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class MatchPlan:
+    """A clause bound to an input schema: what to sort by, and the output columns.
+
+    ``keys[i]`` is the key under which the core's output dict holds output column ``schema[i]``.
+    """
+
+    spec: ClauseSpec
+    input_schema: T.StructType
+    schema: T.StructType
+    keys: tuple[str, ...]
+    partition_columns: tuple[str, ...]  # input column names (input spelling)
+    order_columns: tuple[tuple[str, bool, bool], ...]  # (input column, descending, nulls_first)
+    input_names: tuple[str, ...] = field(default=(), compare=False)
+
+
+def _fail(spec: ClauseSpec, message: str, position: int) -> PatternValidationError:
+    return PatternValidationError(message, text=spec.text, position=max(position, 0))
+
+
+def _field(spec: ClauseSpec, schema: T.StructType, name: str, position: int) -> T.StructField:
+    """The input field ``name`` names (case-insensitively, as Spark resolves columns)."""
+    exact = [f for f in schema.fields if f.name == name]
+    folded = exact or [f for f in schema.fields if f.name.lower() == name.lower()]
+    if len(folded) == 1:
+        return folded[0]
+    columns = ", ".join(f.name for f in schema.fields)
+    if not folded:
+        raise _fail(spec, f"column {name} not found in the input (columns: {columns})", position)
+    raise _fail(spec, f"column {name} is ambiguous in the input (columns: {columns})", position)
+
+
+def _name_position(spec: ClauseSpec, keyword: str, name: str) -> int:
+    """Best position of ``name`` after ``keyword`` in the clause text (names without a stored position)."""
+    upper = spec.text.upper()
+    after = upper.find(keyword)
+    found = upper.find(name.upper(), after if after >= 0 else 0)
+    return found if found >= 0 else max(after, 0)
+
+
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+_CAST_TYPES: dict[str, T.DataType] = {
+    "BIGINT": T.LongType(), "DOUBLE": T.DoubleType(), "DECIMAL": T.DecimalType(38, 18), "VARCHAR": T.StringType(),
+    "BOOLEAN": T.BooleanType(), "TIMESTAMP": T.TimestampType(), "DATE": T.DateType(),
+}  # fmt: skip
+
+
+def _literal_type(value: Any) -> T.DataType:
+    if value is None:
+        return T.NullType()
+    if isinstance(value, bool):
+        return T.BooleanType()
+    if isinstance(value, int):
+        return T.LongType()
+    if isinstance(value, float):
+        return T.DoubleType()
+    if isinstance(value, Decimal):
+        exponent = value.as_tuple().exponent
+        scale = -exponent if isinstance(exponent, int) and exponent < 0 else 0
+        return T.DecimalType(38, min(scale, 18))
+    if isinstance(value, str):
+        return T.StringType()
+    if isinstance(value, datetime):
+        return T.TimestampType()
+    if isinstance(value, date):
+        return T.DateType()
+    if isinstance(value, timedelta):
+        return T.DayTimeIntervalType()
+    return T.StringType()
+
+
+def _common(types: Sequence[T.DataType]) -> T.DataType:
+    """The type of a value that may come from any of ``types`` (CASE branches, COALESCE, arithmetic)."""
+    known = [t for t in types if not isinstance(t, T.NullType)]
+    if not known:
+        return T.NullType()
+    if all(isinstance(t, T.NumericType) for t in known):
+        if any(isinstance(t, (T.DoubleType, T.FloatType)) for t in known):
+            return T.DoubleType()
+        decimals = [t for t in known if isinstance(t, T.DecimalType)]
+        if decimals:
+            return T.DecimalType(38, max(t.scale for t in decimals))
+        if len({type(t) for t in known}) == 1:
+            return known[0]
+        return T.LongType()
+    return known[0]
+
+
+class _Typer:
+    """Spark type of each clause expression over an input schema; also checks every column exists."""
+
+    def __init__(self, spec: ClauseSpec, schema: T.StructType) -> None:
+        self.spec = spec
+        self.schema = schema
+
+    def type_of(self, node: E.Expr) -> T.DataType:  # one case per node kind
+        if isinstance(node, E.Literal):
+            return _literal_type(node.value)
+        if isinstance(node, E.Column):
+            return _field(self.spec, self.schema, node.name, node.start).dataType
+        if isinstance(node, E.Unary):
+            operand = self.type_of(node.operand)
+            return T.BooleanType() if node.op == "NOT" else operand
+        if isinstance(node, E.Binary):
+            left, right = self.type_of(node.left), self.type_of(node.right)
+            if node.op in ("AND", "OR", "=", "<>", "!=", "<", "<=", ">", ">="):
+                return T.BooleanType()
+            if node.op == "||":
+                return T.StringType()
+            return self._arith(node.op, left, right)
+        if isinstance(node, (E.IsNull, E.Between, E.InList)):
+            for child in node.children():
+                self.type_of(child)
+            return T.BooleanType()
+        if isinstance(node, E.Case):
+            if node.operand is not None:
+                self.type_of(node.operand)
+            for condition, _ in node.whens:
+                self.type_of(condition)
+            results = [r for _, r in node.whens] + ([node.default] if node.default is not None else [])
+            return _common([self.type_of(r) for r in results])
+        if isinstance(node, E.Cast):
+            self.type_of(node.operand)
+            return _CAST_TYPES.get(node.type_name, T.StringType())
+        if isinstance(node, E.Func):
+            args = [self.type_of(a) for a in node.args]
+            if node.name in ("UPPER", "LOWER"):
+                return T.StringType()
+            if node.name == "CHAR_LENGTH":
+                return T.LongType()
+            if node.name == "MOD":
+                return self._arith("%", args[0], args[1])
+            if node.name in ("ABS", "FLOOR", "CEIL", "ROUND"):
+                return args[0]
+            return _common(args)  # COALESCE, NULLIF, GREATEST, LEAST
+        if isinstance(node, E.Navigation):
+            return self.type_of(node.arg)
+        if isinstance(node, E.Aggregate):
+            arg = self.type_of(node.arg) if node.arg is not None else None
+            if node.func == "COUNT":
+                return T.LongType()
+            if node.func == "AVG":
+                return T.DoubleType()
+            if node.func == "SUM" and arg is not None:
+                if isinstance(arg, _INTEGRAL):
+                    return T.LongType()
+                if isinstance(arg, T.DecimalType):
+                    return T.DecimalType(38, arg.scale)
+                if isinstance(arg, T.FloatType):
+                    return T.DoubleType()
+            return arg if arg is not None else T.LongType()
+        if isinstance(node, E.Classifier):
+            return T.StringType()
+        if isinstance(node, E.MatchNumber):
+            return T.LongType()
+        if isinstance(node, E.MatchRowtime):
+            if node.column is not None:
+                return self.type_of(node.column)
+            if not self.spec.order_by:
+                raise _fail(self.spec, "MATCH_ROWTIME() needs ORDER BY <time column>", node.start)
+            first = self.spec.order_by[0]
+            return _field(self.spec, self.schema, first.column, first.start).dataType
+        raise _fail(self.spec, f"cannot type expression {node}", getattr(node, "start", 0))
+
+    def _arith(self, op: str, left: T.DataType, right: T.DataType) -> T.DataType:
+        if isinstance(left, (T.TimestampType, T.TimestampNTZType, T.DateType)):
+            both_times = isinstance(right, (T.TimestampType, T.TimestampNTZType, T.DateType))
+            return T.DayTimeIntervalType() if op == "-" and both_times else left
+        if isinstance(right, (T.TimestampType, T.TimestampNTZType, T.DateType)):
+            return right
+        if isinstance(left, _INTEGRAL) and isinstance(right, _INTEGRAL):
+            return T.LongType()  # the core computes on Python ints
+        return _common([left, right])
+
+
+def _nullable(data_type: T.DataType) -> T.DataType:
+    # A NULL literal measure: Spark needs a concrete type for the column; STRING holds NULL.
+    return T.StringType() if isinstance(data_type, T.NullType) else data_type
+
+
+def plan(spec: ClauseSpec | str, schema: T.StructType) -> MatchPlan:
+    """Bind ``spec`` to an input ``schema``: check every column, compute the output schema.
+
+    Raises :class:`~runtime.core.pattern.PatternValidationError` positioned in the clause text.
+
+    >>> s = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.LongType()),
+    ...                   T.StructField("p", T.IntegerType())])
+    >>> p = plan("PARTITION BY k ORDER BY t MEASURES AVG(A.p) AS a, COUNT(*) AS n PATTERN (A+) "
+    ...          "DEFINE A AS A.p > 0", s)
+    >>> p.schema.simpleString()
+    'struct<k:string,a:double,n:bigint>'
+    """
+    if isinstance(spec, str):
+        spec = parse_clause(spec)
+    typer = _Typer(spec, schema)
+    partition_fields = [_field(spec, schema, c, _name_position(spec, "PARTITION", c)) for c in spec.partition_by]
+    order_fields = [_field(spec, schema, k.column, k.start) for k in spec.order_by]
+    for definition in spec.definitions:
+        typer.type_of(definition.condition)
+    measure_types = [_nullable(typer.type_of(m.expr)) for m in spec.measures]
+    fields: list[T.StructField] = []
+    keys: list[str] = []
+    taken: set[str] = set()
+
+    def add(name: str, data_type: T.DataType, key: str) -> None:
+        taken.add(name.lower())
+        fields.append(T.StructField(name, data_type, True))
+        keys.append(key)
+
+    for spelled, f in zip(spec.partition_by, partition_fields, strict=True):
+        if f.name.lower() not in taken:
+            add(f.name, f.dataType, spelled)
+    if spec.rows_per_match.all_rows:
+        for key, f in zip(spec.order_by, order_fields, strict=True):
+            if f.name.lower() not in taken:
+                add(f.name, f.dataType, key.column)
+        input_names = {f.name.lower() for f in schema.fields}
+        for measure in spec.measures:
+            if measure.name.lower() in input_names:
+                raise _fail(spec, f"measure {measure.name} has the name of an input column; "
+                                  "ALL ROWS PER MATCH outputs both", measure.start)
+    for measure, data_type in zip(spec.measures, measure_types, strict=True):
+        if measure.name.lower() in taken:
+            raise _fail(spec, f"output column {measure.name} appears twice", measure.start)
+        add(measure.name, data_type, measure.name)
+    if spec.rows_per_match.all_rows:
+        for f in schema.fields:
+            if f.name.lower() not in taken:
+                add(f.name, f.dataType, f.name)
+    order = tuple(
+        (f.name, k.descending, k.nulls_first if k.nulls_first is not None else k.descending)
+        for k, f in zip(spec.order_by, order_fields, strict=True)
+    )
+    return MatchPlan(
+        spec, schema, T.StructType(fields), tuple(keys), tuple(f.name for f in partition_fields), order,
+        tuple(f.name for f in schema.fields),
+    )
+
+
+# -- the DataFrame door --------------------------------------------------------------------------------------
+
+
+def _sort_column(name: str, descending: bool, nulls_first: bool) -> SparkColumn:
+    column = F.col(f"`{name.replace('`', '``')}`")
+    if descending:
+        return column.desc_nulls_first() if nulls_first else column.desc_nulls_last()
+    return column.asc_nulls_first() if nulls_first else column.asc_nulls_last()
+
+
+def match_recognize(df: DataFrame, clause: str) -> DataFrame:
+    """Run ``MATCH_RECOGNIZE (clause)`` over ``df``; ``clause`` is the text between the parentheses.
+
+    The clause and every column it names are checked before any Spark job runs; errors are
+    :class:`~runtime.core.pattern.PatternValidationError` with the line/column in ``clause``.
+    The AFTER MATCH SKIP default is the SQL standard's PAST LAST ROW (Flink's is TO NEXT ROW).
+
+    Example (``ticker`` has columns symbol, rowtime, price)::
+
+        runtime.match_recognize(ticker, '''
+            PARTITION BY symbol ORDER BY rowtime
+            MEASURES FIRST(A.rowtime) AS start_t, LAST(A.rowtime) AS end_t, AVG(A.price) AS avg_price
+            ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+            PATTERN (A+ B) DEFINE A AS AVG(A.price) < 15''').show()
+    """
+    bound = plan(clause, df.schema)
+    partition = [_sort_column(c, False, False) for c in bound.partition_columns]
+    order = [_sort_column(*o) for o in bound.order_columns]
+    if partition:
+        arranged = df.repartition(*[F.col(f"`{c.replace('`', '``')}`") for c in bound.partition_columns])
+    else:
+        arranged = df.repartition(1)
+    if partition or order:
+        arranged = arranged.sortWithinPartitions(*partition, *order)
+    timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
+    runner = _ArrowRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), timezone)
+    return arranged.mapInArrow(runner, bound.schema)
+
+
+# -- executor side -------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=32)
+def _bound(clause: str, input_json: str, output_json: str) -> MatchPlan:
+    return plan(parse_clause(clause), T.StructType.fromJson(json.loads(input_json)))
+
+
+def _naive(array: pa.Array) -> pa.Array:
+    """Timestamps with a zone become the session's wall-clock time, as Spark shows them (and as the
+    clause's TIMESTAMP literals mean them)."""
+    if pa.types.is_timestamp(array.type) and array.type.tz is not None:
+        return pc.local_timestamp(array)
+    return array
+
+
+def _to_arrow(values: list[Any], arrow_type: pa.DataType) -> pa.Array:
+    if pa.types.is_timestamp(arrow_type) and arrow_type.tz is not None:
+        local = pa.array(values, type=pa.timestamp(arrow_type.unit))
+        return pc.assume_timezone(local, arrow_type.tz, ambiguous="earliest", nonexistent="earliest")
+    if pa.types.is_floating(arrow_type):
+        values = [float(v) if isinstance(v, Decimal) else v for v in values]
+    elif pa.types.is_integer(arrow_type):
+        values = [int(v) if isinstance(v, (bool, float, Decimal)) else v for v in values]
+    return pa.array(values, type=arrow_type)
+
+
+@dataclass(frozen=True)
+class _ArrowRunner:
+    """The ``mapInArrow`` function: sorted Arrow batches in, matched rows out (picklable, tiny)."""
+
+    clause: str
+    input_json: str
+    output_json: str
+    timezone: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        bound = _bound(self.clause, self.input_json, self.output_json)
+        schema = _arrow_schema(bound.schema, self.timezone)
+        pending: list[dict[str, Any]] = []
+        for out in run_sorted(bound, _rows(batches)):
+            pending.append(out)
+            if len(pending) >= _OUTPUT_BATCH_ROWS:
+                yield _batch(bound, pending, schema)
+                pending = []
+        if pending:
+            yield _batch(bound, pending, schema)
+
+
+def _rows(batches: Iterator[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
+    """All rows of all batches as dicts, converted one batch at a time (memory: one batch)."""
+    for batch in batches:
+        names = batch.schema.names
+        columns = [_naive(batch.column(i)).to_pylist() for i in range(batch.num_columns)]
+        for values in zip(*columns, strict=True):
+            yield dict(zip(names, values, strict=True))
+
+
+def run_sorted(bound: MatchPlan, rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Match rows sorted by partition key then ORDER BY: one :class:`PartitionMatcher` per key run.
+
+    >>> s = T.StructType([T.StructField("k", T.StringType()), T.StructField("v", T.LongType())])
+    >>> b = plan("PARTITION BY k MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS A.v > 0", s)
+    >>> list(run_sorted(b, iter([{"k": "a", "v": 1}, {"k": "a", "v": 2}, {"k": "b", "v": 3}])))
+    [{'k': 'a', 'n': 2}, {'k': 'b', 'n': 1}]
+    """
+    spec = bound.spec
+    key_columns = bound.partition_columns
+    matcher: PartitionMatcher | None = None
+    current: tuple[Any, ...] | None = None
+    for row in rows:
+        key = tuple(row[c] for c in key_columns)
+        if matcher is None or key != current:
+            if matcher is not None:
+                yield from matcher.finish()
+            matcher = PartitionMatcher(spec)
+            current = key
+        yield from matcher.push(row)
+    if matcher is not None:
+        yield from matcher.finish()
+
+
+def _arrow_schema(schema: T.StructType, timezone: str) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return pa.schema([pa.field(f.name, to_arrow_type(f.dataType, timezone=timezone), True) for f in schema.fields])
+
+
+def _batch(bound: MatchPlan, rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
+    arrays = [
+        _to_arrow([row.get(key) for row in rows], schema.field(i).type) for i, key in enumerate(bound.keys)
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+# -- the UDTF door (SQL, dbt) --------------------------------------------------------------------------------
+
+
+def _udtf_class() -> type:
+    from pyspark.sql.functions import AnalyzeArgument, AnalyzeResult, OrderingColumn, PartitioningColumn
+
+    class MatchRecognizeUDTF:
+        """``timeweave_match_recognize(TABLE(t), '<clause>')``: MATCH_RECOGNIZE from SQL."""
+
+        @staticmethod
+        def analyze(table: AnalyzeArgument, clause: AnalyzeArgument) -> AnalyzeResult:
+            if not table.isTable:
+                raise TypeError(f"{UDTF_NAME}: the first argument must be TABLE(<table or query>)")
+            if not isinstance(clause.value, str):
+                raise TypeError(f"{UDTF_NAME}: the second argument must be the clause as a constant string")
+            bound = plan(clause.value, table.dataType)
+            quote = _quote
+            partition = [PartitioningColumn(quote(c)) for c in bound.partition_columns]
+            order = [OrderingColumn(quote(c), ascending=not desc, overrideNullsFirst=nulls_first)
+                     for c, desc, nulls_first in bound.order_columns]
+            if not partition:
+                return AnalyzeResult(schema=bound.schema, withSinglePartition=True, orderBy=order)
+            return AnalyzeResult(schema=bound.schema, partitionBy=partition, orderBy=order)
+
+        def __init__(self) -> None:
+            self.matcher: PartitionMatcher | None = None
+            self.keys: tuple[str, ...] = ()
+
+        def eval(self, row: Any, clause: str) -> Iterator[tuple[Any, ...]]:
+            if self.matcher is None:
+                bound = _bound_for_row(clause, tuple(row.__fields__))
+                self.matcher = PartitionMatcher(bound.spec)
+                self.keys = bound.keys
+            for out in self.matcher.push(row.asDict()):
+                yield tuple(out.get(k) for k in self.keys)
+
+        def terminate(self) -> Iterator[tuple[Any, ...]]:
+            if self.matcher is not None:
+                for out in self.matcher.finish():
+                    yield tuple(out.get(k) for k in self.keys)
+
+    return MatchRecognizeUDTF
+
+
+@functools.lru_cache(maxsize=32)
+def _bound_for_row(clause: str, names: tuple[str, ...]) -> MatchPlan:
+    """The plan on the executor, where only the row's field names are known: the output keys.
+
+    The UDTF's schema (types included) came from ``analyze``; here only the key order matters, so
+    the columns are typed STRING.
+    """
+    return plan(clause, T.StructType([T.StructField(n, T.StringType(), True) for n in names]))
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def udtf() -> Any:
+    """The UDTF object (``pyspark.sql.udtf.UserDefinedTableFunction``) behind ``timeweave_match_recognize``."""
+    from pyspark.sql.functions import udtf as make_udtf
+
+    return make_udtf(_udtf_class())
+
+
+def register_udtf(spark: Any) -> list[str]:
+    """Register ``timeweave_match_recognize`` on ``spark`` (classic or Connect); idempotent.
+
+    Example::
+
+        runtime.register(spark)
+        spark.sql("SELECT * FROM timeweave_match_recognize(TABLE(ticker), 'PARTITION BY symbol ...')")
+    """
+    spark.udtf.register(UDTF_NAME, udtf())
+    return [UDTF_NAME]
+
+
+__all__ = ["UDTF_NAME", "MatchPlan", "match_recognize", "plan", "register_udtf", "run_sorted", "udtf"]
