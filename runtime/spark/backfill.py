@@ -37,7 +37,7 @@ class Slice:
 
     @property
     def label(self) -> str:
-        return self.start.strftime("%Y-%m-%dT%H-%M-%S")
+        return slice_label(self.start)
 
 
 def slices_of(start: datetime, end: datetime, count: int) -> list[Slice]:
@@ -100,9 +100,10 @@ def run_slices(
     v = spec.versioned
     reject = render.reject_reason_expression("right", v.key, v.time, v)
     valid_right = right.where(F.expr(f"({reject}) IS NULL"))
-    metrics = {"rows_in_left": 0, "rows_in_right": 0, "rows_out": 0, "dead_letter": 0, "late": 0, "slices": 0}
+    metrics: dict = {"late": 0}
     plan = list(slices_of(start, end, slices))
     wanted = set(range(len(plan))) if only is None else set(only)
+    done: list[Slice] = []
     for s in plan:
         if s.index not in wanted:
             continue
@@ -112,7 +113,7 @@ def run_slices(
         else:
             try:
                 carried = spark.read.schema(valid_right.schema).parquet(edge_path)
-                carried.limit(1).collect()
+                carried.inputFiles()  # fails now, with our message, when the edge's state was never written
             except Exception as exc:
                 raise SpecError(
                     "only", f"slice {s.index} needs the state at {s.start}; run slice {s.index - 1} first", where="backfill"
@@ -132,22 +133,29 @@ def run_slices(
         _newest_per_key(carried.unionByName(right_slice), v).write.mode("overwrite").parquet(
             f"{state}/edge={slice_label(s.end)}"
         )
-        spark.read.parquet(f"{state}/edge={slice_label(s.end)}").count()  # materialize before the next slice reads it
-        metrics["rows_in_left"] += left_slice.count()
-        metrics["rows_in_right"] += right.where(in_slice).count()
-        metrics["rows_out"] += spark.read.parquet(f"{output}/slice={s.label}").count()
-        metrics["dead_letter"] += spark.read.parquet(f"{dead_letter}/slice={s.label}").count()
-        metrics["slices"] += 1
+        done.append(s)
     # Rows with a NULL time belong to no slice: they are dead letters of the backfill as a whole.
     untimed = dead_letters(left.where(F.col(spec.left_time).isNull()), right.where(F.col(v.time).isNull()), spec)
     untimed.write.mode("overwrite").parquet(f"{dead_letter}/slice=none")
-    metrics["dead_letter"] += spark.read.parquet(f"{dead_letter}/slice=none").count()
+    # Metrics once at the end (one job each), not per slice.
+    ran = F.lit(False)
+    for s in done:
+        ran = ran | ((F.col("__tw_t") >= F.lit(s.start)) & (F.col("__tw_t") < F.lit(s.end)))
+    metrics["slices"] = len(done)
+    metrics["rows_in_left"] = left.select(F.col(spec.left_time).alias("__tw_t")).where(ran).count()
+    metrics["rows_in_right"] = right.select(F.col(v.time).alias("__tw_t")).where(ran).count()
+    labels = [s.label for s in done]
+    metrics["rows_out"] = spark.read.parquet(*[f"{output}/slice={label}" for label in labels]).count() if labels else 0
+    metrics["dead_letter"] = spark.read.parquet(
+        *[f"{dead_letter}/slice={label}" for label in [*labels, "none"]]
+    ).count()
     metrics["watermark"] = end.isoformat()
     return metrics
 
 
 def slice_label(at: datetime) -> str:
-    return at.strftime("%Y-%m-%dT%H-%M-%S")
+    """A path-safe name for a slice edge (microsecond precision, so narrow slices never collide)."""
+    return at.strftime("%Y-%m-%dT%H-%M-%S") + (f".{at.microsecond:06d}" if at.microsecond else "")
 
 
 __all__ = ["Slice", "run_slices", "slices_of", "timedelta"]
