@@ -9,10 +9,10 @@ Flink's ``TemporalRowTimeJoinOperator`` (a retraction found as the latest row me
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class ChangeKind(str, Enum):
+class ChangeKind(StrEnum):
     UPSERT = "upsert"
     DELETE = "delete"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from runtime.core.errors import SpecError
 
@@ -20,7 +20,7 @@ STRING = "string"
 Schema = Mapping[str, str]  # column name -> kind ("timestamp", "string", "boolean", "numeric", "other")
 
 
-class VersionFormat(str, Enum):
+class VersionFormat(StrEnum):
     """How the rows of a versioned table's source describe versions."""
 
     APPEND = "append"  # every row is a new version of its key, valid from its time
@@ -28,7 +28,7 @@ class VersionFormat(str, Enum):
     UPSERT = "upsert"  # primary key + optional boolean delete flag
 
 
-class JoinType(str, Enum):
+class JoinType(StrEnum):
     INNER = "inner"
     LEFT = "left"
 

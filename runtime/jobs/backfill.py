@@ -8,7 +8,7 @@ or in-process :func:`run_backfill`.  State lives in ``<checkpoint>/backfill_stat
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from runtime.core.errors import SpecError
 from runtime.jobs.config import JobConfig, SourceConfig
 
 
-def read_batch(spark, source: SourceConfig):  # noqa: ANN001, ANN201
+def read_batch(spark, source: SourceConfig):
     """A file source as a batch DataFrame with the configured schema."""
     return spark.read.format(source.format).schema(source.schema).options(**dict(source.options)).load(source.path)
 
@@ -29,9 +29,8 @@ def _when(value: str | datetime, argument: str) -> datetime:
     except ValueError:
         raise SpecError(argument, f"cannot read {value!r} as an ISO timestamp", where="backfill") from None
     if parsed.tzinfo is not None:
-        from datetime import timezone
 
-        parsed = parsed.astimezone(timezone.utc).replace(tzinfo=None)
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
     return parsed
 
 
@@ -40,7 +39,7 @@ def run_backfill(
     start: str | datetime,
     end: str | datetime,
     slices: int = 1,
-    spark=None,  # noqa: ANN001
+    spark=None,
     only: Sequence[int] | None = None,
 ) -> dict:
     """Run the backfill of ``config`` over ``[start, end)`` (UTC) in ``slices`` slices; returns metrics.

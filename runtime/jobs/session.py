@@ -6,7 +6,7 @@ import os
 import sys
 
 
-def get_session():  # noqa: ANN201
+def get_session():
     """The active SparkSession, or a new local one (UTC, RocksDB state store) for in-process runs.
 
     Example::

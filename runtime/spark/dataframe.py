@@ -26,7 +26,7 @@ class VersionedSource:
     spec: VersionedTableSpec
 
 
-def _session(df: DataFrame):  # noqa: ANN202 - classic or Connect SparkSession
+def _session(df: DataFrame):
     return df.sparkSession
 
 
@@ -73,7 +73,7 @@ def versioned_table(
     return history
 
 
-def _resolve_right(right: DataFrame, key, time, format, op, delete_flag, sequence) -> VersionedSource:  # noqa: ANN001, A002
+def _resolve_right(right: DataFrame, key, time, format, op, delete_flag, sequence) -> VersionedSource:  # noqa: A002
     source = getattr(right, _SOURCE_ATTR, None)
     if source is not None and key is None and time is None:
         return source
@@ -83,7 +83,7 @@ def _resolve_right(right: DataFrame, key, time, format, op, delete_flag, sequenc
 
 
 def _spec_and_sides(
-    left: DataFrame, right: DataFrame, left_time: str, left_key, key, time, format, op, delete_flag, sequence,  # noqa: ANN001, A002
+    left: DataFrame, right: DataFrame, left_time: str, left_key, key, time, format, op, delete_flag, sequence,  # noqa: A002
     how: str, right_columns, right_prefix: str, validity, predicate: str | None,
 ) -> tuple[TemporalJoinSpec, VersionedSource]:
     source = _resolve_right(right, key if key is not None else None, time, format, op, delete_flag, sequence)
@@ -145,7 +145,7 @@ def temporal_join(
 
 
 def _with_escaped_predicate(spec: TemporalJoinSpec) -> TemporalJoinSpec:
-    if not spec.predicate or "{" not in spec.predicate and "}" not in spec.predicate:
+    if not spec.predicate or ("{" not in spec.predicate and "}" not in spec.predicate):
         return spec
     return TemporalJoinSpec(
         spec.versioned, spec.left_time, spec.left_key, spec.how, spec.right_columns, spec.right_prefix,
@@ -153,7 +153,7 @@ def _with_escaped_predicate(spec: TemporalJoinSpec) -> TemporalJoinSpec:
     )
 
 
-def temporal_join_with_rejects(left: DataFrame, right: DataFrame, left_time: str, **kwargs) -> tuple[DataFrame, DataFrame]:  # noqa: ANN003
+def temporal_join_with_rejects(left: DataFrame, right: DataFrame, left_time: str, **kwargs) -> tuple[DataFrame, DataFrame]:
     """:func:`temporal_join` plus the dead letter: rows of either side that could not take part, with a reason.
 
     The dead-letter DataFrame has columns ``side`` (``left``/``right``), ``reason`` and ``row`` (the

@@ -36,7 +36,7 @@ def _spec_from_mapping(data: dict[str, Any], where: str) -> VersionedTableSpec:
     )
 
 
-def register_versioned(spark, name: str, df, spec: VersionedTableSpec) -> None:  # noqa: ANN001
+def register_versioned(spark, name: str, df, spec: VersionedTableSpec) -> None:
     """Make ``name`` usable as ``JOIN name FOR SYSTEM_TIME AS OF ...`` in :func:`runtime.sql`.
 
     Creates (or replaces) the temporary view ``name`` over ``df`` and remembers its spec in the session.
@@ -50,7 +50,7 @@ def register_versioned(spark, name: str, df, spec: VersionedTableSpec) -> None: 
     spark.conf.set(_CONF_PREFIX + name.lower(), _spec_to_json(spec))
 
 
-def versioned_spec(spark, name: str) -> VersionedTableSpec | None:  # noqa: ANN001
+def versioned_spec(spark, name: str) -> VersionedTableSpec | None:
     """The spec registered for ``name`` (session conf, then table properties), or None."""
     stored = spark.conf.get(_CONF_PREFIX + name.lower(), None)
     if stored:
@@ -67,7 +67,7 @@ def versioned_spec(spark, name: str) -> VersionedTableSpec | None:  # noqa: ANN0
     return _spec_from_mapping(data, where=name)
 
 
-def register(spark) -> list[str]:  # noqa: ANN001
+def register(spark) -> list[str]:
     """Register the SQL functions timeweave's doors call on this session; idempotent.
 
     The temporal join needs none (its plan is plain Spark SQL, so it also works in views); functions

@@ -18,7 +18,7 @@ from runtime.spark.registration import versioned_spec
 from runtime.spark.schema import schema_kinds
 
 
-def rewrite(spark, query: str) -> str:  # noqa: ANN001
+def rewrite(spark, query: str) -> str:
     """The Spark SQL text ``runtime.sql`` runs for ``query`` (useful to inspect a plan).
 
     Example::
@@ -32,7 +32,7 @@ def rewrite(spark, query: str) -> str:  # noqa: ANN001
     return query
 
 
-def sql(spark, query: str, **kwargs) -> DataFrame:  # noqa: ANN001, ANN003
+def sql(spark, query: str, **kwargs) -> DataFrame:
     """Run ``query`` — Spark SQL plus ``FOR SYSTEM_TIME AS OF`` temporal joins — and return a DataFrame.
 
     The versioned table must be registered (:func:`runtime.versioned_table` with ``name=``,
@@ -49,7 +49,7 @@ def sql(spark, query: str, **kwargs) -> DataFrame:  # noqa: ANN001, ANN003
     return spark.sql(rewrite(spark, query), **kwargs)
 
 
-def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:  # noqa: ANN001
+def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:
     where = f"temporal join #{n} ({clause.right_name} AS {clause.right_alias})"
     versioned = versioned_spec(spark, clause.right_name)
     if versioned is None:

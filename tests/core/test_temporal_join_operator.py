@@ -171,7 +171,7 @@ def test_operator_matches_brute_force(right, left, order, watermarks) -> None:
             assert value == expected[ident], (ident, value, expected[ident])
 
 
-def _arrived_before_emission(arrivals, right_row, left_row) -> bool:  # noqa: ANN001
+def _arrived_before_emission(arrivals, right_row, left_row) -> bool:
     # Conservative: a right event that arrived before the left row itself was certainly applied.
     positions = {id(row): n for n, (_, _, row) in enumerate(arrivals)}
     return positions[id(right_row)] < positions[id(left_row)]

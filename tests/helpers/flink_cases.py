@@ -86,7 +86,7 @@ def load_case(name: str) -> Case:
     return Case(name, spec, tables, (path / spec["query_file"]).read_text(), path)
 
 
-def dataframe(spark, table: Table):  # noqa: ANN001, ANN201
+def dataframe(spark, table: Table):
     return spark.createDataFrame(table.rows, table.ddl)
 
 
@@ -99,5 +99,5 @@ def normalize(value: Any) -> str | None:
     return str(value)
 
 
-def rows_as_text(df, columns: list[str]) -> list[tuple]:  # noqa: ANN001
+def rows_as_text(df, columns: list[str]) -> list[tuple]:
     return sorted(tuple(normalize(r[c]) for c in columns) for r in df.select(*columns).collect())

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.spark
 JOIN_CASES = ["tj_changelog_inner", "tj_changelog_left", "tj_pk_inner", "tj_pk_left", "tj_view_inner", "tj_view_left"]
 
 
-def _case_frames(spark, name):  # noqa: ANN001, ANN202
+def _case_frames(spark, name):
     case = load_case(name)
     rates_table = next(t for n, t in case.tables.items() if n != "orders")
     versioned = VersionedTableSpec(
@@ -30,7 +30,7 @@ def _case_frames(spark, name):  # noqa: ANN001, ANN202
 
 
 @pytest.mark.parametrize("name", JOIN_CASES)
-def test_flink_cases_dataframe_door(spark, name) -> None:  # noqa: ANN001
+def test_flink_cases_dataframe_door(spark, name) -> None:
     case, orders, rates, _, v = _case_frames(spark, name)
     out = runtime.temporal_join(
         orders, rates, "order_time", key=v.key, time=v.time, format=v.format.value, op=v.op,
@@ -42,7 +42,7 @@ def test_flink_cases_dataframe_door(spark, name) -> None:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("name", JOIN_CASES)
-def test_flink_cases_sql_door_runs_flinks_own_query(spark, name) -> None:  # noqa: ANN001
+def test_flink_cases_sql_door_runs_flinks_own_query(spark, name) -> None:
     case, orders, rates, _, v = _case_frames(spark, name)
     orders.createOrReplaceTempView("orders")
     runtime.register_versioned(spark, "currency_rates", rates, v)
@@ -53,7 +53,7 @@ def test_flink_cases_sql_door_runs_flinks_own_query(spark, name) -> None:  # noq
 
 @pytest.mark.parametrize("name", ["tj_changelog_left", "tj_pk_inner"])
 @pytest.mark.parametrize("slices", [1, 3, 7])
-def test_flink_cases_backfill_door(spark, tmp_path, name, slices) -> None:  # noqa: ANN001
+def test_flink_cases_backfill_door(spark, tmp_path, name, slices) -> None:
     case, orders, rates, rates_table, v = _case_frames(spark, name)
     orders.write.parquet(str(tmp_path / "orders"))
     rates.write.parquet(str(tmp_path / "rates"))
@@ -71,7 +71,7 @@ def test_flink_cases_backfill_door(spark, tmp_path, name, slices) -> None:  # no
     assert rows_as_text(spark.read.parquet(str(tmp_path / "out")), header) == sorted(expected)
 
 
-def test_versioned_view_final_state_equals_flinks(spark) -> None:  # noqa: ANN001
+def test_versioned_view_final_state_equals_flinks(spark) -> None:
     case = load_case("tj_versioned_view_changelog")
     history = dataframe(spark, case.tables["currency_rates_history"])
     view = runtime.versioned_table(history, key="currency", time="update_time")
@@ -84,7 +84,7 @@ def test_versioned_view_final_state_equals_flinks(spark) -> None:  # noqa: ANN00
 T0 = datetime(2024, 1, 1)
 
 
-def random_inputs(seed: int, n_left: int = 300, n_right: int = 120):  # noqa: ANN201
+def random_inputs(seed: int, n_left: int = 300, n_right: int = 120):
     """Orders and a rates changelog with ties, deletes, re-inserts, NULL keys/times and one hot key (30 %)."""
     rng = random.Random(seed)
     keys = ["k0", "k1", "k2", "k3", "k4", None]
@@ -103,7 +103,7 @@ def random_inputs(seed: int, n_left: int = 300, n_right: int = 120):  # noqa: AN
     return left, right
 
 
-def reference_rows(left, right) -> list[tuple]:  # noqa: ANN001
+def reference_rows(left, right) -> list[tuple]:
     def micros(t: datetime | None) -> int | None:
         return None if t is None else int((t - T0).total_seconds())
 
@@ -116,7 +116,7 @@ def reference_rows(left, right) -> list[tuple]:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_random_inputs_every_batch_door_equals_the_reference(spark, tmp_path, seed) -> None:  # noqa: ANN001
+def test_random_inputs_every_batch_door_equals_the_reference(spark, tmp_path, seed) -> None:
     left, right = random_inputs(seed)
     left_ddl = "order_id STRING, currency STRING, order_time TIMESTAMP, amount DOUBLE"
     right_ddl = "op STRING, currency STRING, rate DOUBLE, update_time TIMESTAMP, seq BIGINT"
@@ -152,7 +152,7 @@ def test_random_inputs_every_batch_door_equals_the_reference(spark, tmp_path, se
         assert metrics["dead_letter"] == nulls
 
 
-def test_predicate_applies_to_the_found_version_only(spark) -> None:  # noqa: ANN001
+def test_predicate_applies_to_the_found_version_only(spark) -> None:
     orders = spark.createDataFrame([("o1", "EUR", T0 + timedelta(hours=2))], "id STRING, cur STRING, ts TIMESTAMP")
     rates = spark.createDataFrame(
         [("EUR", 2.0, T0), ("EUR", 0.5, T0 + timedelta(hours=1))], "cur STRING, rate DOUBLE, t TIMESTAMP"
@@ -164,14 +164,14 @@ def test_predicate_applies_to_the_found_version_only(spark) -> None:  # noqa: AN
     assert row.rate is None
 
 
-def test_ties_at_one_time_last_in_input_order_wins(spark) -> None:  # noqa: ANN001
+def test_ties_at_one_time_last_in_input_order_wins(spark) -> None:
     orders = spark.createDataFrame([("o1", "EUR", T0)], "id STRING, cur STRING, ts TIMESTAMP")
     rates = spark.createDataFrame([("EUR", 1.0, T0), ("EUR", 2.0, T0)], "cur STRING, rate DOUBLE, t TIMESTAMP").coalesce(1)
     [row] = runtime.temporal_join(orders, rates, "ts", key="cur", time="t").collect()
     assert row.rate == 2.0
 
 
-def test_upsert_format_with_delete_flag(spark) -> None:  # noqa: ANN001
+def test_upsert_format_with_delete_flag(spark) -> None:
     orders = spark.createDataFrame(
         [("o1", "EUR", T0 + timedelta(minutes=30)), ("o2", "EUR", T0 + timedelta(minutes=90))],
         "id STRING, cur STRING, ts TIMESTAMP",
@@ -184,7 +184,7 @@ def test_upsert_format_with_delete_flag(spark) -> None:  # noqa: ANN001
     assert sorted((r.id, r.rate) for r in out.collect()) == [("o1", 1.0), ("o2", None)]
 
 
-def test_bad_input_errors_name_the_argument(spark) -> None:  # noqa: ANN001
+def test_bad_input_errors_name_the_argument(spark) -> None:
     orders = spark.createDataFrame([("o1", "EUR", T0)], "id STRING, cur STRING, ts TIMESTAMP")
     rates = spark.createDataFrame([("EUR", 1.0, "2024-01-01")], "cur STRING, rate DOUBLE, t STRING")
     with pytest.raises(SpecError, match="'t' must be a timestamp") as err:
@@ -200,7 +200,7 @@ def test_bad_input_errors_name_the_argument(spark) -> None:  # noqa: ANN001
     assert err.value.line == 1 and err.value.col > 1
 
 
-def test_dead_letter_rows_carry_the_reason(spark) -> None:  # noqa: ANN001
+def test_dead_letter_rows_carry_the_reason(spark) -> None:
     orders = spark.createDataFrame(
         [("o1", None, T0), ("o2", "EUR", None), ("o3", "EUR", T0)], "id STRING, cur STRING, ts TIMESTAMP"
     )
