@@ -120,26 +120,26 @@ class _Evaluator:
         clause = self.clause
         aggregates = thread.aggregates
         ctx = DefineContext(self.rows, run.start, position, thread.labels, label, aggregates, run.match_number)
-        feeds = clause._feeds[label]
-        if feeds:
-            # tentative running aggregates: the current row already counts for the candidate label
-            updated = list(aggregates)
-            for index in feeds:
-                spec = clause.define_aggregates[index]
-                try:
-                    updated[index] = spec.add(updated[index], spec.value_at(ctx, position))
-                except TypeError as error:  # e.g. SUM over strings, MIN over mixed types
-                    raise MatchRuntimeError(f"cannot aggregate {spec.func}: {error}",
-                                            match_number=run.match_number) from None
-            aggregates = tuple(updated)
-            ctx.aggregates = tuple(
-                spec.result(state) for spec, state in zip(clause.define_aggregates, aggregates, strict=True)
-            )
-        else:
-            ctx.aggregates = tuple(
-                spec.result(state) for spec, state in zip(clause.define_aggregates, aggregates, strict=True)
-            ) if aggregates else ()
+        if aggregates:
+            try:
+                aggregates = self._running(aggregates, clause._feeds[label], ctx, position)
+                ctx.aggregates = tuple(
+                    spec.result(state) for spec, state in zip(clause.define_aggregates, aggregates, strict=True)
+                )
+            except TypeError as error:  # e.g. SUM or AVG over strings, MIN over mixed types
+                raise MatchRuntimeError(f"cannot aggregate in DEFINE: {error}", match_number=run.match_number) from None
         condition = clause.conditions[label]
         if condition is not None and condition(ctx) is not True:
             return None
         return aggregates
+
+    def _running(self, states: tuple[Any, ...], feeds: tuple[int, ...], ctx: DefineContext,
+                 position: int) -> tuple[Any, ...]:
+        """Aggregate states after adding the current row: it already counts for the candidate label."""
+        if not feeds:
+            return states
+        updated = list(states)
+        for index in feeds:
+            spec = self.clause.define_aggregates[index]
+            updated[index] = spec.add(updated[index], spec.value_at(ctx, position))
+        return tuple(updated)
