@@ -38,9 +38,17 @@ from runtime.core.pattern.matcher import MatchResult, Run
 from runtime.core.pattern.spec import ClauseSpec, RowsPerMatch, SkipMode
 
 
-@lru_cache(maxsize=64)
 def compile_clause(spec: ClauseSpec) -> CompiledClause:
-    """Compile ``spec`` once per process (specs are frozen and hashable)."""
+    """Compile ``spec`` once per process (specs are frozen and hashable).
+
+    The text is part of the key: equal specs parsed from different texts must report errors
+    against their own text.
+    """
+    return _compile(spec, spec.text)
+
+
+@lru_cache(maxsize=64)
+def _compile(spec: ClauseSpec, text: str) -> CompiledClause:
     return CompiledClause(spec)
 
 
