@@ -133,6 +133,10 @@
   {%- if relation.identifier is not defined -%}
     {{ timeweave._spec_error(where, argument, 'expected a Relation (ref/source) or SQL text, got ' ~ relation) }}
   {%- endif -%}
+  {%- if relation.is_cte -%}
+    {{ timeweave._spec_error(where, argument, 'ephemeral model ' ~ relation.identifier ~ ' has no columns to introspect'
+        ~ ' (it is a CTE); materialize it as a view or table') }}
+  {%- endif -%}
   {%- set found = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
   {%- if found is none -%}
     {{ timeweave._spec_error(where, argument, 'relation ' ~ relation.render() ~ ' does not exist; build it first (dbt seed / dbt run)') }}

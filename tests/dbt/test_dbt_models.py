@@ -32,7 +32,9 @@ PROJECT = REPO / "tests" / "dbt_project"
 PACKAGE = Path(os.environ.get("TIMEWEAVE_DBT_PACKAGE", REPO / "dbt_macros"))
 SCHEMA = "timeweave_dbt"
 # Microbatch runs always get explicit bounds: without them the first run backfills from `begin` to today.
-EVENT_TIME_BOUNDS = ["--event-time-start", "2020-01-01T08:00:00", "--event-time-end", "2020-01-01T14:00:00"]
+# Four hourly batches: each needs versions written before it (10:00 batch: USD of 09:00; 11:00: JPY of 10:30).
+BATCHES_FROM = "2020-01-01 10:00:00"
+EVENT_TIME_BOUNDS = ["--event-time-start", "2020-01-01T10:00:00", "--event-time-end", "2020-01-01T14:00:00"]
 INCREMENTAL_FIRST_RUN_UNTIL = "2020-01-01 11:00:00"
 FLINK_COLUMNS = ["order_id", "price", "currency", "conversion_rate", "order_time", "rate_time"]
 
@@ -158,13 +160,19 @@ def test_dbt_shares_the_fixture_session(spark, built: Built) -> None:
         ("tj_view_left", "tj_view_left"),  # view
         ("tj_changelog_inner", "tj_changelog_inner"),  # table, changelog with deletes
         ("tj_changelog_left_incremental", "tj_changelog_left"),  # incremental, two runs
-        ("tj_changelog_left_microbatch", "tj_changelog_left"),  # microbatch, one hour per batch
     ],
 )
 def test_model_equals_flink(spark, built: Built, model: str, case: str) -> None:
     columns, expected = load_case(case).expected("streaming")
     assert columns == FLINK_COLUMNS
     assert table_rows(spark, model, columns) == sorted(expected)
+
+
+def test_microbatch_model_equals_flink_for_its_batches(spark, built: Built) -> None:
+    columns, expected = load_case("tj_changelog_left").expected("streaming")
+    want = sorted(r for r in expected if r[columns.index("order_time")] >= BATCHES_FROM)
+    assert len(want) == 10  # o04 .. o13
+    assert table_rows(spark, "tj_changelog_left_microbatch", columns) == want
 
 
 def test_versioned_view_open_versions_equal_flinks_versioned_view(spark, built: Built) -> None:
@@ -193,7 +201,7 @@ def test_incremental_model_was_built_in_two_runs(spark, built: Built) -> None:
 
 def test_microbatch_wrote_one_partition_per_hour(spark, built: Built) -> None:
     partitions = sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {SCHEMA}.tj_changelog_left_microbatch").collect())
-    assert partitions == [f"order_hour=2020-01-01-{h:02d}" for h in (8, 9, 10, 11, 12, 13)]
+    assert partitions == [f"order_hour=2020-01-01-{h:02d}" for h in (10, 11, 12, 13)]
 
 
 def test_microbatch_versioned_side_is_not_filtered_to_the_batch(built: Built) -> None:
@@ -313,8 +321,8 @@ def test_dbt_cli_run_imports_the_plugin(tmp_path: Path) -> None:
     common = ["--project-dir", str(project), "--profiles-dir", str(project)]
     deps = subprocess.run([dbt, "deps", *common], env=env, capture_output=True, text=True, timeout=120, check=False)
     assert deps.returncode == 0, deps.stdout + deps.stderr
-    selection = "orders_changelog rates_changelog expected_joins plugin_check tj_changelog_inner"
-    # cautious: leave out tests that also depend on models outside the selection.
+    selection = "plugin_check +tj_changelog_inner"
+    # cautious: leave out tests that also depend on nodes outside the selection (the expected seed).
     build = subprocess.run([dbt, "build", "--select", *selection.split(), "--indirect-selection", "cautious", *common],
                            env=env, capture_output=True, text=True, timeout=300, check=False)
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-2000:]

@@ -1,3 +1,4 @@
+{{ config(materialized='view') }}
 -- Versioned-side rows a temporal join cannot use, next to a good one.  A model, not a seed: dbt-spark's
 -- session method loads an empty CSV field of a string column as the text 'None'.
 select * from values

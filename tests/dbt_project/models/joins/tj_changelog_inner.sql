@@ -1,3 +1,4 @@
+{{ config(materialized='view') }}
 -- Flink case tj_changelog_inner: a changelog versioned table with -U/+U updates and -D deletes.
 select order_id, price, currency, conversion_rate, order_time, update_time as rate_time
 from (

@@ -2,7 +2,8 @@
           batch_size='hour', begin='2020-01-01', partition_by=['order_hour']) }}
 -- Flink case tj_changelog_left, one hour per batch.  dbt filters ref('orders_changelog') to the batch
 -- (the seed has event_time); temporal_join renders the versioned side unfiltered, so the batch starting
--- at 11:00 still finds JPY's version of 10:30.  dbt-spark's microbatch overwrites the batch's partition.
+-- at 11:00 still finds JPY's version of 10:30 and the one at 10:00 USD's of 09:00.  dbt-spark's
+-- microbatch overwrites the batch's partition.  (The tests build the batches 10:00 to 14:00 only.)
 select order_id, price, currency, conversion_rate, order_time, update_time as rate_time,
        date_format(order_time, 'yyyy-MM-dd-HH') as order_hour
 from (
