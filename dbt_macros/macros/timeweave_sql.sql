@@ -1,4 +1,7 @@
 {#-
+  Calls between these macros are written `timeweave.<macro>`: dbt resolves a package's macros that way from
+  any project, and the Python renderer provides a `timeweave` namespace over this file.
+
   THE temporal-join plan of timeweave, as pure Jinja: no dbt context is used here, so the Python
   DataFrame / SQL doors render this very file with jinja2 and dbt models render it through the public
   macros.  One plan, every batch door.
@@ -33,9 +36,9 @@ named_struct('file', input_file_name(), 'pos', monotonically_increasing_id())
 {#- SQL boolean: is this right row a delete?  NULL means an unknown op (dead letter). -#}
 {%- macro timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) -%}
 {%- if format == 'changelog' -%}
-CASE WHEN trim({{ timeweave__q(op) }}) IN ({{ timeweave__in_list(upsert_ops) }}) THEN false WHEN trim({{ timeweave__q(op) }}) IN ({{ timeweave__in_list(delete_ops) }}) THEN true END
+CASE WHEN trim({{ timeweave.timeweave__q(op) }}) IN ({{ timeweave.timeweave__in_list(upsert_ops) }}) THEN false WHEN trim({{ timeweave.timeweave__q(op) }}) IN ({{ timeweave.timeweave__in_list(delete_ops) }}) THEN true END
 {%- elif format == 'upsert' and delete_flag -%}
-coalesce({{ timeweave__q(delete_flag) }}, false)
+coalesce({{ timeweave.timeweave__q(delete_flag) }}, false)
 {%- else -%}
 false
 {%- endif -%}
@@ -45,11 +48,11 @@ false
 {%- macro timeweave__reject_reason(side, key, time, format='append', op=none, delete_flag=none, upsert_ops=[], delete_ops=[]) -%}
 CASE
 {%- for k in key %}
-  WHEN {{ timeweave__q(k) }} IS NULL THEN 'NULL key column {{ k }}'
+  WHEN {{ timeweave.timeweave__q(k) }} IS NULL THEN 'NULL key column {{ k }}'
 {%- endfor %}
-  WHEN {{ timeweave__q(time) }} IS NULL THEN 'NULL time column {{ time }}'
+  WHEN {{ timeweave.timeweave__q(time) }} IS NULL THEN 'NULL time column {{ time }}'
 {%- if side == 'right' and format == 'changelog' %}
-  WHEN ({{ timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL THEN concat('unknown op ', coalesce(cast({{ timeweave__q(op) }} AS STRING), 'NULL'), ' in column {{ op }}')
+  WHEN ({{ timeweave.timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL THEN concat('unknown op ', coalesce(cast({{ timeweave.timeweave__q(op) }} AS STRING), 'NULL'), ' in column {{ op }}')
 {%- endif %}
 END
 {%- endmacro -%}
@@ -58,14 +61,14 @@ END
 {%- macro timeweave__right_events_sql(right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, upsert_ops=[], delete_ops=[]) -%}
 SELECT
 {%- for k in key %}
-  {{ timeweave__q(k) }} AS __tw_k{{ loop.index0 }},
+  {{ timeweave.timeweave__q(k) }} AS __tw_k{{ loop.index0 }},
 {%- endfor %}
-  CAST({{ timeweave__q(time) }} AS TIMESTAMP) AS __tw_t,
-  {% if sequence %}{{ timeweave__q(sequence) }}{% else %}{{ timeweave__input_order() }}{% endif %} AS __tw_seq,
-  {{ timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }} AS __tw_deleted,
-  named_struct({% for c in right_columns %}'{{ c }}', {{ timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_p
+  CAST({{ timeweave.timeweave__q(time) }} AS TIMESTAMP) AS __tw_t,
+  {% if sequence %}{{ timeweave.timeweave__q(sequence) }}{% else %}{{ timeweave.timeweave__input_order() }}{% endif %} AS __tw_seq,
+  {{ timeweave.timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }} AS __tw_deleted,
+  named_struct({% for c in right_columns %}'{{ c }}', {{ timeweave.timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_p
 FROM {{ right }}
-WHERE ({{ timeweave__reject_reason('right', key, time, format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL
+WHERE ({{ timeweave.timeweave__reject_reason('right', key, time, format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL
 {%- endmacro -%}
 
 {#- Left rows matched with the version in force at their time: columns __tw_l, __tw_v.
@@ -97,10 +100,10 @@ SELECT __tw_l,
 FROM (
   SELECT __tw_lr.*, least(__tw_lr.__tw_lu DIV __tw_s.__tw_w, __tw_s.__tw_umax DIV __tw_s.__tw_w) AS __tw_bucket
   FROM (
-    SELECT {% for k in left_key %}{{ timeweave__q(k) }} AS __tw_k{{ loop.index0 }}, {% endfor %}unix_micros(CAST({{ timeweave__q(left_time) }} AS TIMESTAMP)) AS __tw_lu,
-      named_struct({% for c in left_columns %}'{{ c }}', {{ timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_l
+    SELECT {% for k in left_key %}{{ timeweave.timeweave__q(k) }} AS __tw_k{{ loop.index0 }}, {% endfor %}unix_micros(CAST({{ timeweave.timeweave__q(left_time) }} AS TIMESTAMP)) AS __tw_lu,
+      named_struct({% for c in left_columns %}'{{ c }}', {{ timeweave.timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_l
     FROM {{ left }}
-    WHERE ({{ timeweave__reject_reason('left', left_key, left_time) }}) IS NULL
+    WHERE ({{ timeweave.timeweave__reject_reason('left', left_key, left_time) }}) IS NULL
   ) __tw_lr
   LEFT JOIN __tw_st __tw_s ON {% for k in ks %}__tw_lr.{{ k }} = __tw_s.{{ k }}{{ " AND " if not loop.last }}{% endfor %}
 ) __tw_lb
@@ -134,27 +137,27 @@ ON {% for k in ks %}__tw_lb.{{ k }} = __tw_b.{{ k }} AND {% endfor %}__tw_lb.__t
 {%- macro timeweave__finalize_sql(matched, left_columns, right_columns, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false) -%}
 SELECT
 {%- for c in left_columns %}
-  {{ timeweave__q(left_alias) }}.{{ timeweave__q(c) }} AS {{ timeweave__q(c) }},
+  {{ timeweave.timeweave__q(left_alias) }}.{{ timeweave.timeweave__q(c) }} AS {{ timeweave.timeweave__q(c) }},
 {%- endfor %}
 {%- for pair in output_right %}
-  CASE WHEN __tw_ok THEN {{ timeweave__q(right_alias) }}.{{ timeweave__q(pair[0]) }} END AS {{ timeweave__q(pair[1]) }},
+  CASE WHEN __tw_ok THEN {{ timeweave.timeweave__q(right_alias) }}.{{ timeweave.timeweave__q(pair[0]) }} END AS {{ timeweave.timeweave__q(pair[1]) }},
 {%- endfor %}
 {%- if valid_from %}
-  CASE WHEN __tw_ok THEN __tw_valid_from END AS {{ timeweave__q(valid_from) }},
+  CASE WHEN __tw_ok THEN __tw_valid_from END AS {{ timeweave.timeweave__q(valid_from) }},
 {%- endif %}
 {%- if valid_to %}
-  CASE WHEN __tw_ok THEN __tw_valid_to END AS {{ timeweave__q(valid_to) }},
+  CASE WHEN __tw_ok THEN __tw_valid_to END AS {{ timeweave.timeweave__q(valid_to) }},
 {%- endif %}
 {%- if nested %}
-  {{ timeweave__q(left_alias) }} AS {{ timeweave__q(left_alias) }},
-  CASE WHEN __tw_ok THEN {{ timeweave__q(right_alias) }} END AS {{ timeweave__q(right_alias) }},
+  {{ timeweave.timeweave__q(left_alias) }} AS {{ timeweave.timeweave__q(left_alias) }},
+  CASE WHEN __tw_ok THEN {{ timeweave.timeweave__q(right_alias) }} END AS {{ timeweave.timeweave__q(right_alias) }},
 {%- endif %}
   __tw_ok AS __tw_matched
 FROM (
   SELECT *, coalesce(__tw_found{% if predicate %} AND ({{ predicate }}){% endif %}, false) AS __tw_ok
   FROM (
-    SELECT __tw_l AS {{ timeweave__q(left_alias) }},
-      __tw_v.p AS {{ timeweave__q(right_alias) }},
+    SELECT __tw_l AS {{ timeweave.timeweave__q(left_alias) }},
+      __tw_v.p AS {{ timeweave.timeweave__q(right_alias) }},
       (__tw_v IS NOT NULL AND NOT __tw_v.deleted) AS __tw_found,
       __tw_v.valid_from AS __tw_valid_from,
       __tw_v.valid_to AS __tw_valid_to
@@ -169,9 +172,9 @@ WHERE __tw_ok
 {#- The whole event-time temporal join as one query (the batch doors' plan). -#}
 {%- macro timeweave__temporal_join_sql(left, right, left_columns, right_columns, left_key, left_time, key, time, output_right, how='inner', format='append', op=none, delete_flag=none, sequence=none, predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false, upsert_ops=[], delete_ops=[]) -%}
 SELECT * EXCEPT (__tw_matched) FROM (
-{{ timeweave__finalize_sql(
-    "(" ~ timeweave__matched_sql(left, left_columns, left_key, left_time,
-        timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops),
+{{ timeweave.timeweave__finalize_sql(
+    "(" ~ timeweave.timeweave__matched_sql(left, left_columns, left_key, left_time,
+        timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops),
         key | length) ~ ") __tw_mm",
     left_columns, right_columns, output_right, how, predicate, left_alias, right_alias, valid_from, valid_to, nested) }}
 ) __tw_out
@@ -181,12 +184,12 @@ SELECT * EXCEPT (__tw_matched) FROM (
     and do not appear themselves.  Tied events: the highest sequence wins. -#}
 {%- macro timeweave__versioned_view_sql(right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, valid_from='valid_from', valid_to='valid_to', upsert_ops=[], delete_ops=[]) -%}
 {%- set meta = [op, delete_flag, sequence] | reject('none') | list -%}
-SELECT {% for c in right_columns if c not in meta %}__tw_p.{{ timeweave__q(c) }} AS {{ timeweave__q(c) }}, {% endfor %}__tw_t AS {{ timeweave__q(valid_from) }}, __tw_next AS {{ timeweave__q(valid_to) }}
+SELECT {% for c in right_columns if c not in meta %}__tw_p.{{ timeweave.timeweave__q(c) }} AS {{ timeweave.timeweave__q(c) }}, {% endfor %}__tw_t AS {{ timeweave.timeweave__q(valid_from) }}, __tw_next AS {{ timeweave.timeweave__q(valid_to) }}
 FROM (
   SELECT *, LEAD(__tw_t) OVER (PARTITION BY {% for k in key %}__tw_k{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %} ORDER BY __tw_t) AS __tw_next
   FROM (
     SELECT *, ROW_NUMBER() OVER (PARTITION BY {% for k in key %}__tw_k{{ loop.index0 }}, {% endfor %}__tw_t ORDER BY __tw_seq DESC) AS __tw_rn
-    FROM ({{ timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops) }}) __tw_e
+    FROM ({{ timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops) }}) __tw_e
   ) __tw_d
   WHERE __tw_rn = 1
 ) __tw_h
@@ -195,8 +198,8 @@ WHERE NOT __tw_deleted
 
 {#- Rows of one side that cannot take part, with the reason: the dead-letter output. -#}
 {%- macro timeweave__dead_letter_sql(relation, columns, side, key, time, format='append', op=none, delete_flag=none, upsert_ops=[], delete_ops=[]) -%}
-SELECT {% for c in columns %}{{ timeweave__q(c) }}, {% endfor %}'{{ side }}' AS __tw_side, __tw_reason AS reason FROM (
-  SELECT *, {{ timeweave__reject_reason(side, key, time, format, op, delete_flag, upsert_ops, delete_ops) }} AS __tw_reason
+SELECT {% for c in columns %}{{ timeweave.timeweave__q(c) }}, {% endfor %}'{{ side }}' AS __tw_side, __tw_reason AS reason FROM (
+  SELECT *, {{ timeweave.timeweave__reject_reason(side, key, time, format, op, delete_flag, upsert_ops, delete_ops) }} AS __tw_reason
   FROM {{ relation }}
 ) __tw_r
 WHERE __tw_reason IS NOT NULL

@@ -27,7 +27,16 @@ def _macros() -> Any:
 
         path = Path(dbt_macros.__file__).parent / "macros" / "timeweave_sql.sql"
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, extensions=["jinja2.ext.do"])  # dbt enables "do" too
+    # The macros call each other as `timeweave.<macro>` (dbt's package namespace); mirror it here.
+    env.globals["timeweave"] = _PackageNamespace()
     return env.from_string(path.read_text()).module
+
+
+class _PackageNamespace:
+    """``timeweave.<macro>`` inside the plan file, resolved against the file's own macros."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_macros(), name)
 
 
 def macro(name: str, *args: Any, **kwargs: Any) -> str:
