@@ -33,7 +33,7 @@ PREV/NEXT inside aggregates, window functions over matches, ORDER BY expressions
 
 from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
 from runtime.core.pattern.operator import LateRow, Matched, MatchRecognizeOperator
-from runtime.core.pattern.parser import parse_clause, parse_expression, parse_pattern
+from runtime.core.pattern.parser import ClauseLocation, locate_clauses, parse_clause, parse_expression, parse_pattern
 from runtime.core.pattern.partition import PartitionMatcher, match_partition, match_recognize
 from runtime.core.pattern.program import Program, compile_pattern
 from runtime.core.pattern.schema import output_columns
@@ -50,6 +50,7 @@ from runtime.core.pattern.spec import (
 
 __all__ = [
     "AfterMatchSkip",
+    "ClauseLocation",
     "ClauseSpec",
     "Definition",
     "LateRow",
@@ -65,6 +66,7 @@ __all__ = [
     "SortKey",
     "Subset",
     "compile_pattern",
+    "locate_clauses",
     "match_partition",
     "match_recognize",
     "output_columns",

@@ -19,6 +19,7 @@ parsing live in :mod:`runtime.core.pattern.validate`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
@@ -692,3 +693,44 @@ def parse_pattern(text: str) -> ir.Node:
     result: ir.Node = ir.Empty(0) if parser.tok.type is TokenType.EOF else parser.alternation()
     parser.expect_eof()
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class ClauseLocation:
+    """Where one ``MATCH_RECOGNIZE ( ... )`` sits in a query: ``sql[start:end]`` is the whole clause,
+    ``sql[body_start:body_end]`` the text between its parentheses (what :func:`parse_clause` takes)."""
+
+    start: int
+    body_start: int
+    body_end: int
+    end: int
+
+
+def locate_clauses(sql: str) -> list[ClauseLocation]:
+    """Find every ``MATCH_RECOGNIZE ( ... )`` in a SQL text, skipping strings, quoted names and comments.
+
+    >>> sql = "SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS x = ')') AS m"
+    >>> [sql[loc.body_start:loc.body_end] for loc in locate_clauses(sql)]
+    ["PATTERN (A) DEFINE A AS x = ')'"]
+    """
+    tokens = tokenize(sql)
+    found: list[ClauseLocation] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        if token.is_word("MATCH_RECOGNIZE") and tokens[index + 1].is_op("("):
+            depth = 0
+            for close in range(index + 1, len(tokens)):
+                if tokens[close].is_op("("):
+                    depth += 1
+                elif tokens[close].is_op(")"):
+                    depth -= 1
+                    if depth == 0:
+                        open_paren = tokens[index + 1]
+                        found.append(ClauseLocation(token.start, open_paren.end, tokens[close].start, tokens[close].end))
+                        index = close
+                        break
+            else:
+                raise QuerySyntaxError("MATCH_RECOGNIZE ( is never closed", text=sql, position=token.start)
+        index += 1
+    return found

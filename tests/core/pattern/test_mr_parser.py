@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from runtime.core.errors import QuerySyntaxError
-from runtime.core.pattern import PatternValidationError, RowsPerMatch, SkipMode, parse_clause
+from runtime.core.pattern import PatternValidationError, RowsPerMatch, SkipMode, locate_clauses, parse_clause
 from runtime.core.pattern import expr as E
 from runtime.core.pattern.ir import (
     Anchor,
@@ -234,3 +234,15 @@ def test_validation_errors(text: str, message: str, col: int) -> None:
 def test_deep_nesting_is_a_positioned_error_not_a_crash() -> None:
     error = _error("PATTERN (" + "(" * 500 + "A" + ")" * 500 + ")")
     assert "nesting deeper than" in error.description
+
+
+def test_locate_clauses_in_a_query() -> None:
+    sql = ("SELECT * FROM a MATCH_RECOGNIZE (PATTERN ((A)) DEFINE A AS x = ')' -- ) comment\n) AS m "
+           "JOIN b match_recognize ( MEASURES COUNT(*) AS n PATTERN (B) ) n ON TRUE /* MATCH_RECOGNIZE ( */")
+    bodies = [sql[loc.body_start:loc.body_end] for loc in locate_clauses(sql)]
+    assert bodies == ["PATTERN ((A)) DEFINE A AS x = ')' -- ) comment\n", " MEASURES COUNT(*) AS n PATTERN (B) "]
+    assert [str(parse_clause(b).pattern) for b in bodies] == ["A", "B"]
+    first = locate_clauses(sql)[0]
+    assert sql[first.start:first.end].startswith("MATCH_RECOGNIZE (") and sql[first.end - 1] == ")"
+    with pytest.raises(QuerySyntaxError, match="never closed"):
+        locate_clauses("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A)")
