@@ -392,8 +392,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"argument --work-dir: {work} is not empty (the pipeline starts from a clean state)")
     paths = ExamplePaths(work.resolve())
     summaries, _ = run_pipeline(paths, args.slices, Path(args.sample_data))
-    print(f"\ntimeweave example pipeline (work dir {paths.work})")
-    print(f"columns compared: {', '.join(summaries[0].columns)}\n")
+    print(f"\ntimeweave example pipeline (work dir {paths.work})\n")
+    print("orders with the rate valid at their order time (dbt output):")
+    rows = read_output(spark_session(paths), paths.dbt_output).orderBy(TIME_COLUMN, "order_id").collect()
+    for row in rows:
+        print("  " + "  ".join(value if isinstance(value, str) else _canonical(value) for value in row))
+    print(f"\ncolumns compared: {', '.join(summaries[0].columns)}\n")
     print(format_table(summaries))
     if agree(summaries):
         print("\nOK: dbt, streaming and backfill produced the same rows")
