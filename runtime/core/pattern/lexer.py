@@ -73,8 +73,10 @@ def sql_name(name: str, *, folded: bool) -> str:
     return name if plain else '"' + name.replace('"', '""') + '"'
 
 
-def tokenize(text: str) -> list[Token]:
+def tokenize(text: str, *, lenient: bool = False) -> list[Token]:
     """Split ``text`` into tokens, ending with an ``EOF`` token; raises QuerySyntaxError on bad input.
+
+    ``lenient`` turns characters outside the clause grammar into one-character tokens instead.
 
     >>> [t.value for t in tokenize("PATTERN (A B*? {- C -})")]
     ['PATTERN', '(', 'A', 'B', '*', '?', '{-', 'C', '-}', ')', '']
@@ -144,7 +146,11 @@ def tokenize(text: str) -> list[Token]:
                 tokens.append(Token(TokenType.OP, op, op, start, i))
                 break
         else:
-            raise QuerySyntaxError(f"unexpected character {ch!r}", text=text, position=i)
+            if not lenient:
+                raise QuerySyntaxError(f"unexpected character {ch!r}", text=text, position=i)
+            # scanning a whole query (locate_clauses): characters the clause grammar lacks ([, :, @...) pass through
+            i += 1
+            tokens.append(Token(TokenType.OP, ch, ch, start, i))
     tokens.append(Token(TokenType.EOF, "", "", n, n))
     return tokens
 

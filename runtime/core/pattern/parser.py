@@ -713,7 +713,7 @@ def locate_clauses(sql: str) -> list[ClauseLocation]:
     >>> [sql[loc.body_start:loc.body_end] for loc in locate_clauses(sql)]
     ["PATTERN (A) DEFINE A AS x = ')'"]
     """
-    tokens = tokenize(sql)
+    tokens = tokenize(sql, lenient=True)
     found: list[ClauseLocation] = []
     index = 0
     while index < len(tokens):

@@ -237,7 +237,7 @@ def test_deep_nesting_is_a_positioned_error_not_a_crash() -> None:
 
 
 def test_locate_clauses_in_a_query() -> None:
-    sql = ("SELECT * FROM a MATCH_RECOGNIZE (PATTERN ((A)) DEFINE A AS x = ')' -- ) comment\n) AS m "
+    sql = ("SELECT m.*, arr[0], x::int FROM a MATCH_RECOGNIZE (PATTERN ((A)) DEFINE A AS x = ')' -- ) comment\n) AS m "
            "JOIN b match_recognize ( MEASURES COUNT(*) AS n PATTERN (B) ) n ON TRUE /* MATCH_RECOGNIZE ( */")
     bodies = [sql[loc.body_start:loc.body_end] for loc in locate_clauses(sql)]
     assert bodies == ["PATTERN ((A)) DEFINE A AS x = ')' -- ) comment\n", " MEASURES COUNT(*) AS n PATTERN (B) "]
