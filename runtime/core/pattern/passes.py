@@ -71,5 +71,10 @@ class _Flattener(ir.Visitor[ir.Node]):
 
 
 def flatten(node: ir.Node) -> ir.Node:
-    """Return the flattened equivalent of ``node`` (see the module docstring)."""
+    """Return the flattened equivalent of ``node`` (see the module docstring).
+
+    >>> from runtime.core.pattern.parser import parse_pattern
+    >>> str(flatten(parse_pattern("((A B) C)+")))
+    '(A B C)+'
+    """
     return _Flattener().visit(node)

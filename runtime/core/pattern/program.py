@@ -228,6 +228,14 @@ def compile_pattern(pattern: ir.Node, label_names: list[str] | None = None) -> P
     """Flatten ``pattern`` and compile it; labels are numbered in ``label_names`` order.
 
     ``label_names`` defaults to the pattern's variables in order of first appearance.
+
+    >>> from runtime.core.pattern.parser import parse_pattern
+    >>> print(compile_pattern(parse_pattern("A | B"), ["B", "A"]).dump())
+    0: split 1, 3
+    1: label 1 (A)
+    2: jump 4
+    3: label 0 (B)
+    4: done
     """
     flat = flatten(pattern)
     names = list(label_names) if label_names is not None else pattern.labels()

@@ -141,6 +141,11 @@ def output_columns(spec: ClauseSpec, input_types: Mapping[str, str]) -> list[tup
     ONE ROW PER MATCH: PARTITION BY columns, then measures.  ALL ROWS PER MATCH: PARTITION BY
     columns, ORDER BY columns, measures, then the remaining input columns in input order.
     Raises :class:`SpecError` naming a column the input lacks.
+
+    >>> from runtime.core.pattern.parser import parse_clause
+    >>> output_columns(parse_clause("ORDER BY t MEASURES COUNT(*) AS n ALL ROWS PER MATCH PATTERN (A)"),
+    ...                {"v": "double", "t": "timestamp"})
+    [('t', 'timestamp'), ('n', 'bigint'), ('v', 'double')]
     """
     typer = _Typer(spec, input_types)
     columns: list[tuple[str, str]] = [(c, typer.column(c, "partition_by")) for c in spec.partition_by]
