@@ -12,16 +12,51 @@ Each failure is a :class:`PatternValidationError` pointing at the node at fault:
   FIRST/LAST inside FIRST/LAST, no PREV/NEXT inside FIRST/LAST or inside PREV/NEXT;
 * FINAL and MATCH_ROWTIME only in MEASURES; measure names are unique and distinct from the
   partition columns (they share the output row);
+* the compiled pattern stays below :data:`MAX_PROGRAM_SIZE` instructions (bounded quantifiers
+  are unrolled and PERMUTE expands to every order, so ``PERMUTE`` of 10 variables or
+  ``(A{1000}){1000}`` would not fit in memory);
 * ``WITHIN`` needs ``ORDER BY`` (the interval is measured on its first column);
 * ``WITH UNMATCHED ROWS`` cannot be combined with a pattern exclusion ``{- -}``.
 """
 
 from __future__ import annotations
 
+import math
+
 from runtime.core.pattern import expr as E
 from runtime.core.pattern import ir
 from runtime.core.pattern.errors import PatternValidationError
 from runtime.core.pattern.spec import ClauseSpec, RowsPerMatch
+
+#: Largest program (instruction count) a pattern may compile to.
+MAX_PROGRAM_SIZE = 100_000
+
+
+def program_size(node: ir.Node) -> int:
+    """Upper bound of the instruction count :func:`~runtime.core.pattern.program.compile_pattern` emits.
+
+    >>> from runtime.core.pattern.parser import parse_pattern
+    >>> program_size(parse_pattern("A{2,4}")), program_size(parse_pattern("PERMUTE(A, B, C)"))
+    (6, 30)
+    """
+    if isinstance(node, ir.Label | ir.Anchor):
+        return 1
+    if isinstance(node, ir.Empty):
+        return 0
+    if isinstance(node, ir.Exclusion):
+        return program_size(node.pattern) + 2
+    if isinstance(node, ir.Concatenation):
+        return sum(program_size(p) for p in node.patterns)
+    if isinstance(node, ir.Alternation):
+        return sum(program_size(p) for p in node.patterns) + 2 * (len(node.patterns) - 1)
+    if isinstance(node, ir.Permutation):
+        orders = math.factorial(len(node.patterns))
+        return orders * (sum(program_size(p) for p in node.patterns) + 2)
+    assert isinstance(node, ir.Quantified)
+    body = program_size(node.pattern)
+    if node.max is None:
+        return max(node.min, 1) * body + 2
+    return node.max * body + (node.max - node.min)
 
 
 class _Checker:
@@ -35,6 +70,11 @@ class _Checker:
 
     def check(self) -> None:
         spec = self.spec
+        size = program_size(spec.pattern)
+        if size > MAX_PROGRAM_SIZE:
+            raise self.fail(f"pattern too large: it compiles to about {size} instructions (limit "
+                            f"{MAX_PROGRAM_SIZE}); reduce PERMUTE arguments or bounded repetitions",
+                            spec.pattern.start)
         seen: set[str] = set()
         for subset in spec.subsets:
             if subset.name in self.labels:

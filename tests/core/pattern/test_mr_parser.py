@@ -246,3 +246,11 @@ def test_locate_clauses_in_a_query() -> None:
     assert sql[first.start:first.end].startswith("MATCH_RECOGNIZE (") and sql[first.end - 1] == ")"
     with pytest.raises(QuerySyntaxError, match="never closed"):
         locate_clauses("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A)")
+
+
+@pytest.mark.parametrize("pattern", ["PERMUTE(A, B, C, D, E, F, G, H, I)", "(A{1000}){1000}", "((A{,100}){,100}){,100}"])
+def test_patterns_that_would_not_fit_in_memory_are_rejected(pattern: str) -> None:
+    error = _error(f"PATTERN ({pattern})")
+    assert isinstance(error, PatternValidationError)
+    assert error.description.startswith("pattern too large: it compiles to about")
+    assert error.col == 10
