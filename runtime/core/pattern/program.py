@@ -113,29 +113,34 @@ class Program:
         return "\n".join(lines)
 
     def reachable_labels(self) -> list[frozenset[int]]:
-        """For every instruction, the labels some path from it to ``done`` may still match."""
-        result: list[frozenset[int]] = []
-        for start in range(len(self.instructions)):
-            seen: set[int] = set()
-            labels: set[int] = set()
-            stack = [start]
-            while stack:
-                pointer = stack.pop()
-                if pointer in seen:
-                    continue
-                seen.add(pointer)
-                instruction = self.instructions[pointer]
+        """For every instruction, the labels some path from it to ``done`` may still match.
+
+        A backward fixpoint over label bitmasks: most edges point forward, so one pass per level of
+        loop nesting suffices (linear in practice, where a search from every instruction would be
+        quadratic in the program size).
+        """
+        instructions = self.instructions
+        masks = [0] * len(instructions)
+        changed = True
+        while changed:
+            changed = False
+            for pointer in range(len(instructions) - 1, -1, -1):
+                instruction = instructions[pointer]
                 if isinstance(instruction, MatchLabel):
-                    labels.add(instruction.label)
-                    stack.append(pointer + 1)
+                    mask = (1 << instruction.label) | masks[pointer + 1]
                 elif isinstance(instruction, Split):
-                    stack += [instruction.first, instruction.second]
+                    mask = masks[instruction.first] | masks[instruction.second]
                 elif isinstance(instruction, Jump):
-                    stack.append(instruction.target)
-                elif not isinstance(instruction, Done):
-                    stack.append(pointer + 1)
-            result.append(frozenset(labels))
-        return result
+                    mask = masks[instruction.target]
+                elif isinstance(instruction, Done):
+                    mask = 0
+                else:
+                    mask = masks[pointer + 1]
+                if mask != masks[pointer]:
+                    masks[pointer] = mask
+                    changed = True
+        sets: dict[int, frozenset[int]] = {}
+        return [sets.setdefault(m, frozenset(i for i in range(m.bit_length()) if m >> i & 1)) for m in masks]
 
 
 class _Compiler(ir.Visitor[None]):
