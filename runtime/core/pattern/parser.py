@@ -41,8 +41,12 @@ from runtime.core.pattern.spec import (
 
 #: Largest quantifier bound accepted; bounded quantifiers are unrolled into the program.
 MAX_QUANTIFIER_BOUND = 1000
-#: Deepest nesting of parentheses/expressions accepted (keeps recursion far from Python's limit).
-MAX_DEPTH = 200
+#: Deepest nesting of parentheses / sub-patterns accepted: each level costs the recursive-descent
+#: parser about ten Python frames, and the default recursion limit is 1000.
+MAX_DEPTH = 64
+#: Deepest expression tree accepted (``a + a + ... + a`` is parsed by a loop but walked recursively
+#: by validation, compilation and printing).
+MAX_EXPRESSION_DEPTH = 150
 
 _NAVIGATIONS = ("PREV", "NEXT", "FIRST", "LAST")
 _AGGREGATES = ("COUNT", "SUM", "AVG", "MIN", "MAX")
@@ -409,7 +413,19 @@ class Parser:
         self.nest()
         result = self.disjunction()
         self.depth -= 1
+        if self.depth == 0:
+            self.check_depth(result)
         return result
+
+    def check_depth(self, root: E.Expr) -> None:
+        """Reject expression trees deeper than MAX_EXPRESSION_DEPTH (walked iteratively here)."""
+        stack = [(root, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > MAX_EXPRESSION_DEPTH:
+                raise QuerySyntaxError(f"expression nested deeper than {MAX_EXPRESSION_DEPTH} levels",
+                                       text=self.text, position=getattr(node, "start", 0))
+            stack.extend((child, depth + 1) for child in node.children())
 
     def disjunction(self) -> E.Expr:
         left = self.conjunction()
