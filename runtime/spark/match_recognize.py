@@ -26,6 +26,7 @@ in Flink; order on a unique column for reproducible results.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from runtime.core.errors import QuerySyntaxError
 from runtime.core.pattern import ClauseSpec, PartitionMatcher, PatternValidationError, parse_clause
 from runtime.core.pattern import expr as E
 
@@ -328,6 +330,61 @@ def match_recognize(df: DataFrame, clause: str) -> DataFrame:
     return arranged.mapInArrow(runner, bound.schema)
 
 
+# -- the SQL door's rewrite ------------------------------------------------------------------------------------
+
+
+def sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal (backslash escapes, Spark's default).
+
+    >>> print(sql_string("A.s = 'x'"))
+    'A.s = \\'x\\''
+    """
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def rewrite_match_recognize(spark: Any, query: str) -> str:
+    """Replace each ``<relation> MATCH_RECOGNIZE (...) [AS alias]`` of ``query`` by a relation Spark runs.
+
+    When the input relation resolves on its own, it becomes a temporary view of :func:`match_recognize`'s
+    result (``__tw_mr_<hash>``, named after the relation and clause so that a rewrite is repeatable);
+    otherwise (it names a CTE of the query, say) the UDTF ``timeweave_match_recognize(TABLE(...), ...)``
+    is called in place.  Both run the same core with the same output schema.  Errors point into ``query``.
+
+    Example::
+
+        print(rewrite_match_recognize(spark, "SELECT * FROM ticker MATCH_RECOGNIZE (...) AS m"))
+    """
+    from runtime.core.match_sql import find_match_recognize, reposition
+    from runtime.spark.sql_door import sql as door_sql
+
+    for found in reversed(find_match_recognize(query)):
+        prefix = "SELECT * FROM "
+        try:
+            source = door_sql(spark, prefix + found.relation)
+            schema = source.schema  # resolves the relation now
+        except QuerySyntaxError as error:  # a MATCH_RECOGNIZE or temporal join inside the relation
+            raise reposition(error, query, found.start - len(prefix)) from None
+        except Exception:  # not resolvable alone (a CTE, an outer reference): the UDTF resolves it in place
+            source = None
+        try:
+            if source is not None:
+                plan(found.spec, schema)
+        except PatternValidationError as error:
+            raise reposition(error, query, found.clause_start) from None
+        if source is not None:
+            digest = hashlib.sha1(f"{found.relation}\0{found.clause}".encode()).hexdigest()[:16]
+            view = f"__tw_mr_{digest}"
+            match_recognize(source, found.clause).createOrReplaceTempView(view)
+            replacement = view
+        else:
+            register_udtf(spark)
+            replacement = f"{UDTF_NAME}(TABLE({found.relation}), {sql_string(found.clause)})"
+        if found.alias is not None:
+            replacement += f" AS {_quote(found.alias)}"
+        query = query[: found.start] + replacement + query[found.end :]
+    return query
+
+
 # -- executor side -------------------------------------------------------------------------------------------
 
 
@@ -500,4 +557,7 @@ def register_udtf(spark: Any) -> list[str]:
     return [UDTF_NAME]
 
 
-__all__ = ["UDTF_NAME", "MatchPlan", "match_recognize", "plan", "register_udtf", "run_sorted", "udtf"]
+__all__ = [
+    "UDTF_NAME", "MatchPlan", "match_recognize", "plan", "register_udtf", "rewrite_match_recognize", "run_sorted",
+    "sql_string", "udtf",
+]

@@ -25,6 +25,9 @@ def rewrite(spark, query: str) -> str:
 
         print(runtime.spark.sql_door.rewrite(spark, "SELECT ... JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON ..."))
     """
+    from runtime.spark.match_recognize import rewrite_match_recognize  # MATCH_RECOGNIZE first: its input may join
+
+    query = rewrite_match_recognize(spark, query)
     clauses = find_temporal_joins(query)
     for n, clause in reversed(list(enumerate(clauses, start=1))):
         replacement = _render_clause(spark, clause, n)

@@ -1,0 +1,235 @@
+"""MATCH_RECOGNIZE through the Spark doors: Flink conformance, random inputs (every door equal), bad input.
+
+Doors: ``runtime.match_recognize`` (DataFrame), ``runtime.sql`` (``... MATCH_RECOGNIZE (...)`` in FROM)
+and the UDTF ``timeweave_match_recognize(TABLE(t), '<clause>')``; the reference is the core's
+``match_recognize`` over the same rows.  The documented differences from Flink (AVG is DOUBLE, the
+standard's default skip and end-of-input greediness) are the core's, asserted in
+tests/core/pattern/test_mr_conformance.py; here every door must give the core's rows, and Flink's
+where the core does.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+import re
+from collections import Counter
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from pyspark.sql import types as T
+
+import runtime
+from runtime.core.errors import QuerySyntaxError
+from runtime.core.match_sql import find_match_recognize
+from runtime.core.pattern import MatchRuntimeError, PatternValidationError, match_recognize, parse_clause
+from runtime.spark.match_recognize import UDTF_NAME, plan, sql_string
+from tests.helpers.flink_cases import CASES, dataframe, load_case, normalize
+
+pytestmark = pytest.mark.spark
+
+MR_CASES = sorted(p.name for p in CASES.glob("mr_*"))
+FAILING = {"mr_skip_to_first_a", "mr_skip_to_last_a"}  # the standard's runtime error (see the core's tests)
+FLINK_EXACT = {  # cases whose Flink output the standard reproduces (tests/core/pattern/test_mr_conformance.py)
+    "mr_avg_price_double", "mr_greedy", "mr_out_of_order_late", "mr_output_mode_skip_past", "mr_price_decreasing",
+    "mr_reluctant", "mr_skip_past_last_row", "mr_within", "mr_within_61min",
+}
+
+
+def clause_of(query: str) -> str:
+    start = query.index("(", query.upper().index("MATCH_RECOGNIZE"))
+    return query[start + 1 : query.rindex(")")]
+
+
+def text_rows(rows: list[Any], columns: list[str]) -> Counter[tuple[str | None, ...]]:
+    def render(value: Any) -> str | None:
+        if isinstance(value, float):
+            return f"{value:.9g}"
+        return normalize(value)
+
+    return Counter(tuple(render(r[c]) for c in columns) for r in rows)
+
+
+def core_rows(case_name: str) -> list[dict[str, Any]]:
+    case = load_case(case_name)
+    table = case.tables["Ticker"]
+    names = [n for n, _ in table.columns]
+    return list(match_recognize(parse_clause(clause_of(case.query)), [dict(zip(names, r, strict=True)) for r in table.rows]))
+
+
+def flink_rows(case_name: str, file: str) -> Counter[tuple[str | None, ...]]:
+    with (CASES / case_name / file).open(newline="") as handle:
+        reader = csv.reader(handle)
+        next(reader)
+        return Counter(tuple(row) for row in reader)
+
+
+@pytest.fixture(scope="module")
+def registered(spark):
+    return runtime.register(spark)
+
+
+# -- conformance ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [c for c in MR_CASES if c not in FAILING])
+def test_flink_cases_dataframe_and_sql_doors(spark, name) -> None:
+    case = load_case(name)
+    ticker = dataframe(spark, case.tables["Ticker"])
+    ticker.createOrReplaceTempView("Ticker")
+    by_dataframe = runtime.match_recognize(ticker, clause_of(case.query))
+    by_sql = runtime.sql(spark, case.query)
+    columns = by_dataframe.columns
+    assert by_sql.columns == columns
+    expected = text_rows(core_rows(name), columns)
+    assert text_rows(by_dataframe.collect(), columns) == expected
+    assert text_rows(by_sql.collect(), columns) == expected
+    if name in FLINK_EXACT:
+        assert expected == flink_rows(name, "expected_batch.csv")
+    elif name == "mr_avg_price":
+        assert expected == flink_rows(name, "doc_expected.csv")  # AVG as DOUBLE (14.5, 13.5), as documented
+
+
+def test_output_mode_default_skip_is_the_documentations_row(spark) -> None:
+    assert text_rows(core_rows("mr_output_mode"), ["symbol", "startPrice", "topPrice", "lastPrice"]) == flink_rows(
+        "mr_output_mode", "doc_expected.csv")
+
+
+@pytest.mark.parametrize("name", sorted(FAILING))
+def test_flink_runtime_error_cases_fail_the_job(spark, name) -> None:
+    case = load_case(name)
+    ticker = dataframe(spark, case.tables["Ticker"])
+    with pytest.raises(MatchRuntimeError):
+        core_rows(name)
+    with pytest.raises(Exception, match="cannot skip to the first row of the match"):
+        runtime.match_recognize(ticker, clause_of(case.query)).collect()
+
+
+def test_avg_price_types_follow_the_standard(spark) -> None:
+    case = load_case("mr_avg_price")
+    out = runtime.match_recognize(dataframe(spark, case.tables["Ticker"]), clause_of(case.query))
+    assert [(f.name, f.dataType) for f in out.schema.fields] == [
+        ("symbol", T.StringType()), ("start_tstamp", T.TimestampType()), ("end_tstamp", T.TimestampType()),
+        ("avgPrice", T.DoubleType()),
+    ]
+
+
+# -- random inputs: every door equal to the core ------------------------------------------------------------
+
+CLAUSES = [
+    """PARTITION BY k ORDER BY t MEASURES FIRST(A.t) AS t0, LAST(A.t) AS t1, AVG(A.v) AS a, COUNT(*) AS n
+       ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A+ B) DEFINE A AS AVG(A.v) < 5""",
+    """PARTITION BY k ORDER BY t MEASURES MATCH_NUMBER() AS m, CLASSIFIER() AS c, RUNNING SUM(U.v) AS sv
+       ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN (D{2,} U+?) SUBSET DU = (D, U)
+       DEFINE D AS D.v < PREV(D.v), U AS U.v > PREV(U.v)""",
+    """PARTITION BY k ORDER BY t MEASURES LAST(X.s) AS ls, MAX(Y.w) AS mw, FIRST(X.v) + LAST(Y.v) AS fv
+       ALL ROWS PER MATCH WITH UNMATCHED ROWS AFTER MATCH SKIP TO LAST Y PATTERN (X Y+ Z?)
+       DEFINE X AS X.s = 'a', Y AS Y.v >= X.v, Z AS Z.w > 0.5""",
+    """ORDER BY t DESC MEASURES COUNT(A.*) AS na, MIN(A.w) AS mn, LAST(A.k) AS lk
+       PATTERN (A{1,3} B) WITHIN INTERVAL '4' SECOND DEFINE A AS A.v % 2 = 0, B AS B.v % 2 = 1""",
+]
+
+
+def random_rows(seed: int, n: int = 120) -> list[dict[str, Any]]:
+    rnd = random.Random(seed)
+    base = datetime(2024, 1, 1)
+    order = rnd.sample(range(n * 3), n)  # unique ORDER BY values: one order in every door
+    return [{"k": rnd.choice(["x", "y", "z", None]), "t": base + timedelta(seconds=o), "v": rnd.randint(0, 9),
+             "s": rnd.choice(["a", "b", None]), "w": rnd.random()} for o in order]
+
+
+SCHEMA = "k STRING, t TIMESTAMP, v BIGINT, s STRING, w DOUBLE"
+
+
+@pytest.mark.parametrize("clause", CLAUSES, ids=["one-row-avg", "all-rows-subset", "unmatched", "no-partition"])
+def test_random_inputs_every_door_equals_the_core(spark, registered, clause) -> None:
+    assert UDTF_NAME in registered
+    rows = random_rows(len(clause))
+    df = spark.createDataFrame([tuple(r.values()) for r in rows], SCHEMA).repartition(3)
+    df.createOrReplaceTempView("mr_random")
+    by_dataframe = runtime.match_recognize(df, clause)
+    by_sql = runtime.sql(spark, f"SELECT * FROM mr_random MATCH_RECOGNIZE ({clause}) AS mr")
+    by_udtf = spark.sql(f"SELECT * FROM {UDTF_NAME}(TABLE(mr_random), {sql_string(clause)})")
+    columns = by_dataframe.columns
+    assert by_sql.columns == columns == by_udtf.columns
+    expected = text_rows(list(match_recognize(parse_clause(clause), rows)), columns)
+    assert sum(expected.values()) > 0
+    assert text_rows(by_dataframe.collect(), columns) == expected
+    assert text_rows(by_sql.collect(), columns) == expected
+    assert text_rows(by_udtf.collect(), columns) == expected
+
+
+def test_sql_door_over_a_cte_subquery_and_twice_in_one_query(spark) -> None:
+    rows = random_rows(7, 60)
+    spark.createDataFrame([tuple(r.values()) for r in rows], SCHEMA).createOrReplaceTempView("mr_twice")
+    clause = "PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE B AS B.v > A.v"
+    expected = Counter(r["n"] for r in match_recognize(parse_clause(clause), [r for r in rows if r["v"] > 1]))
+    query = f"""
+        WITH big AS (SELECT * FROM mr_twice WHERE v > 1)
+        SELECT m1.n FROM big MATCH_RECOGNIZE ({clause}) AS m1
+        UNION ALL
+        SELECT m2.n FROM (SELECT * FROM mr_twice WHERE v > 1) MATCH_RECOGNIZE ({clause}) m2"""
+    rewritten = runtime.spark.sql_door.rewrite(spark, query)
+    assert "MATCH_RECOGNIZE" not in rewritten and f"{UDTF_NAME}(TABLE(big)" in rewritten  # a CTE: the UDTF
+    got = Counter(r["n"] for r in runtime.sql(spark, query).collect())
+    assert got == expected + expected
+
+
+def test_all_rows_schema_order_and_types(spark) -> None:
+    schema = T.StructType([T.StructField(n, t) for n, t in [
+        ("v", T.IntegerType()), ("K", T.StringType()), ("t", T.TimestampType()), ("d", T.DecimalType(10, 2))]])
+    bound = plan("""PARTITION BY k ORDER BY t MEASURES CLASSIFIER() AS c, SUM(A.v) AS s, SUM(A.d) AS sd,
+                    MIN(A.d) AS md, A.v * 2.5 AS x, MATCH_ROWTIME() AS mt ALL ROWS PER MATCH
+                    PATTERN (A) DEFINE A AS true""", schema)
+    assert [(f.name, f.dataType.simpleString()) for f in bound.schema.fields] == [
+        ("K", "string"), ("t", "timestamp"), ("c", "string"), ("s", "bigint"), ("sd", "decimal(38,2)"),
+        ("md", "decimal(10,2)"), ("x", "double"), ("mt", "timestamp"), ("v", "int"), ("d", "decimal(10,2)")]
+
+
+# -- bad input: errors before any Spark job, positioned --------------------------------------------------------
+
+
+def _ticker(spark):
+    return spark.createDataFrame([("a", datetime(2024, 1, 1), 1)], "symbol STRING, rowtime TIMESTAMP, price BIGINT")
+
+
+@pytest.mark.parametrize(("clause", "message", "at"), [
+    ("PARTITION BY sym ORDER BY rowtime PATTERN (A) DEFINE A AS A.price > 0", "column sym not found", "sym"),
+    ("ORDER BY ts PATTERN (A) DEFINE A AS A.price > 0", "column ts not found", "ts"),
+    ("MEASURES LAST(A.cost) AS c PATTERN (A) DEFINE A AS A.price > 0", "column cost not found", "A.cost"),
+    ("ORDER BY rowtime MEASURES A.price AS price ALL ROWS PER MATCH PATTERN (A) DEFINE A AS true",
+     "measure price has the name of an input column", "A.price AS"),
+    ("PATTERN (A B) DEFINE C AS C.price > 1", "DEFINE of variable C", "C AS"),
+    ("PATTERN (A B DEFINE A AS true", None, None),
+])
+def test_bad_clauses_fail_at_the_call_with_a_position(spark, clause, message, at) -> None:
+    df = _ticker(spark)
+    with pytest.raises(QuerySyntaxError) as info:
+        runtime.match_recognize(df, clause)
+    if message:
+        assert message in str(info.value)
+    if at:
+        assert info.value.position == clause.index(at), str(info.value)
+
+
+def test_sql_door_errors_point_into_the_query(spark) -> None:
+    _ticker(spark).createOrReplaceTempView("mr_bad")
+    query = "SELECT *\nFROM mr_bad MATCH_RECOGNIZE (\n  ORDER BY rowtime PATTERN (A) DEFINE A AS A.volume > 0) m"
+    with pytest.raises(PatternValidationError) as info:
+        runtime.sql(spark, query)
+    assert (info.value.line, info.value.col) == (3, query.split("\n")[2].index("A.volume") + 1)
+    with pytest.raises(QuerySyntaxError, match="the alias goes after MATCH_RECOGNIZE"):
+        find_match_recognize("SELECT * FROM mr_bad AS b MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS true)")
+    with pytest.raises(QuerySyntaxError, match=r"never closed \(line 1, col 38\)"):
+        runtime.sql(spark, "SELECT * FROM mr_bad MATCH_RECOGNIZE (PATTERN (A)")
+
+
+def test_udtf_rejects_a_bad_clause_at_analysis(spark, registered) -> None:
+    _ticker(spark).createOrReplaceTempView("mr_bad_udtf")
+    with pytest.raises(Exception, match=re.escape("column volume not found")):
+        spark.sql(f"SELECT * FROM {UDTF_NAME}(TABLE(mr_bad_udtf), 'PATTERN (A) DEFINE A AS A.volume > 0')").collect()
+
+
+def test_register_is_idempotent(spark, registered) -> None:
+    assert runtime.register(spark) == registered
