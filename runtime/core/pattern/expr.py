@@ -4,8 +4,8 @@
 variables are stored upper-cased (SQL folds unquoted names); column names are kept as written.
 
 >>> from runtime.core.pattern.parser import parse_expression
->>> str(parse_expression("PREV(LAST(A.price, 1), 2) > 10 AND classifier() = 'A'"))
-"(PREV(LAST(A.price, 1), 2) > 10) AND (CLASSIFIER() = 'A')"
+>>> str(parse_expression("PREV(LAST(A.price, 1), 2) > 10 AND (classifier() = 'A' OR x - (y - z) > 0)"))
+"PREV(LAST(A.price, 1), 2) > 10 AND (CLASSIFIER() = 'A' OR x - (y - z) > 0)"
 """
 
 from __future__ import annotations
@@ -49,6 +49,28 @@ def _sql_literal(value: Any) -> str:
     return repr(value)
 
 
+_COMPARISON = 4
+
+
+def _precedence(node: Expr) -> int:
+    """Binding strength when printing (higher binds tighter), mirroring the parser's grammar levels."""
+    if isinstance(node, Binary):
+        if node.op == "OR":
+            return 1
+        if node.op == "AND":
+            return 2
+        if node.op in ("+", "-", "||"):
+            return 5
+        if node.op in ("*", "/", "%"):
+            return 6
+        return _COMPARISON
+    if isinstance(node, Unary) and node.op == "NOT":
+        return 3
+    if isinstance(node, IsNull | Between | InList):
+        return _COMPARISON
+    return 10
+
+
 def _wrap(node: Expr) -> str:
     """Parenthesize an operand that is itself an operator expression, so printing round-trips."""
     composite = isinstance(node, Binary | Between | InList | IsNull) or (isinstance(node, Unary) and node.op == "NOT")
@@ -87,7 +109,14 @@ class Unary(Expr):
         return (self.operand,)
 
     def __str__(self) -> str:
-        return f"NOT ({self.operand})" if self.op == "NOT" else f"{self.op}({self.operand})"
+        inner = _precedence(self.operand)
+        if self.op == "NOT":  # NOT binds looser than comparisons: NOT a = 1 is NOT (a = 1)
+            return f"NOT {self.operand}" if inner >= 3 else f"NOT ({self.operand})"
+        text = str(self.operand)
+        if inner < 10:
+            return f"{self.op}({text})"
+        # a space keeps "- -x" from reading as a "--" comment
+        return f"{self.op} {text}" if text.startswith(("-", "+")) else f"{self.op}{text}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +132,16 @@ class Binary(Expr):
         return (self.left, self.right)
 
     def __str__(self) -> str:
-        return f"{_wrap(self.left)} {self.op} {_wrap(self.right)}"
+        # Parentheses only where precedence needs them: left-deep chains such as a + b + c print
+        # flat (so printing never adds nesting the parser would count), right operands of equal
+        # precedence keep theirs (a - (b - c)), comparisons never chain.
+        mine = _precedence(self)
+        left = _precedence(self.left)
+        right = _precedence(self.right)
+        comparison = mine == _COMPARISON
+        left_text = f"({self.left})" if left < mine or (comparison and left == mine) else str(self.left)
+        right_text = f"({self.right})" if right <= mine else str(self.right)
+        return f"{left_text} {self.op} {right_text}"
 
 
 @dataclass(frozen=True, slots=True)

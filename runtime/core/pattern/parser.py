@@ -691,7 +691,7 @@ def parse_expression(text: str) -> E.Expr:
     """Parse one expression (tests and tools; no validation against a pattern).
 
     >>> str(parse_expression("a.price BETWEEN 1 AND 2 OR x IN (1, 2)"))
-    '(A.price BETWEEN 1 AND 2) OR (x IN (1, 2))'
+    'A.price BETWEEN 1 AND 2 OR x IN (1, 2)'
     """
     parser = Parser(text)
     result = parser.expression()
