@@ -11,10 +11,13 @@ where the core does.
 from __future__ import annotations
 
 import csv
+import json
+import os
 import random
 import re
 from collections import Counter
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +29,8 @@ from runtime.core.match_sql import find_match_recognize
 from runtime.core.pattern import MatchRuntimeError, PatternValidationError, match_recognize, parse_clause
 from runtime.spark.match_recognize import UDTF_NAME, plan, sql_string
 from tests.helpers.flink_cases import CASES, dataframe, load_case, normalize
+
+PROJECT = Path(__file__).resolve().parents[1] / "dbt_project"
 
 pytestmark = pytest.mark.spark
 
@@ -233,3 +238,66 @@ def test_udtf_rejects_a_bad_clause_at_analysis(spark, registered) -> None:
 
 def test_register_is_idempotent(spark, registered) -> None:
     assert runtime.register(spark) == registered
+
+
+# -- dbt: timeweave.match_recognize under table / incremental / ephemeral, and a view refused ------------------
+
+DBT_MODELS = ["mr_table", "mr_incremental", "mr_from_ephemeral"]
+
+
+def dbt_clause() -> str:
+    text = (PROJECT / "macros" / "mr_test_clause.sql").read_text()
+    return text.split("{% macro mr_test_clause() -%}", 1)[1].split("{%- endmacro %}", 1)[0].strip()
+
+
+def run_dbt(spark_home, tmp_path, *args: str) -> Any:
+    from dbt.cli.main import dbtRunner
+
+    from tests.dbt.test_dbt_models import copy_project, dbt_env
+
+    project = copy_project(tmp_path / "dbt_project")
+    env = dbt_env(spark_home / "warehouse", spark_home / "metastore_db", spark_home)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        runner = dbtRunner()
+        common = ["--project-dir", str(project), "--profiles-dir", str(project)]
+        assert runner.invoke(["deps", *common]).success
+        return env["TIMEWEAVE_DBT_SCHEMA"], runner.invoke([*args, *common])
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.mark.slow
+def test_dbt_models_equal_the_dataframe_door(spark, spark_home, tmp_path) -> None:
+    rows = random_rows(21, 150)
+    events = spark.createDataFrame([tuple(r.values()) for r in rows], SCHEMA)
+    spark.sql("CREATE DATABASE IF NOT EXISTS timeweave_mr")
+    events.write.mode("overwrite").saveAsTable("timeweave_mr.events")
+    clause = dbt_clause()
+    assert "'it''s'" in clause  # a quote inside the clause: the macro's string literal must escape it
+    expected_df = runtime.match_recognize(spark.table("timeweave_mr.events"), clause)
+    columns = expected_df.columns
+    expected = text_rows(expected_df.collect(), columns)
+    assert expected == text_rows(list(match_recognize(parse_clause(clause), rows)), columns)
+    schema, result = run_dbt(spark_home, tmp_path, "run", "--select", "match_recognize",
+                             "--vars", json.dumps({"timeweave_match_recognize": True}))
+    assert result.success, result.exception or [(r.node.name, r.message) for r in result.result]
+    for model in DBT_MODELS:
+        table = spark.table(f"{schema}.{model}")
+        assert table.columns == columns, model
+        assert text_rows(table.collect(), columns) == expected, model
+
+
+@pytest.mark.slow
+def test_dbt_view_is_refused_with_timeweaves_message(spark, spark_home, tmp_path) -> None:
+    _, result = run_dbt(spark_home, tmp_path, "run", "--select", "mr_fail_view",
+                        "--vars", json.dumps({"timeweave_match_recognize_view": True}))
+    assert not result.success
+    message = " ".join(str(r.message) for r in result.result) if result.result else str(result.exception)
+    assert "needs the session function(s) timeweave_match_recognize" in message
+    assert "'table', 'incremental' or 'ephemeral'" in message

@@ -1,0 +1,2 @@
+{{ config(materialized='table', enabled=var('timeweave_match_recognize', false)) }}
+select * from {{ ref('mr_ephemeral') }}
