@@ -1,0 +1,106 @@
+"""The product's invariant: the same random input through every door gives the same rows.
+
+DataFrame = SQL = dbt model = streaming job (after its watermark passed the end) = backfill in 1, 3 and
+7 slices = the brute-force reference of tests/core/reference.py.  Inputs have ties (broken by a
+sequence column), deletes and re-inserts (a changelog with -U/+U/-D and Debezium codes), NULL keys
+and times (dead letters), several keys and one hot key with 30 % of the rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+
+import pytest
+
+import runtime
+from runtime.core.spec import VersionedTableSpec
+from runtime.jobs.backfill import run_backfill
+from runtime.jobs.streaming import run_streaming
+from tests.spark.test_temporal_join_doors import T0, random_inputs, reference_rows
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+LEFT_DDL = "order_id STRING, currency STRING, order_time TIMESTAMP, amount DOUBLE"
+RIGHT_DDL = "op STRING, currency STRING, rate DOUBLE, update_time TIMESTAMP, seq BIGINT"
+
+
+def job_config(tmp_path, name: str) -> dict:
+    return {
+        "left": {"path": str(tmp_path / "orders"), "format": "parquet", "schema": LEFT_DDL},
+        "right": {"path": str(tmp_path / "rates"), "format": "parquet", "schema": RIGHT_DDL},
+        "versioned": {"key": ["currency"], "time": "update_time", "format": "changelog", "op": "op", "sequence": "seq"},
+        "join": {"left_time": "order_time", "how": "left", "right_columns": ["rate"]},
+        "output": {"path": str(tmp_path / name)},
+        "checkpoint": str(tmp_path / f"{name}_checkpoint"),
+        "trigger": {"available_now": True},
+    }
+
+
+def pairs(rows) -> list[tuple]:
+    return sorted((r["order_id"], r["rate"]) for r in rows)
+
+
+def run_dbt_model(spark, spark_home, tmp_path) -> list[tuple]:
+    from dbt.cli.main import dbtRunner
+
+    from tests.dbt.test_dbt_models import copy_project, dbt_env
+
+    project = copy_project(tmp_path / "dbt_project")
+    env = dbt_env(spark_home / "warehouse", spark_home / "metastore_db", spark_home)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        runner = dbtRunner()
+        common = ["--project-dir", str(project), "--profiles-dir", str(project)]
+        assert runner.invoke(["deps", *common]).success
+        result = runner.invoke(["run", "--select", "random_join", "--vars", json.dumps({"timeweave_random": True}), *common])
+        assert result.success, result.exception or [(r.node.name, r.message) for r in result.result]
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return pairs(spark.table(f"{env['TIMEWEAVE_DBT_SCHEMA']}.random_join").collect())
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_every_door_gives_the_same_rows(spark, spark_home, tmp_path, seed) -> None:
+    left, right = random_inputs(seed)
+    expected = reference_rows(left, right)
+    orders = spark.createDataFrame(left, LEFT_DDL)
+    rates = spark.createDataFrame(right, RIGHT_DDL)
+    orders.repartition(2).write.parquet(str(tmp_path / "orders"))
+    rates.repartition(2).write.parquet(str(tmp_path / "rates"))
+    results: dict[str, list[tuple]] = {}
+
+    kwargs = dict(key="currency", time="update_time", format="changelog", op="op", sequence="seq", how="left",
+                  right_columns=["rate"])
+    results["dataframe"] = pairs(runtime.temporal_join(orders, rates, "order_time", **kwargs).collect())
+
+    orders.createOrReplaceTempView("orders_every")
+    runtime.register_versioned(spark, "rates_every", rates, VersionedTableSpec(
+        "currency", "update_time", format="changelog", op="op", sequence="seq"))
+    results["sql"] = pairs(runtime.sql(spark, "SELECT o.order_id, r.rate FROM orders_every o LEFT JOIN rates_every "
+                                              "FOR SYSTEM_TIME AS OF o.order_time AS r ON o.currency = r.currency").collect())
+
+    spark.sql("CREATE DATABASE IF NOT EXISTS timeweave_random")
+    orders.write.mode("overwrite").saveAsTable("timeweave_random.orders")
+    rates.write.mode("overwrite").saveAsTable("timeweave_random.rates")
+    results["dbt"] = run_dbt_model(spark, spark_home, tmp_path)
+
+    metrics = run_streaming(job_config(tmp_path, "stream"), spark, flush=True)
+    results["streaming"] = pairs(spark.read.parquet(str(tmp_path / "stream")).collect())
+    nulls = sum(1 for _, k, t, _ in left if k is None or t is None) + sum(1 for _, k, _, t, _ in right if k is None or t is None)
+    assert metrics["dead_letter"] == nulls and metrics["late"] == 0
+
+    for slices in (1, 3, 7):
+        name = f"backfill{slices}"
+        bf = run_backfill(job_config(tmp_path, name), T0, T0 + timedelta(hours=10), slices, spark=spark)
+        results[name] = pairs(spark.read.parquet(str(tmp_path / name)).collect())
+        assert bf["dead_letter"] == nulls
+
+    for door, rows in results.items():
+        assert rows == expected, f"{door} differs from the reference"
