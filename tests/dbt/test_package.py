@@ -15,7 +15,7 @@ from runtime.core.changelog import DELETE_OPS, UPSERT_OPS
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dbt_macros"
 MACROS = PACKAGE / "macros"
-PUBLIC = ("temporal_join", "versioned_view", "temporal_join_dead_letter")
+PUBLIC = ("temporal_join", "versioned_view", "temporal_join_dead_letter", "match_recognize")
 _MACRO = re.compile(r"{%-?\s*macro\s+(\w+)\s*\((.*?)\)\s*-?%}", re.S)
 
 
