@@ -1,0 +1,61 @@
+"""Rows/s of the MATCH_RECOGNIZE DataFrame door on ../shared/bench/gen_data.py ticker data.
+
+    python bench/bench_match_recognize.py DATA_DIR [--master local[2]] [--door dataframe|udtf]
+
+DATA_DIR is gen_data.py's output directory (its ticker/ CSVs).  Runs the Flink benchmark's query
+(PATTERN (A+ B), DEFINE A AS AVG(A.price) < 15, SKIP PAST LAST ROW) and writes the result to Spark's
+``noop`` sink, so the time covers reading, shuffling, sorting and matching; prints rows/s and the load
+average (the machine may be shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+CLAUSE = """
+    PARTITION BY symbol ORDER BY rowtime
+    MEASURES FIRST(A.rowtime) AS start_tstamp, LAST(A.rowtime) AS end_tstamp, AVG(A.price) AS avgPrice
+    ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+    PATTERN (A+ B)
+    DEFINE A AS AVG(A.price) < 15"""
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--door", choices=["dataframe", "udtf"], default="dataframe")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import runtime
+
+    spark = (SparkSession.builder.master(args.master).config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "4").config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    ticker = spark.read.csv(os.path.join(args.data, "ticker"),
+                            schema="symbol STRING, rowtime TIMESTAMP, price BIGINT, tax BIGINT").cache()
+    rows = ticker.count()
+    if args.door == "dataframe":
+        out = runtime.match_recognize(ticker, CLAUSE)
+    else:
+        runtime.register(spark)
+        ticker.createOrReplaceTempView("bench_ticker")
+        literal = CLAUSE.replace("'", "\\'")
+        out = spark.sql(f"SELECT * FROM timeweave_match_recognize(TABLE(bench_ticker), '{literal}')")
+    load_before = os.getloadavg()
+    start = time.perf_counter()
+    matches = out.count()
+    elapsed = time.perf_counter() - start
+    load_after = os.getloadavg()
+    print(f"door={args.door} rows={rows} matches={matches} seconds={elapsed:.1f} rows_per_s={rows / elapsed:,.0f} "
+          f"load_before={load_before[0]:.1f} load_after={load_after[0]:.1f} cores={os.cpu_count()}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
