@@ -243,6 +243,15 @@ def run_streaming(
     seconds = time.monotonic() - started
     progress = query.lastProgress or {}
     metrics["watermark"] = (progress.get("eventTime") or {}).get("watermark")
+    # Where the time went, summed over the run's batches (Spark's durationMs phases, plus state store).
+    phases: dict[str, int] = {}
+    for batch_progress in query.recentProgress:
+        for phase, ms in (batch_progress.get("durationMs") or {}).items():
+            phases[phase] = phases.get(phase, 0) + int(ms)
+        for operator in batch_progress.get("stateOperators") or []:
+            for phase in ("allUpdatesTimeMs", "commitTimeMs"):
+                phases[f"state.{phase}"] = phases.get(f"state.{phase}", 0) + int(operator.get(phase) or 0)
+    metrics["durations_ms"] = phases
     metrics["seconds"] = round(seconds, 3)
     rows_in = metrics["rows_in_left"] + metrics["rows_in_right"]
     metrics["rows_per_second"] = round(rows_in / seconds, 1) if seconds > 0 else None

@@ -6,9 +6,9 @@ type, predicate and projection are :func:`runtime.spark.plan.finalize`'s, the st
 end with.  What the adapter does:
 
 1. **One internal schema for both sides.**  Valid rows (``plan.split_rejects``) of each side become
-   ``tw_k<i>`` (key), ``tw_side`` (``L``/``R``/``H`` heartbeat), ``tw_time`` (µs since epoch),
-   ``tw_seq`` (the versioned spec's ``sequence`` column), ``tw_del`` (``plan.deleted_expression``),
-   ``tw_file`` (the input file) and ``tw_row`` (the whole original row as JSON, rebuilt with its
+   ``tw_k<i>`` (key), ``tw_op`` (left row / upsert / delete, by ``plan.deleted_expression`` / heartbeat),
+   ``tw_time`` (µs since epoch), ``tw_file`` (a version's input file), ``tw_seq`` (the versioned
+   spec's ``sequence`` column, only when it has one) and ``tw_row`` (the whole original row as JSON, rebuilt with its
    exact types after the operator).
 2. **One watermark per side.**  ``withWatermark`` on each side; Spark combines them with its default
    ``multipleWatermarkPolicy`` (min), the watermark of Flink's two-input operator.  Optional heartbeat
@@ -52,11 +52,14 @@ JSON: the batch door's :func:`runtime.spark.dataframe.dead_letters` shape).
 
 from __future__ import annotations
 
+import copyreg
+import io
 import pickle
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -70,12 +73,11 @@ from runtime.core.state import NO_WATERMARK
 from runtime.core.temporal_join import (
     EventTimeTemporalJoin,
     Joined,
-    Late,
     LeftRow,
     Output,
     ProcessingTimeTemporalJoin,
 )
-from runtime.core.versioned import VersionEvent
+from runtime.core.versioned import VersionEvent, VersionHistory
 from runtime.spark import plan
 from runtime.spark.schema import schema_kinds
 
@@ -85,20 +87,18 @@ MODES = ("event_time", "processing_time")
 # Names are plain identifiers: PySpark 4.3 rebuilds the operator's pandas input from namedtuples, which
 # rename fields starting with "_" to "_0", "_1", ...
 KEY = "tw_k"
-SIDE = "tw_side"
+OP = "tw_op"  # what a row is: LEFT_ROW / UPSERT / DELETE / HEARTBEAT (a small int: cheap to convert)
 TIME = "tw_time"
 SEQ = "tw_seq"
-DELETED = "tw_del"
 FILE = "tw_file"
 ROW = "tw_row"
 _TS = "tw_ts"  # the watermarked timestamp, dropped before the operator (see the module docstring)
-LEFT_SIDE, RIGHT_SIDE, HEARTBEAT_SIDE = "L", "R", "H"
+LEFT_ROW, UPSERT, DELETE, HEARTBEAT = 0, 1, 2, 3
 
 # -- the tagged (operator output) schema -----------------------------------------------------------
 KIND = "__tw_kind"
 L_ROW = "__tw_l_row"
 V_ROW = "__tw_v_row"
-V_DELETED = "__tw_v_deleted"
 V_FROM = "__tw_v_from"
 V_TO = "__tw_v_to"
 REASON = "__tw_reason"
@@ -107,12 +107,13 @@ N_LEFT = "__tw_n_left"
 N_RIGHT = "__tw_n_right"
 OUT_SIDE = "__tw_out_side"
 JOINED, LATE, DEAD, STATS = "joined", "late", "dead", "stats"
+#: ``__tw_v_to`` of a version still in force (the integer columns hold no NULLs, see ``_frame``).
+OPEN = -(2**63)
 
 OUTPUT_SCHEMA = T.StructType([
     T.StructField(KIND, T.StringType()),
     T.StructField(L_ROW, T.StringType()),
     T.StructField(V_ROW, T.StringType()),
-    T.StructField(V_DELETED, T.BooleanType()),
     T.StructField(V_FROM, T.LongType()),
     T.StructField(V_TO, T.LongType()),
     T.StructField(REASON, T.StringType()),
@@ -139,6 +140,27 @@ _STATE_SCHEMA = T.StructType([T.StructField("v", T.BinaryType(), True)])
 # =================================================================================================
 # The state bridge
 # =================================================================================================
+# The core's state values are slotted dataclasses; pickle's default for those calls dataclasses.fields()
+# per object (~20 µs each).  Reducing them to their constructor arguments is ~10x faster, and a key
+# may hold thousands of buffered rows.
+_REDUCERS = copyreg.dispatch_table.copy()
+_REDUCERS[LeftRow] = lambda r: (LeftRow, (r.time, r.seq, r.payload))
+_REDUCERS[VersionEvent] = lambda e: (VersionEvent, (e.time, e.seq, e.deleted, e.payload))
+_REDUCERS[VersionHistory] = lambda h: (VersionHistory, (h.events, h._times))
+
+
+def _dumps(value: Any) -> bytes:
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _REDUCERS
+    pickler.dump(value)
+    return buffer.getvalue()
+
+
+def _loads(data: bytes) -> Any:
+    return pickle.loads(data)
+
+
 def spark_timer_ms(time_us: int) -> int:
     """The Spark timer (ms) that fires as soon as a watermark reaches core time ``time_us`` (µs).
 
@@ -177,16 +199,18 @@ class SparkKeyContext:
         self._state = state
         self._watermark = watermark
         stored = state.get()
-        data: dict[str, Any] = pickle.loads(stored[0]) if stored and stored[0] is not None else {}
+        data: dict[str, Any] = _loads(stored[0]) if stored and stored[0] is not None else {}
         self._values: dict[str, Any] = data.get("values", {})
         self._timers: set[int] = data.get("timers", set())
         self._next_seq: int = data.get("seq", 0)
         self._spark_timers = {spark_timer_ms(t) for t in self._timers}
         self._dirty = False
+        # The core calls get() several times per row; the dict's bound method saves a Python frame each.
+        self.get = self._values.get  # type: ignore[method-assign]
 
     # -- KeyContext -------------------------------------------------------------------------------
     def get(self, name: str) -> Any | None:
-        return self._values.get(name)
+        return self._values.get(name)  # (shadowed per instance by the dict's own get, see __init__)
 
     def put(self, name: str, value: Any) -> None:
         self._values[name] = value
@@ -214,12 +238,13 @@ class SparkKeyContext:
         return self._watermark
 
     # -- adapter side -----------------------------------------------------------------------------
-    def next_seq(self) -> int:
-        """The key's next arrival number (ties between equal times break by it)."""
-        seq = self._next_seq
-        self._next_seq += 1
-        self._dirty = True
-        return seq
+    def reserve_seqs(self, count: int) -> int:
+        """Reserve ``count`` arrival numbers for the key (ties between equal times break by them); the first."""
+        first = self._next_seq
+        if count:
+            self._next_seq += count
+            self._dirty = True
+        return first
 
     def fired(self, timer_ms: int) -> None:
         """Spark fired (and deletes) the timer at ``timer_ms``: forget the core timers it stood for."""
@@ -245,79 +270,73 @@ class SparkKeyContext:
             self._state.clear()
         else:
             data = {"values": self._values, "timers": self._timers, "seq": self._next_seq}
-            self._state.update((pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL),))
+            self._state.update((_dumps(data),))
         self._dirty = False
 
 
 # =================================================================================================
 # The processor
 # =================================================================================================
-class _Emitted:
-    """Column lists of the tagged output, filled from core outputs, turned into one pandas frame."""
+def _frame(outputs: list[Output], n_left: int | None = None, n_right: int | None = None) -> pd.DataFrame:
+    """The tagged output rows of one invocation (plus one ``stats`` row when counts are given).
 
-    __slots__ = ("kind", "left", "n_left", "n_right", "reason", "v_deleted", "v_from", "v_row", "v_to", "watermark")
-
-    def __init__(self) -> None:
-        for name in self.__slots__:
-            setattr(self, name, [])
-
-    def add(self, outputs: Iterable[Output], watermark: int) -> None:
-        for out in outputs:
-            if isinstance(out, Joined):
-                match = out.match
-                self.kind.append(JOINED)
-                self.left.append(out.left.payload)
-                if match is None:
-                    self.v_row.append(None)
-                    self.v_deleted.append(None)
-                    self.v_from.append(None)
-                    self.v_to.append(None)
-                else:
-                    self.v_row.append(match.event.payload)
-                    self.v_deleted.append(match.event.deleted)
-                    self.v_from.append(match.event.time)
-                    self.v_to.append(match.valid_to)
-                self.reason.append(None)
-                self.watermark.append(None if watermark == NO_WATERMARK else watermark)
-            elif isinstance(out, Late):
-                self.kind.append(LATE)
-                self.left.append(out.left.payload)
-                self.v_row.append(None)
-                self.v_deleted.append(None)
-                self.v_from.append(None)
-                self.v_to.append(None)
-                self.reason.append(out.reason)
-                self.watermark.append(out.watermark)
-            else:  # pragma: no cover - the core has two output types
-                raise TypeError(f"unexpected operator output {out!r}")
-            self.n_left.append(None)
-            self.n_right.append(None)
-
-    def count(self, n_left: int, n_right: int) -> None:
-        """One ``stats`` row: how many rows of each side this invocation consumed (job metrics)."""
-        for name in ("left", "v_row", "v_deleted", "v_from", "v_to", "reason", "watermark"):
-            getattr(self, name).append(None)
-        self.kind.append(STATS)
-        self.n_left.append(n_left)
-        self.n_right.append(n_right)
-
-    def frame(self) -> pd.DataFrame:
-        return pd.DataFrame({
-            KIND: pd.array(self.kind, dtype=object),
-            L_ROW: pd.array(self.left, dtype=object),
-            V_ROW: pd.array(self.v_row, dtype=object),
-            V_DELETED: pd.array(self.v_deleted, dtype="boolean"),
-            V_FROM: pd.array(self.v_from, dtype="Int64"),
-            V_TO: pd.array(self.v_to, dtype="Int64"),
-            REASON: pd.array(self.reason, dtype=object),
-            WATERMARK: pd.array(self.watermark, dtype="Int64"),
-            N_LEFT: pd.array(self.n_left, dtype="Int64"),
-            N_RIGHT: pd.array(self.n_right, dtype="Int64"),
-            OUT_SIDE: pd.array([None] * len(self.kind), dtype=object),
-        })
-
-    def __len__(self) -> int:
-        return len(self.kind)
+    Hot path: one pass over the outputs into column lists, no per-row calls.
+    """
+    kinds: list[str] = []
+    lefts: list[Any] = []
+    v_rows: list[Any] = []
+    v_from: list[int | None] = []
+    v_to: list[int | None] = []
+    reasons: list[str | None] = []
+    marks: list[int | None] = []
+    for out in outputs:
+        lefts.append(out.left.payload)
+        if out.__class__ is Joined:
+            kinds.append(JOINED)
+            match = out.match
+            if match is None:
+                v_rows.append(None)
+                v_from.append(0)
+                v_to.append(OPEN)
+            else:
+                event = match.event
+                v_rows.append(event.payload)
+                v_from.append(event.time)
+                v_to.append(OPEN if match.valid_to is None else match.valid_to)
+            reasons.append(None)
+            marks.append(0)
+        else:
+            kinds.append(LATE)
+            v_rows.append(None)
+            v_from.append(0)
+            v_to.append(OPEN)
+            reasons.append(out.reason)
+            marks.append(out.watermark)
+    left_counts = [0] * len(kinds)
+    right_counts = [0] * len(kinds)
+    if n_left is not None:
+        for column in (lefts, v_rows):
+            column.append(None)
+        for column in (v_from, v_to, marks):
+            column.append(0)
+        reasons.append(None)
+        kinds.append(STATS)
+        left_counts.append(n_left)
+        right_counts.append(n_right or 0)
+    # Integer columns carry no NULLs (sentinels instead): plain int64 arrays convert in C, nullable ones do not.
+    frame = pd.DataFrame({
+        KIND: pd.array(kinds, dtype=object),
+        L_ROW: pd.array(lefts, dtype=object),
+        V_ROW: pd.array(v_rows, dtype=object),
+        V_FROM: np.array(v_from, dtype=np.int64),
+        V_TO: np.array(v_to, dtype=np.int64),
+        REASON: pd.array(reasons, dtype=object),
+        WATERMARK: np.array(marks, dtype=np.int64),
+        N_LEFT: np.array(left_counts, dtype=np.int64),
+        N_RIGHT: np.array(right_counts, dtype=np.int64),
+        OUT_SIDE: pd.array([None] * len(kinds), dtype=object),
+    })
+    return frame
 
 
 class TemporalJoinProcessor(StatefulProcessor):
@@ -354,37 +373,43 @@ class TemporalJoinProcessor(StatefulProcessor):
         if not frames:
             return
         batch = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        batch = batch[batch[SIDE] != HEARTBEAT_SIDE]
-        if batch.empty:  # heartbeat rows only move the watermark
-            return
-        # Input order: by file (rows of different map tasks arrive in any order), stable within a file.
-        batch = batch.sort_values(FILE, kind="stable", na_position="first")
+        heartbeats = batch[OP].to_numpy() == HEARTBEAT
+        if heartbeats.any():  # heartbeat rows only move the watermark
+            batch = batch[~heartbeats]
+            if batch.empty:
+                return
+        ops = batch[OP].tolist()
+        n_left = ops.count(LEFT_ROW)
+        n_right = len(ops) - n_left
+        if n_right > 1 and batch[FILE].nunique() > 1:
+            # Input order of versions: by file (rows of different map tasks arrive in any order),
+            # stable within a file.  Left rows carry no file: their order never changes a result.
+            batch = batch.sort_values(FILE, kind="stable", na_position="first")
+            ops = batch[OP].tolist()
         ctx = self._context(timerValues)
-        out = _Emitted()
-        sides = batch[SIDE].tolist()
         times = batch[TIME].tolist()
         payloads = batch[ROW].tolist()
-        deleted = batch[DELETED].tolist()
         seqs = batch[SEQ].tolist() if self._has_sequence else None
-        n_left = sides.count(LEFT_SIDE)
-        n_right = len(sides) - n_left
+        first_seq = ctx.reserve_seqs(len(ops))
         op = self._op
-        wm = ctx.watermark
-        right_first = self.mode == "processing_time"
+        outputs: list[Output] = []
+        emit = outputs.extend
+        process_left, process_right = op.process_left, op.process_right
         # Processing time: a micro-batch's rows arrive together; versions of the batch apply before its
         # left rows look one up.  Event time: the order of sides is irrelevant (the core only buffers).
-        order = sorted(range(len(sides)), key=lambda i: sides[i] == LEFT_SIDE) if right_first else range(len(sides))
+        order = range(len(ops))
+        if self.mode == "processing_time":
+            order = sorted(order, key=lambda i: ops[i] == LEFT_ROW)
         for i in order:
-            if sides[i] == LEFT_SIDE:
-                out.add(op.process_left(ctx, LeftRow(times[i], ctx.next_seq(), payloads[i])), wm)
+            if ops[i] == LEFT_ROW:
+                emit(process_left(ctx, LeftRow(times[i], first_seq + i, payloads[i])))
             else:
-                seq = _sequence(seqs[i]) if seqs is not None else ctx.next_seq()
-                out.add(op.process_right(ctx, VersionEvent(times[i], seq, bool(deleted[i]), payloads[i])), wm)
+                seq = _sequence(seqs[i]) if seqs is not None else first_seq + i
+                emit(process_right(ctx, VersionEvent(times[i], seq, ops[i] == DELETE, payloads[i])))
         if isinstance(op, EventTimeTemporalJoin):
-            out.add(op.on_watermark(ctx), wm)
+            emit(op.on_watermark(ctx))
         ctx.commit()
-        out.count(n_left, n_right)
-        yield out.frame()
+        yield _frame(outputs, n_left, n_right)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
@@ -392,12 +417,11 @@ class TemporalJoinProcessor(StatefulProcessor):
         if not isinstance(self._op, EventTimeTemporalJoin):
             return
         ctx = self._context(timerValues)
-        out = _Emitted()
-        out.add(self._op.on_watermark(ctx), ctx.watermark)
+        outputs = list(self._op.on_watermark(ctx))
         ctx.fired(expiredTimerInfo.getExpiryTimeInMs())
         ctx.commit()
-        if len(out):
-            yield out.frame()
+        if outputs:
+            yield _frame(outputs)
 
     def close(self) -> None:
         pass
@@ -441,11 +465,12 @@ class StreamingJoin:
         kind = F.col(KIND)
         joined = batch.where(kind == JOINED).select(
             F.from_json(F.col(L_ROW), self.left_schema, JSON_OPTIONS).alias("__tw_l"),
-            F.when(F.col(V_FROM).isNull(), F.lit(None)).otherwise(
+            F.when(F.col(V_ROW).isNull(), F.lit(None)).otherwise(
                 F.struct(
-                    F.col(V_DELETED).alias("deleted"),
+                    # The core never matches a delete (version_at returns None inside a deleted span).
+                    F.lit(False).alias("deleted"),
                     F.timestamp_micros(F.col(V_FROM)).alias("valid_from"),
-                    F.timestamp_micros(F.col(V_TO)).alias("valid_to"),
+                    F.when(F.col(V_TO) != OPEN, F.timestamp_micros(F.col(V_TO))).alias("valid_to"),
                     F.from_json(F.col(V_ROW), self.right_schema, JSON_OPTIONS).alias("p"),
                 )
             ).alias("__tw_v"),
@@ -507,8 +532,8 @@ def temporal_join_stream(
         )
     left_valid, left_rejected = plan.split_rejects(left, spec, "left")
     right_valid, right_rejected = plan.split_rejects(right, spec, "right")
-    left_in = _internal(left_valid, spec.left_key, spec.left_time, LEFT_SIDE)
-    right_in = _internal(right_valid, spec.versioned.key, spec.versioned.time, RIGHT_SIDE, spec)
+    left_in = _internal(left_valid, spec, "left")
+    right_in = _internal(right_valid, spec, "right")
     if mode == "event_time":
         if heartbeat is not None:
             left_in = left_in.unionByName(_heartbeat(heartbeat, left_in))
@@ -536,26 +561,27 @@ def _json(df: DataFrame) -> Column:
     return F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]), JSON_OPTIONS)
 
 
-def _internal(
-    df: DataFrame, key: tuple[str, ...], time: str, side: str, spec: TemporalJoinSpec | None = None
-) -> DataFrame:
+def _internal(df: DataFrame, spec: TemporalJoinSpec, side: str) -> DataFrame:
     """One side's valid rows in the internal schema (the watermark column ``tw_ts`` still a timestamp)."""
-    if spec is not None:
-        deleted = F.expr(plan.deleted_expression(spec))
-        sequence = spec.versioned.sequence
-        seq = F.col(f"`{sequence}`").cast("long") if sequence else F.lit(None).cast("long")
+    sequence = spec.versioned.sequence
+    if side == "right":
+        key, time = spec.versioned.key, spec.versioned.time
+        op = F.when(F.expr(plan.deleted_expression(spec)), F.lit(DELETE)).otherwise(F.lit(UPSERT))
+        seq = F.col(f"`{sequence}`").cast("long") if sequence else None
+        source = F.input_file_name()
     else:
-        deleted = F.lit(None).cast("boolean")
-        seq = F.lit(None).cast("long")
-    return df.select(
+        key, time = spec.left_key, spec.left_time
+        op, seq, source = F.lit(LEFT_ROW), F.lit(None).cast("long"), F.lit(None).cast("string")
+    columns = [
         *[F.col(f"`{k}`").alias(f"{KEY}{i}") for i, k in enumerate(key)],
-        F.lit(side).alias(SIDE),
+        op.cast("tinyint").alias(OP),
         F.col(f"`{time}`").cast("timestamp").alias(_TS),
-        seq.alias(SEQ),
-        deleted.alias(DELETED),
-        F.input_file_name().alias(FILE),
+        source.alias(FILE),
         _json(df).alias(ROW),
-    )
+    ]
+    if sequence:  # only then: every column costs a conversion per row in the operator's input
+        columns.append(seq.alias(SEQ))
+    return df.select(*columns)
 
 
 def _heartbeat(heartbeat: DataFrame, like: DataFrame) -> DataFrame:
@@ -563,8 +589,8 @@ def _heartbeat(heartbeat: DataFrame, like: DataFrame) -> DataFrame:
     (time_column,) = heartbeat.columns
     columns = []
     for field in like.schema.fields:
-        if field.name == SIDE:
-            columns.append(F.lit(HEARTBEAT_SIDE).alias(SIDE))
+        if field.name == OP:
+            columns.append(F.lit(HEARTBEAT).cast(field.dataType).alias(OP))
         elif field.name == _TS:
             columns.append(F.col(f"`{time_column}`").cast("timestamp").alias(_TS))
         else:

@@ -29,13 +29,13 @@ def _spec(how: str = "left", fmt: str = "append") -> TemporalJoinSpec:
     return TemporalJoinSpec(versioned, left_time="order_time", how=how)
 
 
+_OPS = {"L": S.LEFT_ROW, "R": S.UPSERT, "D": S.DELETE, "H": S.HEARTBEAT}
+
+
 def _rows(*rows: tuple) -> pd.DataFrame:
-    """Operator input rows: (side, time µs, payload, deleted, file)."""
+    """Operator input rows: (L/R/D/H, time µs, payload, file)."""
     return pd.DataFrame(
-        [
-            {"tw_k0": "EUR", S.SIDE: side, S.SEQ: None, S.DELETED: deleted, S.FILE: file, S.ROW: payload, S.TIME: t}
-            for side, t, payload, deleted, file in rows
-        ]
+        [{"tw_k0": "EUR", S.OP: _OPS[op], S.TIME: t, S.FILE: file, S.ROW: payload} for op, t, payload, file in rows]
     )
 
 
@@ -65,10 +65,10 @@ def _state(tester: TwsTester) -> dict | None:
 def test_rows_wait_for_the_watermark_then_join_the_version_valid_at_their_time() -> None:
     tester = _tester(_spec())
     first = tester.testInPandas("EUR", _rows(
-        ("R", T0, '{"rate": 1.1}', False, "r1"),
-        ("R", T0 + 60_000_000, '{"rate": 1.2}', False, "r1"),
-        ("L", T0 + 30_000_000, '{"id": "o1"}', None, "l1"),
-        ("L", T0 - 1, '{"id": "o0"}', None, "l1"),
+        ("R", T0, '{"rate": 1.1}', "r1"),
+        ("R", T0 + 60_000_000, '{"rate": 1.2}', "r1"),
+        ("L", T0 + 30_000_000, '{"id": "o1"}', "l1"),
+        ("L", T0 - 1, '{"id": "o0"}', "l1"),
     ))
     # No watermark yet: nothing is emitted, both left rows wait; one Spark timer at the smallest time.
     assert _out(first) == []
@@ -83,11 +83,11 @@ def test_rows_wait_for_the_watermark_then_join_the_version_valid_at_their_time()
 
 def test_a_left_row_below_the_watermark_goes_to_the_late_output_with_the_reason() -> None:
     tester = _tester(_spec())
-    tester.testInPandas("EUR", _rows(("R", T0, '{"rate": 1.1}', False, "r1")))
+    tester.testInPandas("EUR", _rows(("R", T0, '{"rate": 1.1}', "r1")))
     tester.setWatermark((T0 + 10_000_000) // MS)
     out = tester.testInPandas("EUR", _rows(
-        ("L", T0 + 5_000_000, '{"id": "late"}', None, "l2"),
-        ("L", T0 + 10_000_000, '{"id": "on-time"}', None, "l2"),
+        ("L", T0 + 5_000_000, '{"id": "late"}', "l2"),
+        ("L", T0 + 10_000_000, '{"id": "on-time"}', "l2"),
     ))
     assert _out(out) == [("late", "late", None), ("joined", "on-time", 1.1)]
     late = out[out[S.KIND] == S.LATE].iloc[0]
@@ -96,19 +96,20 @@ def test_a_left_row_below_the_watermark_goes_to_the_late_output_with_the_reason(
 
 
 def test_changelog_ties_break_by_input_order_within_a_batch() -> None:
-    # -U then +U at the same time, the -U in a file sorting first: +U (later in input order) wins.
+    # -U then +U at the same time, the -U in a file sorting first: +U (later in input order) wins,
+    # although the +U's file reached the operator first.
     tester = _tester(_spec(fmt="changelog"))
     tester.testInPandas("EUR", _rows(
-        ("R", T0, '{"rate": 1.15}', False, "b.csv"),
-        ("R", T0, '{"rate": 1.14}', True, "a.csv"),
-        ("L", T0, '{"id": "o1"}', None, "orders.csv"),
+        ("R", T0, '{"rate": 1.15}', "b.csv"),
+        ("D", T0, '{"rate": 1.14}', "a.csv"),
+        ("L", T0, '{"id": "o1"}', "orders.csv"),
     ))
     assert _out(tester.setWatermark(T0 // MS)) == [("joined", "o1", 1.15)]
 
 
 def test_heartbeat_only_invocations_touch_no_state() -> None:
     tester = _tester(_spec())
-    frame = _rows(("H", T0, None, None, None))
+    frame = _rows(("H", T0, None, None))
     frame["tw_k0"] = None
     assert tester.testInPandas(None, frame).empty
     assert tester.peekValueState("timeweave", None) is None
@@ -117,9 +118,9 @@ def test_heartbeat_only_invocations_touch_no_state() -> None:
 def test_retention_drops_an_idle_key_on_the_event_time_clock() -> None:
     retention = StateRetention(min_idle=60_000_000, max_idle=120_000_000)
     tester = _tester(_spec(), retention=retention)
-    tester.testInPandas("EUR", _rows(("R", T0, '{"rate": 1.1}', False, "r1")))
+    tester.testInPandas("EUR", _rows(("R", T0, '{"rate": 1.1}', "r1")))
     tester.setWatermark(T0 // MS)  # first watermark: the next element arms the cleanup timer
-    tester.testInPandas("EUR", _rows(("R", T0 + 1, '{"rate": 1.2}', False, "r1")))
+    tester.testInPandas("EUR", _rows(("R", T0 + 1, '{"rate": 1.2}', "r1")))
     assert _state(tester)["values"]["cleanup-timestamp"] == T0 + 120_000_000
     tester.setWatermark((T0 + 120_000_000) // MS)
     assert _state(tester) is None  # cleared: no value, no timer
@@ -129,11 +130,11 @@ def test_retention_drops_an_idle_key_on_the_event_time_clock() -> None:
 def test_processing_time_mode_joins_the_latest_version_at_once() -> None:
     tester = _tester(_spec(), mode="processing_time")
     out = tester.testInPandas("EUR", _rows(
-        ("L", T0 - 10, '{"id": "o1"}', None, "l1"),  # left first in input: versions of the batch still apply
-        ("R", T0, '{"rate": 1.1}', False, "r1"),
+        ("L", T0 - 10, '{"id": "o1"}', "l1"),  # left first in input: versions of the batch still apply
+        ("R", T0, '{"rate": 1.1}', "r1"),
     ))
     assert _out(out) == [("joined", "o1", 1.1)]
-    out = tester.testInPandas("EUR", _rows(("R", T0 + 5, None, True, "r2"), ("L", T0, '{"id": "o2"}', None, "l2")))
+    out = tester.testInPandas("EUR", _rows(("D", T0 + 5, None, "r2"), ("L", T0, '{"id": "o2"}', "l2")))
     assert _out(out) == [("joined", "o2", None)]
 
 
