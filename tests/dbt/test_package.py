@@ -87,3 +87,33 @@ def test_default_op_lists_equal_the_core_lists() -> None:
     internal = MACROS / "_timeweave_internal.sql"
     assert tuple(_dbt_return_value(internal, "default_upsert_ops")) == UPSERT_OPS
     assert tuple(_dbt_return_value(internal, "default_delete_ops")) == DELETE_OPS
+
+
+SEEDS = Path(__file__).resolve().parents[1] / "dbt_project" / "seeds"
+CASES = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "flink" / "cases"
+
+
+@pytest.mark.parametrize(
+    ("seed", "case_file"),
+    [
+        ("orders.csv", "tj_view_inner/orders.csv"),
+        ("orders_changelog.csv", "tj_changelog_inner/orders.csv"),
+        ("rates_history.csv", "tj_view_inner/currency_rates_history.csv"),
+        ("rates_changelog.csv", "tj_changelog_inner/currency_rates.csv"),
+        ("expected/expected_versioned_view.csv", "tj_versioned_view_changelog/expected_streaming.csv"),
+    ],
+)
+def test_test_project_seeds_are_the_flink_case_files(seed: str, case_file: str) -> None:
+    assert (SEEDS / seed).read_text() == (CASES / case_file).read_text()
+
+
+def test_expected_joins_seed_stacks_the_flink_expected_outputs() -> None:
+    lines = (SEEDS / "expected" / "expected_joins.csv").read_text().splitlines()
+    stacked: dict[str, list[str]] = {}
+    for line in lines[1:]:
+        case, row = line.split(",", 1)
+        stacked.setdefault(case, []).append(row)
+    assert lines[0] == "flink_case," + (CASES / "tj_view_inner" / "expected_streaming.csv").read_text().splitlines()[0]
+    for case, rows in stacked.items():
+        assert rows == (CASES / case / "expected_streaming.csv").read_text().splitlines()[1:]
+    assert sorted(stacked) == ["tj_changelog_inner", "tj_changelog_left", "tj_view_inner", "tj_view_left"]
