@@ -236,6 +236,9 @@ def run_dbt(paths: ExamplePaths, project: Path = DBT_PROJECT) -> dict[str, Any]:
     }
     common = ["--project-dir", str(paths.dbt_project), "--profiles-dir", str(paths.dbt_project)]
     logs = ["--log-path", str(paths.dbt_project / "logs")]
+    # Every model is a full-refresh table at location_root/<model>; dbt drops such an external table
+    # without deleting its files, and Spark refuses CTAS into a non-empty location: clear them first.
+    shutil.rmtree(paths.dbt_tables, ignore_errors=True)
     runner = dbtRunner()
     deps = runner.invoke(["deps", *common, *logs, "--quiet"])
     if not deps.success:
