@@ -6,7 +6,8 @@ Generates left rows (``order_id, price, currency, order_time``, one every 10 ms)
 (``currency, rate, update_time``) spread over the same range, round-robin over the keys, into a temp
 directory; then runs the streaming job ``--runs`` times on fresh checkpoints in one SparkSession (the
 first run is cold: JVM and Python workers start) and prints one JSON line per run: rows in/out,
-seconds (query start to stop, all batches, outputs written) and input rows per second.
+seconds (query start to stop, all batches, outputs written), input rows per second, and the CPU
+seconds the run used (driver, JVM, Python workers), which do not depend on other work on the machine.
 """
 
 from __future__ import annotations
@@ -53,6 +54,35 @@ def generate(root: Path, left_rows: int, versions: int, keys: int, fmt: str) -> 
                 part.to_csv(path, index=False, header=False, date_format="%Y-%m-%d %H:%M:%S.%f")
 
 
+def tree_cpu_seconds(root_pid: int) -> float:
+    """CPU seconds (user + system, including reaped children) of a process and all its descendants.
+
+    The machine is often shared: wall time then measures the neighbours too, CPU time does not.
+    """
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        pid = int(entry.name)
+        stats[pid] = fields
+        children.setdefault(int(fields[1]), []).append(pid)
+    ticks = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [root_pid]
+    while todo:
+        pid = todo.pop()
+        fields = stats.get(pid)
+        if fields:
+            total += sum(int(v) for v in fields[11:15]) / ticks  # utime stime cutime cstime
+        todo.extend(children.get(pid, []))
+    return total
+
+
 def config(root: Path, run: int, fmt: str) -> dict:
     options = {} if fmt == "parquet" else {"header": "false"}
     return {
@@ -88,14 +118,20 @@ def main() -> int:
     spark = get_session()
     session_seconds = time.monotonic() - t0
     for run in range(args.runs):
+        cpu_before = tree_cpu_seconds(os.getpid())
         metrics = run_streaming(config(root, run, args.format), spark, flush=True)
+        cpu = tree_cpu_seconds(os.getpid()) - cpu_before
         load = os.getloadavg()[0]
         print(json.dumps({
             "run": run, "cold": run == 0, "session_start_s": round(session_seconds, 1) if run == 0 else 0,
             "rows_in_left": metrics["rows_in_left"], "rows_in_right": metrics["rows_in_right"],
             "rows_out": metrics["rows_out"], "seconds": metrics["seconds"],
             "left_rows_per_s": round(metrics["rows_in_left"] / metrics["seconds"]),
-            "batches": metrics["batches"], "load1": round(load, 1),
+            # CPU seconds of the driver, JVM and Python workers for this run, and the rate 2 idle cores
+            # would give if the run kept both busy (an upper bound for a quiet 2-core machine).
+            "cpu_s": round(cpu, 1), "left_rows_per_cpu_s": round(metrics["rows_in_left"] / cpu) if cpu else None,
+            "left_rows_per_s_2_idle_cores_bound": round(2 * metrics["rows_in_left"] / cpu) if cpu else None,
+            "batches": metrics["batches"], "load1": round(load, 1), "durations_ms": metrics["durations_ms"],
         }), flush=True)
     return 0
 
