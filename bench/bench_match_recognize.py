@@ -1,6 +1,6 @@
 """Rows/s of the MATCH_RECOGNIZE DataFrame door on ../shared/bench/gen_data.py ticker data.
 
-    python bench/bench_match_recognize.py DATA_DIR [--master local[2]] [--door dataframe|udtf]
+    python bench/bench_match_recognize.py DATA_DIR [--master local[2]] [--door dataframe|udtf] [--limit N]
 
 DATA_DIR is gen_data.py's output directory (its ticker/ CSVs).  Runs the Flink benchmark's query
 (PATTERN (A+ B), DEFINE A AS AVG(A.price) < 15, SKIP PAST LAST ROW) and writes the result to Spark's
@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("data")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--door", choices=["dataframe", "udtf"], default="dataframe")
+    parser.add_argument("--limit", type=int, default=None, help="use only the first N rows (quicker runs)")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -38,7 +39,10 @@ def main(argv: list[str] | None = None) -> None:
              .config("spark.sql.shuffle.partitions", "4").config("spark.sql.session.timeZone", "UTC").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     ticker = spark.read.csv(os.path.join(args.data, "ticker"),
-                            schema="symbol STRING, rowtime TIMESTAMP, price BIGINT, tax BIGINT").cache()
+                            schema="symbol STRING, rowtime TIMESTAMP, price BIGINT, tax BIGINT")
+    if args.limit:
+        ticker = ticker.limit(args.limit)
+    ticker = ticker.cache()
     rows = ticker.count()
     if args.door == "dataframe":
         out = runtime.match_recognize(ticker, CLAUSE)
