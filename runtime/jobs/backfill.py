@@ -22,16 +22,19 @@ def read_batch(spark, source: SourceConfig):
 
 
 def _when(value: str | datetime, argument: str) -> datetime:
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=None) if value.tzinfo is None else value.astimezone(tz=None).replace(tzinfo=None)
-    try:
-        parsed = datetime.fromisoformat(str(value))
-    except ValueError:
-        raise SpecError(argument, f"cannot read {value!r} as an ISO timestamp", where="backfill") from None
-    if parsed.tzinfo is not None:
+    """A naive UTC datetime (Spark's session time zone is UTC); aware values are converted to UTC.
 
-        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
-    return parsed
+    >>> _when("2020-01-01T02:00:00+02:00", "start")
+    datetime.datetime(2020, 1, 1, 0, 0)
+    """
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        try:
+            parsed = datetime.fromisoformat(str(value))
+        except ValueError:
+            raise SpecError(argument, f"cannot read {value!r} as an ISO timestamp", where="backfill") from None
+    return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo is not None else parsed
 
 
 def run_backfill(

@@ -19,10 +19,13 @@ def get_session():
     if active is not None:
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("timeweave-job")
+    # Under spark-submit the JVM launched this driver (PYSPARK_GATEWAY_PORT is set) and --master rules;
+    # only a plain in-process run picks its own master.
+    if "PYSPARK_GATEWAY_PORT" not in os.environ or "TIMEWEAVE_SPARK_MASTER" in os.environ:
+        builder = builder.master(os.environ.get("TIMEWEAVE_SPARK_MASTER", "local[2]"))
     builder = (
-        SparkSession.builder.appName("timeweave-job")
-        .master(os.environ.get("TIMEWEAVE_SPARK_MASTER", "local[2]"))
-        .config("spark.sql.session.timeZone", "UTC")
+        builder.config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", os.environ.get("TIMEWEAVE_SHUFFLE_PARTITIONS", "4"))
         .config("spark.ui.enabled", "false")
         .config(
