@@ -21,7 +21,9 @@ def test_importing_the_core_does_not_import_pyspark() -> None:
     assert result.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize("name", [*CORE_MODULES, "runtime.spark.render", "runtime.jobs.config"])
+@pytest.mark.parametrize(
+    "name", [*CORE_MODULES, "runtime.spark.render", "runtime.jobs.config", "runtime.jobs.backfill", "runtime.spark.backfill"]
+)
 def test_docstring_examples_run(name: str) -> None:
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
