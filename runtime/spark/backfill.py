@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from runtime.core.errors import SpecError
@@ -70,9 +70,11 @@ def _with_sequence(spec: TemporalJoinSpec, right: DataFrame) -> tuple[TemporalJo
 
 
 def _newest_per_key(events: DataFrame, spec: VersionedTableSpec, descending: bool = True) -> DataFrame:
-    order = [F.col(spec.time).desc(), F.col(spec.sequence).desc()] if descending else [F.col(spec.time), F.col(spec.sequence)]
-    w = Window.partitionBy(*spec.key).orderBy(*order)
-    return events.withColumn("__tw_rank", F.row_number().over(w)).where("__tw_rank = 1").drop("__tw_rank")
+    """Per key, the last (or first) event by (time, sequence): a hash aggregate, no sort of the events."""
+    order = F.struct(F.col(spec.time), F.col(spec.sequence))
+    row = F.struct(*[F.col(c) for c in events.columns])
+    pick = F.max_by(row, order) if descending else F.min_by(row, order)
+    return events.groupBy(*spec.key).agg(pick.alias("__tw_row")).select("__tw_row.*")
 
 
 def run_slices(
