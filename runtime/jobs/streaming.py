@@ -23,6 +23,11 @@ batch first deletes its own ``part-b<N>-*`` files, so a restart never duplicates
 
 Late output: the left columns + ``reason`` + ``watermark``.  Dead letter: ``side``, ``reason``,
 ``row`` (the original row as JSON), as the batch door's ``dead_letters``.
+
+Metrics (this run): ``rows_in_left`` / ``rows_in_right`` (dead letters included), ``rows_out``,
+``late``, ``dead_letter``, ``watermark`` (Spark's, ISO), ``batches``, ``seconds``,
+``rows_per_second``, ``durations_ms`` (Spark's per-phase times summed over the batches, plus the
+state operator's update and commit times: where a slow run spent its time).
 """
 
 from __future__ import annotations
