@@ -90,7 +90,7 @@ def main() -> None:
     spark = (
         SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "8g").getOrCreate()
+        .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "6g").getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     orders = spark.read.parquet(str(data / "orders"))
