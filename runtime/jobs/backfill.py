@@ -8,12 +8,11 @@ or in-process :func:`run_backfill`.  State lives in ``<checkpoint>/backfill_stat
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from runtime.core.errors import SpecError
-from runtime.jobs.config import JobConfig, SourceConfig
+from runtime.jobs.config import JobConfig, SourceConfig, parse_utc_timestamp
 
 
 def read_batch(spark, source: SourceConfig):
@@ -22,19 +21,7 @@ def read_batch(spark, source: SourceConfig):
 
 
 def _when(value: str | datetime, argument: str) -> datetime:
-    """A naive UTC datetime (Spark's session time zone is UTC); aware values are converted to UTC.
-
-    >>> _when("2020-01-01T02:00:00+02:00", "start")
-    datetime.datetime(2020, 1, 1, 0, 0)
-    """
-    if isinstance(value, datetime):
-        parsed = value
-    else:
-        try:
-            parsed = datetime.fromisoformat(str(value))
-        except ValueError:
-            raise SpecError(argument, f"cannot read {value!r} as an ISO timestamp", where="backfill") from None
-    return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo is not None else parsed
+    return parse_utc_timestamp(value, argument, where="backfill")
 
 
 def run_backfill(

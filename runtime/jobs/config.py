@@ -27,6 +27,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,22 @@ def parse_duration(text: str | int, argument: str) -> int:
     unit = match.group(2).lower()
     unit = unit[:-1] if unit.endswith("s") and unit not in ("s", "ms") else unit
     return int(match.group(1)) * _UNIT_US[unit]
+
+
+def parse_utc_timestamp(value: datetime | str, argument: str, where: str = "job") -> datetime:
+    """A naive UTC datetime from an ISO string or a datetime (Spark sessions here run in UTC).
+
+    >>> parse_utc_timestamp("2020-01-01T02:00:00+02:00", "start")
+    datetime.datetime(2020, 1, 1, 0, 0)
+    """
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        try:
+            parsed = datetime.fromisoformat(str(value))
+        except ValueError:
+            raise SpecError(argument, f"cannot read {value!r} as an ISO timestamp", where=where) from None
+    return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo is not None else parsed
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,11 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runtime.core.errors import SpecError
-from runtime.jobs.config import JobConfig, SourceConfig
+from runtime.jobs.config import JobConfig, SourceConfig, parse_utc_timestamp
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -79,17 +78,7 @@ def write_heartbeat(spark: SparkSession, checkpoint: str, at: datetime | str) ->
 
 
 def _timestamp(value: datetime | str, argument: str) -> datetime:
-    if isinstance(value, datetime):
-        parsed = value
-    else:
-        try:
-            parsed = datetime.fromisoformat(str(value))
-        except ValueError:
-            raise SpecError(argument, f"cannot read {value!r} as an ISO timestamp", where="streaming job") from None
-    if parsed.tzinfo is not None:
-
-        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
-    return parsed
+    return parse_utc_timestamp(value, argument, where="streaming job")
 
 
 class _Hadoop:

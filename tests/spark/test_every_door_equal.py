@@ -9,7 +9,6 @@ and times (dead letters), several keys and one hot key with 30 % of the rows.
 from __future__ import annotations
 
 import json
-import os
 from datetime import timedelta
 
 import pytest
@@ -18,6 +17,7 @@ import runtime
 from runtime.core.spec import VersionedTableSpec
 from runtime.jobs.backfill import run_backfill
 from runtime.jobs.streaming import run_streaming
+from tests.helpers.dbt_run import run_dbt_project
 from tests.spark.test_temporal_join_doors import T0, random_inputs, reference_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -43,27 +43,11 @@ def pairs(rows) -> list[tuple]:
 
 
 def run_dbt_model(spark, spark_home, tmp_path) -> list[tuple]:
-    from dbt.cli.main import dbtRunner
-
-    from tests.dbt.test_dbt_models import copy_project, dbt_env
-
-    project = copy_project(tmp_path / "dbt_project")
-    env = dbt_env(spark_home / "warehouse", spark_home / "metastore_db", spark_home)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        runner = dbtRunner()
-        common = ["--project-dir", str(project), "--profiles-dir", str(project)]
-        assert runner.invoke(["deps", *common]).success
-        result = runner.invoke(["run", "--select", "random_join", "--vars", json.dumps({"timeweave_random": True}), *common])
-        assert result.success, result.exception or [(r.node.name, r.message) for r in result.result]
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-    return pairs(spark.table(f"{env['TIMEWEAVE_DBT_SCHEMA']}.random_join").collect())
+    schema, result = run_dbt_project(
+        spark_home, tmp_path, "run", "--select", "random_join", "--vars", json.dumps({"timeweave_random": True})
+    )
+    assert result.success, result.exception or [(r.node.name, r.message) for r in result.result]
+    return pairs(spark.table(f"{schema}.random_join").collect())
 
 
 @pytest.mark.parametrize("seed", [11, 12])

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import random
 import re
 import subprocess
@@ -30,6 +29,7 @@ from runtime.core.errors import QuerySyntaxError
 from runtime.core.match_sql import find_match_recognize
 from runtime.core.pattern import MatchRuntimeError, PatternValidationError, match_recognize, parse_clause
 from runtime.spark.match_recognize import UDTF_NAME, plan, sql_string
+from tests.helpers.dbt_run import run_dbt_project
 from tests.helpers.flink_cases import CASES, dataframe, load_case, normalize
 
 PROJECT = Path(__file__).resolve().parents[1] / "dbt_project"
@@ -253,25 +253,7 @@ def dbt_clause() -> str:
 
 
 def run_dbt(spark_home, tmp_path, *args: str) -> Any:
-    from dbt.cli.main import dbtRunner
-
-    from tests.dbt.test_dbt_models import copy_project, dbt_env
-
-    project = copy_project(tmp_path / "dbt_project")
-    env = dbt_env(spark_home / "warehouse", spark_home / "metastore_db", spark_home)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        runner = dbtRunner()
-        common = ["--project-dir", str(project), "--profiles-dir", str(project)]
-        assert runner.invoke(["deps", *common]).success
-        return env["TIMEWEAVE_DBT_SCHEMA"], runner.invoke([*args, *common])
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    return run_dbt_project(spark_home, tmp_path, *args)
 
 
 @pytest.mark.slow
