@@ -171,3 +171,18 @@
       "timeweave." ~ macro_name ~ " renders Spark SQL (named_struct, LAST ... IGNORE NULLS, SELECT * EXCEPT) and supports"
       ~ " dbt-spark and adapters that dispatch to spark__ (e.g. dbt-databricks); this project uses '" ~ adapter.type() ~ "'") }}
 {%- endmacro %}
+
+{#- The key checks every join macro shares (TemporalJoinSpec's constructor): returns
+    {'versioned': versioned key columns, 'left': left key columns}. -#}
+{% macro _check_join_keys(key, time, format, op, delete_flag, sequence, left_key, left_time, where) -%}
+  {%- set keys = timeweave._check_versioned(key, time, format, op, delete_flag, sequence, 'versioned') -%}
+  {%- set left_keys = timeweave._names(left_key, 'left_key', where) or keys -%}
+  {%- if (left_keys | length) != (keys | length) -%}
+    {{ timeweave._spec_error(where, 'left_key', (left_keys | length) ~ ' left key column(s) ' ~ left_keys ~ ' for '
+        ~ (keys | length) ~ ' versioned key column(s) ' ~ keys) }}
+  {%- endif -%}
+  {%- if left_time is not string or not (left_time | trim) -%}
+    {{ timeweave._spec_error(where, 'left_time', "the left side's event-time column is required") }}
+  {%- endif -%}
+  {{ return({'versioned': keys, 'left': left_keys}) }}
+{%- endmacro %}

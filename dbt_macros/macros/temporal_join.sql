@@ -29,15 +29,9 @@
                               right_alias, upsert_ops, delete_ops) -%}
   {#- Shape checks run at parse time too (no database needed), so mistakes surface before any job. -#}
   {%- set where = 'temporal_join' -%}
-  {%- set keys = timeweave._check_versioned(key, time, format, op, delete_flag, sequence, 'versioned') -%}
-  {%- set left_keys = timeweave._names(left_key, 'left_key', where) or keys -%}
-  {%- if (left_keys | length) != (keys | length) -%}
-    {{ timeweave._spec_error(where, 'left_key', (left_keys | length) ~ ' left key column(s) ' ~ left_keys ~ ' for '
-        ~ (keys | length) ~ ' versioned key column(s) ' ~ keys) }}
-  {%- endif -%}
-  {%- if left_time is not string or not (left_time | trim) -%}
-    {{ timeweave._spec_error(where, 'left_time', "the left side's event-time column is required") }}
-  {%- endif -%}
+  {%- set join_keys = timeweave._check_join_keys(key, time, format, op, delete_flag, sequence, left_key, left_time, where) -%}
+  {%- set keys = join_keys['versioned'] -%}
+  {%- set left_keys = join_keys['left'] -%}
   {%- set join_type = (how | lower) if how is string else how -%}
   {%- if join_type not in ['inner', 'left'] -%}
     {{ timeweave._spec_error(where, 'how', "unknown join type '" ~ how ~ "'; use 'inner' or 'left'") }}
