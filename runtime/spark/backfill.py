@@ -24,6 +24,7 @@ from runtime.core.errors import SpecError
 from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
 from runtime.spark import render
 from runtime.spark.dataframe import dead_letters
+from runtime.spark.plan import reject_reason
 from runtime.spark.schema import schema_kinds
 
 SEQ = "__tw_seq"
@@ -100,7 +101,7 @@ def run_slices(
     spec.bind(schema_kinds(left.schema), schema_kinds(right.schema))
     spec, right = _with_sequence(spec, right)
     v = spec.versioned
-    reject = render.reject_reason_expression("right", v.key, v.time, v)
+    reject = reject_reason(spec, "right")
     valid_right = right.where(F.expr(f"({reject}) IS NULL"))
     metrics: dict = {"late": 0}
     plan = list(slices_of(start, end, slices))

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame
 
 from runtime.core.spec import TemporalJoinSpec, ValidityColumns, VersionedTableSpec
 from runtime.spark import render
+from runtime.spark.plan import reject_reason
 from runtime.spark.schema import schema_kinds
 
 _SOURCE_ATTR = "_timeweave_versioned_source"
@@ -172,11 +173,8 @@ def dead_letters(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec) -> D
     """Rows of both sides that cannot take part in ``spec``'s join: ``side``, ``reason``, ``row`` (JSON)."""
     session = _session(left)
     parts = []
-    for side, df, key, time in (
-        ("left", left, spec.left_key, spec.left_time),
-        ("right", right, spec.versioned.key, spec.versioned.time),
-    ):
-        reason = render.reject_reason_expression(side, key, time, spec.versioned if side == "right" else None)
+    for side, df in (("left", left), ("right", right)):
+        reason = reject_reason(spec, side)
         parts.append(session.sql(
             f"SELECT '{side}' AS side, reason, to_json(struct(*)) AS row FROM "
             f"(SELECT *, {reason} AS reason FROM {{df}}) WHERE reason IS NOT NULL".replace("struct(*)", "struct(* EXCEPT (reason))"),

@@ -55,6 +55,17 @@ def _versioned_kwargs(spec: VersionedTableSpec) -> dict[str, Any]:
     }
 
 
+def _finalize_kwargs(spec: TemporalJoinSpec, right_columns: Sequence[str], left_alias: str, right_alias: str) -> dict[str, Any]:
+    """The arguments of the finalize step (join type, predicate, projection, validity), shared by both plans."""
+    validity = spec.validity
+    return {
+        "output_right": [list(p) for p in spec.output_right_columns(dict.fromkeys(right_columns, "other"))],
+        "how": spec.how.value, "predicate": spec.predicate, "left_alias": left_alias, "right_alias": right_alias,
+        "valid_from": validity.valid_from if validity else None,
+        "valid_to": validity.valid_to if validity else None,
+    }
+
+
 def temporal_join_sql(
     spec: TemporalJoinSpec,
     left: str,
@@ -74,15 +85,11 @@ def temporal_join_sql(
     >>> "explode(sequence(" in sql and "FROM orders" in sql
     True
     """
-    validity = spec.validity
     return macro(
         "timeweave__temporal_join_sql",
         left, right, list(left_columns), list(right_columns), list(spec.left_key), spec.left_time,
         list(spec.versioned.key), spec.versioned.time,
-        [list(p) for p in spec.output_right_columns(dict.fromkeys(right_columns, "other"))],
-        how=spec.how.value, predicate=spec.predicate, left_alias=left_alias, right_alias=right_alias,
-        valid_from=validity.valid_from if validity else None, valid_to=validity.valid_to if validity else None,
-        nested=nested, **_versioned_kwargs(spec.versioned),
+        nested=nested, **_finalize_kwargs(spec, right_columns, left_alias, right_alias), **_versioned_kwargs(spec.versioned),
     )
 
 
@@ -96,13 +103,9 @@ def finalize_sql(
     right_alias: str = "r",
 ) -> str:
     """Join type + predicate + projection over a relation with columns ``__tw_l`` and ``__tw_v``."""
-    validity = spec.validity
     sql = macro(
-        "timeweave__finalize_sql",
-        matched, list(left_columns), list(right_columns),
-        [list(p) for p in spec.output_right_columns(dict.fromkeys(right_columns, "other"))],
-        how=spec.how.value, predicate=spec.predicate, left_alias=left_alias, right_alias=right_alias,
-        valid_from=validity.valid_from if validity else None, valid_to=validity.valid_to if validity else None,
+        "timeweave__finalize_sql", matched, list(left_columns), list(right_columns),
+        **_finalize_kwargs(spec, right_columns, left_alias, right_alias),
     )
     return f"SELECT * EXCEPT (__tw_matched) FROM ({sql}) __tw_out"
 
@@ -115,15 +118,6 @@ def versioned_view_sql(
         "timeweave__versioned_view_sql", relation, list(columns), list(spec.key), spec.time,
         valid_from=valid_from, valid_to=valid_to, **_versioned_kwargs(spec),
     )
-
-
-def dead_letter_sql(
-    relation: str, columns: Sequence[str], side: str, key: Sequence[str], time: str, spec: VersionedTableSpec | None = None
-) -> str:
-    """Rows of one side that cannot take part (NULL key / time, unknown op), with a ``reason`` column."""
-    kwargs: dict[str, Any] = _versioned_kwargs(spec) if spec is not None and side == "right" else {}
-    kwargs.pop("sequence", None)
-    return macro("timeweave__dead_letter_sql", relation, list(columns), side, list(key), time, **kwargs)
 
 
 def deleted_expression(spec: VersionedTableSpec) -> str:
