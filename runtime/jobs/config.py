@@ -19,6 +19,20 @@ A job config is plain JSON (so Airflow can template it and spark-submit can ship
 
 ``output.late_path`` and ``output.dead_letter_path`` default to ``<output.path>_late`` and
 ``<output.path>_dead_letter``.  ``from_dict`` validates everything before a Spark job starts.
+
+A MATCH_RECOGNIZE job (:class:`MatchRecognizeJobConfig`) has one input and the clause instead of the
+join sections; the first ORDER BY column is the event time (the watermark's column)::
+
+    {
+      "match_recognize": {"clause": "PARTITION BY symbol ORDER BY rowtime MEASURES ... PATTERN (A B+) DEFINE ..."},
+      "input":  {"path": "data/ticker", "format": "csv", "options": {"header": "true"},
+                 "schema": "symbol STRING, rowtime TIMESTAMP, price DOUBLE", "watermark_delay": "5 seconds"},
+      "output": {"path": "out/ticker_matches"},
+      "checkpoint": "chk/ticker_matches",
+      "trigger": {"available_now": true}
+    }
+
+:func:`load_job_config` reads either shape (a ``match_recognize`` section selects the MATCH_RECOGNIZE one).
 """
 
 from __future__ import annotations
@@ -32,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.core.errors import SpecError
+from runtime.core.pattern import ClauseSpec, PatternValidationError, parse_clause
 from runtime.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
 
 SOURCE_FORMATS = ("csv", "json", "parquet")
@@ -178,3 +193,148 @@ class JobConfig:
         if text.lstrip().startswith("{"):
             return cls.from_dict(json.loads(text))
         return cls.from_dict(json.loads(Path(text).read_text()))
+
+
+def _read_json(source: str | Path | Mapping[str, Any]) -> Mapping[str, Any]:
+    """A config dict from a dict, a JSON string or a path to a JSON file."""
+    if isinstance(source, Mapping):
+        return source
+    text = str(source)
+    if text.lstrip().startswith("{"):
+        return json.loads(text)
+    return json.loads(Path(text).read_text())
+
+
+def _trigger(data: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """``(available_now, processing_time)`` of the ``trigger`` section (exactly one must be set)."""
+    trigger = data.get("trigger", {"available_now": True})
+    if bool(trigger.get("available_now")) == bool(trigger.get("processing_time")):
+        raise SpecError("trigger", "set exactly one of available_now / processing_time", where="job config")
+    return bool(trigger.get("available_now")), trigger.get("processing_time")
+
+
+def streaming_clause(clause: str) -> ClauseSpec:
+    """Parse ``clause`` for an event-time stream: ORDER BY must start with the event time, ascending.
+
+    Errors are positioned in the clause text (:class:`~runtime.core.errors.QuerySyntaxError`).
+
+    >>> streaming_clause("PARTITION BY k ORDER BY t PATTERN (A) DEFINE A AS A.v > 0").order_by[0].column
+    't'
+    >>> streaming_clause("PARTITION BY k ORDER BY t DESC PATTERN (A) DEFINE A AS A.v > 0")
+    Traceback (most recent call last):
+    ...
+    runtime.core.pattern.errors.PatternValidationError: ORDER BY must start with the event time column ... (line 1, col 25)
+    ...
+    """
+    if not isinstance(clause, str) or not clause.strip():
+        raise SpecError("match_recognize.clause", "the clause text (between the parentheses) is required",
+                        where="job config")
+    spec = parse_clause(clause)
+    if not spec.order_by:
+        at = clause.upper().find("PATTERN")
+        raise PatternValidationError(
+            "a streaming MATCH_RECOGNIZE needs ORDER BY <event time column> (the column the watermark follows)",
+            text=clause, position=max(at, 0),
+        )
+    first = spec.order_by[0]
+    if first.descending:
+        raise PatternValidationError(
+            f"ORDER BY must start with the event time column in ascending order ({first}): "
+            "the watermark moves forward only",
+            text=clause, position=first.start,
+        )
+    return spec
+
+
+@dataclass(frozen=True)
+class MatchRecognizeJobConfig:
+    """A MATCH_RECOGNIZE streaming or backfill job; see the module docstring for the JSON shape.
+
+    ``spec`` is the parsed clause; ``event_time`` its first ORDER BY column, the column the
+    watermark follows (``input.watermark_delay`` is its allowed out-of-orderness).
+
+    >>> job = MatchRecognizeJobConfig.from_dict({
+    ...     "match_recognize": {"clause": "PARTITION BY s ORDER BY t MEASURES COUNT(*) AS n PATTERN (A+) "
+    ...                                   "DEFINE A AS A.p > 0"},
+    ...     "input": {"path": "in", "format": "json", "schema": "s STRING, t TIMESTAMP, p DOUBLE"},
+    ...     "output": {"path": "out"}})
+    >>> job.event_time, job.late_path, job.dead_letter_path, job.available_now
+    ('t', 'out_late', 'out_dead_letter', True)
+    """
+
+    clause: str
+    spec: ClauseSpec
+    input: SourceConfig
+    output_path: str
+    late_path: str
+    dead_letter_path: str
+    checkpoint: str | None = None
+    available_now: bool = True
+    processing_time: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def event_time(self) -> str:
+        """The event-time column: the first ORDER BY column of the clause."""
+        return self.spec.order_by[0].column
+
+    @property
+    def mode(self) -> str:
+        """Always ``event_time`` (MATCH_RECOGNIZE orders rows by event time; no processing-time mode)."""
+        return "event_time"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MatchRecognizeJobConfig:
+        for section in ("match_recognize", "input", "output"):
+            if section not in data:
+                raise SpecError(section, f"missing section '{section}'", where="job config")
+        for section in ("left", "right", "versioned", "join"):
+            if section in data:
+                raise SpecError(section, f"section '{section}' belongs to a temporal-join job, not a "
+                                "MATCH_RECOGNIZE job", where="job config")
+        mr = data["match_recognize"]
+        if not isinstance(mr, Mapping):
+            raise SpecError("match_recognize", "must be an object with a 'clause'", where="job config")
+        unknown = sorted(set(mr) - {"clause"})
+        if unknown:
+            raise SpecError("match_recognize", f"unknown keys {unknown}; only 'clause' is read", where="job config")
+        clause = mr.get("clause")
+        spec = streaming_clause(clause)
+        available_now, processing_time = _trigger(data)
+        out = data["output"]
+        if not out.get("path"):
+            raise SpecError("output.path", "an output path is required", where="job config")
+        return cls(
+            clause=clause,
+            spec=spec,
+            input=SourceConfig.from_dict(data["input"], "input"),
+            output_path=out["path"],
+            late_path=out.get("late_path") or f"{out['path']}_late",
+            dead_letter_path=out.get("dead_letter_path") or f"{out['path']}_dead_letter",
+            checkpoint=data.get("checkpoint"),
+            available_now=available_now,
+            processing_time=processing_time,
+            raw=dict(data),
+        )
+
+    @classmethod
+    def load(cls, source: str | Path | Mapping[str, Any]) -> MatchRecognizeJobConfig:
+        """From a dict, a JSON string or a path to a JSON file."""
+        return cls.from_dict(_read_json(source))
+
+
+def load_job_config(source: str | Path | Mapping[str, Any] | JobConfig | MatchRecognizeJobConfig,
+                    ) -> JobConfig | MatchRecognizeJobConfig:
+    """The job config of either kind: a ``match_recognize`` section makes a :class:`MatchRecognizeJobConfig`.
+
+    >>> type(load_job_config('{"match_recognize": {"clause": "ORDER BY t PATTERN (A) DEFINE A AS A.v > 0"}, '
+    ...     '"input": {"path": "in", "format": "json", "schema": "t TIMESTAMP, v INT"}, '
+    ...     '"output": {"path": "out"}}')).__name__
+    'MatchRecognizeJobConfig'
+    """
+    if isinstance(source, (JobConfig, MatchRecognizeJobConfig)):
+        return source
+    data = _read_json(source)
+    if "match_recognize" in data:
+        return MatchRecognizeJobConfig.from_dict(data)
+    return JobConfig.from_dict(data)
