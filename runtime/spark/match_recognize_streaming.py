@@ -1,0 +1,480 @@
+"""Streaming MATCH_RECOGNIZE: the core :class:`~runtime.core.pattern.MatchRecognizeOperator` per PARTITION BY
+key inside ``transformWithStateInPandas`` (event time).
+
+The adapter translates and decides nothing: lateness, the order rows are matched in, WITHIN pruning and
+the end of input are the core operator's; the output schema is the batch door's
+(:func:`runtime.spark.match_recognize.plan`).  What the adapter does:
+
+1. **Internal schema.**  Rows with a NULL event time go to the dead letter (they can never be ordered).
+   The others become ``tw_k<i>`` (the PARTITION BY values: the grouping key; NULL is an ordinary key, as
+   in batch), ``tw_op`` (data row or heartbeat), ``tw_time`` (event time, µs since the epoch) and
+   ``tw_row`` (the whole input row as JSON, decoded in Python with the input schema into the values
+   the batch door's Arrow conversion gives: session-local naive datetimes, ``Decimal``, NULL vs NaN kept).
+   Few columns matter: PySpark 4.3 converts the operator's input row by row.
+2. **Watermark.**  ``withWatermark`` on the event time (``watermark_delay`` = allowed out-of-orderness);
+   heartbeat rows (:mod:`runtime.spark.streaming`'s mechanism) are unioned in before it, so they move
+   the watermark; the processor drops them.  As in the temporal join, the operator receives the time as
+   ``BIGINT`` only, so Spark's silent ``event_time <= watermark`` filter does not apply and the core
+   reports late rows itself (late output, counted).
+3. **State bridge.**  :class:`~runtime.spark.streaming.SparkKeyContext` (one pickled ValueState cell per
+   key, core timers as Spark event-time timers).  One invocation handles all rows a micro-batch brings
+   for a key: every row goes through ``process_element``, then ``on_watermark`` runs with Spark's
+   watermark; the state is written once.
+4. **End of input.**  A watermark at or past :data:`runtime.jobs.streaming.END_OF_INPUT` (the job's
+   ``flush`` heartbeat, 9999-12-31) is the final watermark: it reaches the core as ``END_OF_TIME``, so the
+   core's :meth:`~runtime.core.pattern.MatchRecognizeOperator.finish` closes the partition (``$`` matches,
+   greedy attempts settle, WITH UNMATCHED ROWS emits the tail) exactly as the batch door does at the end of
+   a partition.  Every key holding state keeps an extra core timer at that time, so each key sees it.
+   Rows arriving after the flush are late.
+
+**Partial matches at end of input.**  Flink discards a partial match when its input ends (only completed
+matches are ever emitted).  timeweave closes the partition instead, so a streaming job flushed at end of
+input gives the *same rows as the batch door* (the cross-door invariant).  Without a flush nothing is
+discarded either: the attempt stays in state until more rows, a WITHIN deadline or the flush decide it.
+
+Outputs (one tagged stream split per micro-batch by :meth:`StreamingMatch.split`):
+
+* main: exactly the batch door's output schema and rows (ONE ROW or ALL ROWS PER MATCH);
+* late: the input columns + ``reason`` + ``watermark``;
+* dead letter: ``side`` (``input``), ``reason``, ``row`` (the input row as JSON), the temporal join's shape;
+* one ``stats`` row per invocation with the key's input count (the job's ``rows_in`` metric).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
+
+from runtime.core.errors import SpecError
+from runtime.core.pattern import ClauseSpec, LateRow, MatchRecognizeOperator, parse_clause
+from runtime.core.pattern.operator import BUFFER, END_OF_TIME, MATCHER, SEQUENCE
+from runtime.core.state import NO_WATERMARK
+from runtime.spark.match_recognize import MatchPlan, plan
+from runtime.spark.streaming import (
+    _TS,
+    HEARTBEAT,
+    JSON_OPTIONS,
+    OP,
+    SparkKeyContext,
+    _heartbeat,
+    watermark_us,
+)
+
+# -- the internal (operator input) schema: plain identifiers (PySpark rebuilds input rows as namedtuples) --
+KEY = "tw_k"
+TIME = "tw_time"
+ROW = "tw_row"
+DATA_ROW = 0
+
+# -- the tagged (operator output) schema ---------------------------------------------------------------
+KIND = "__tw_kind"
+REASON = "__tw_reason"
+WATERMARK = "__tw_watermark"
+N_IN = "__tw_n_in"
+IN_ROW = "__tw_in_row"
+SIDE = "__tw_side"
+COLUMN = "__tw_c"  # main output column i is __tw_c<i> (renamed in split: no clash with the tag columns)
+MATCHED, LATE, DEAD, STATS = "match", "late", "dead", "stats"
+
+#: Columns the late output adds to the input columns.
+LATE_COLUMNS = ("reason", "watermark")
+#: The job's end-of-input heartbeat (``runtime.jobs.streaming.END_OF_INPUT``) in µs; a watermark here or
+#: later is the final one.
+END_OF_INPUT_US = int((datetime(9999, 12, 31, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds()) * 10**6
+#: The hidden key under which a decoded row carries its event time in µs (what the core's ``time_of`` reads).
+_TIME_KEY = "\x00tw_time_us"
+
+_STATE_NAME = "timeweave_mr"
+_STATE_SCHEMA = T.StructType([T.StructField("v", T.BinaryType(), True)])
+#: The core's state names: a key holds state while any is set.
+_CORE_STATE = (BUFFER, MATCHER, SEQUENCE)
+_TIME_TYPES = (T.TimestampType, T.TimestampNTZType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+
+
+def core_watermark(spark_watermark_ms: int) -> int:
+    """Spark's watermark (ms) as the core's (µs): none yet, a time, or ``END_OF_TIME`` once the input ended.
+
+    >>> core_watermark(0) == NO_WATERMARK, core_watermark(1_000), core_watermark(253402214400000) == END_OF_TIME
+    (True, 1000000, True)
+    """
+    watermark = watermark_us(spark_watermark_ms)
+    if watermark == NO_WATERMARK:
+        return watermark
+    return END_OF_TIME if watermark >= END_OF_INPUT_US else watermark
+
+
+# =================================================================================================
+# Input rows: JSON -> the values the batch door's Arrow conversion gives
+# =================================================================================================
+def _decoder(data_type: T.DataType, zone: Any) -> Callable[[Any], Any] | None:
+    """A function turning the JSON value of a ``data_type`` column into the batch door's Python value.
+
+    None when the JSON value already is that value (strings, integers, booleans).
+    """
+    if isinstance(data_type, T.TimestampType):
+        return lambda v: datetime.fromisoformat(v).astimezone(zone).replace(tzinfo=None)
+    if isinstance(data_type, T.TimestampNTZType):
+        return datetime.fromisoformat
+    if isinstance(data_type, T.DateType):
+        return date.fromisoformat
+    if isinstance(data_type, T.DecimalType):
+        return lambda v: v if isinstance(v, Decimal) else Decimal(v)
+    if isinstance(data_type, T.DoubleType):
+        return float
+    if isinstance(data_type, T.FloatType):
+        return lambda v: float(np.float32(v))  # the float32 value, as Arrow gives it
+    if isinstance(data_type, T.BinaryType):
+        return base64.b64decode
+    if isinstance(data_type, T.ArrayType):
+        element = _decoder(data_type.elementType, zone)
+        return None if element is None else (lambda v: [None if x is None else element(x) for x in v])
+    if isinstance(data_type, T.MapType):
+        value = _decoder(data_type.valueType, zone) or (lambda x: x)
+        key = _decoder(data_type.keyType, zone) or (lambda x: x)
+        # Arrow gives a map as a list of (key, value) pairs; JSON keys are strings.
+        return lambda v: [(key(_json_key(k, data_type.keyType)), None if x is None else value(x)) for k, x in v.items()]
+    if isinstance(data_type, T.StructType):
+        fields = [(f.name, _decoder(f.dataType, zone)) for f in data_type.fields]
+        return lambda v: {n: (None if v.get(n) is None else d(v[n]) if d else v[n]) for n, d in fields}
+    return None
+
+
+def _json_key(text: str, data_type: T.DataType) -> Any:
+    if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return int(text)
+    if isinstance(data_type, (T.DoubleType, T.FloatType, T.DecimalType)):
+        return Decimal(text)
+    return text
+
+
+def row_decoder(schema: T.StructType, timezone: str) -> Callable[[str], dict[str, Any]]:
+    """The function turning one ``tw_row`` JSON text into the row dict the core matches on.
+
+    >>> s = T.StructType([T.StructField("t", T.TimestampType()), T.StructField("p", T.DecimalType(5, 2)),
+    ...                   T.StructField("w", T.DoubleType())])
+    >>> row_decoder(s, "UTC")('{"t":"2024-01-01T01:00:00.000000+01:00","p":1.50,"w":NaN}')
+    {'t': datetime.datetime(2024, 1, 1, 0, 0), 'p': Decimal('1.50'), 'w': nan}
+    """
+    zone = UTC if timezone.upper() in ("UTC", "Z", "GMT", "ETC/UTC") else ZoneInfo(timezone)
+    names = [f.name for f in schema.fields]
+    decoders = [(f.name, d) for f in schema.fields if (d := _decoder(f.dataType, zone)) is not None]
+    loads = functools.partial(json.loads, parse_float=Decimal)
+    template = dict.fromkeys(names)
+
+    def decode(text: str) -> dict[str, Any]:
+        row = template.copy()
+        row.update(loads(text))  # NULL fields are absent (ignoreNullFields): the template's None stays
+        for name, convert in decoders:
+            value = row[name]
+            if value is not None:
+                row[name] = convert(value)
+        return row
+
+    return decode
+
+
+# =================================================================================================
+# Output rows: core dicts -> the tagged pandas frame
+# =================================================================================================
+def _fixer(data_type: T.DataType) -> Callable[[Any], Any] | None:
+    """The value fixups of the batch door's Arrow conversion (``_to_arrow``): the core computes on Python
+    values, a measure column has one Spark type."""
+    if isinstance(data_type, (T.DoubleType, T.FloatType)):
+        return lambda v: float(v) if isinstance(v, Decimal) else v
+    if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return lambda v: int(v) if isinstance(v, (bool, float, Decimal)) else v
+    return None
+
+
+@dataclass(frozen=True)
+class _Output:
+    """The main output columns of a plan: core dict key, tagged column name, value fixup."""
+
+    keys: tuple[str, ...]
+    names: tuple[str, ...]
+    fixers: tuple[Callable[[Any], Any] | None, ...]
+
+    @classmethod
+    def of(cls, bound: MatchPlan) -> _Output:
+        return cls(
+            bound.keys,
+            tuple(f"{COLUMN}{i}" for i in range(len(bound.keys))),
+            tuple(_fixer(f.dataType) for f in bound.schema.fields),
+        )
+
+
+def tagged_schema(bound: MatchPlan) -> T.StructType:
+    """The operator's output schema: tag columns, then the main output columns as ``__tw_c<i>``.
+
+    >>> s = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.LongType())])
+    >>> tagged_schema(plan("PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n PATTERN (A) DEFINE A AS true",
+    ...                    s)).fieldNames()[-2:]
+    ['__tw_c0', '__tw_c1']
+    """
+    tags = [
+        T.StructField(KIND, T.StringType()), T.StructField(REASON, T.StringType()),
+        T.StructField(WATERMARK, T.LongType()), T.StructField(N_IN, T.LongType()),
+        T.StructField(IN_ROW, T.StringType()), T.StructField(SIDE, T.StringType()),
+    ]
+    main = [T.StructField(f"{COLUMN}{i}", f.dataType, True) for i, f in enumerate(bound.schema.fields)]
+    return T.StructType(tags + main)
+
+
+def _frame(output: _Output, matched: list[dict[str, Any]], late: list[tuple[str, str, int]], n_in: int | None) -> pd.DataFrame:
+    """The tagged rows of one invocation: matches, late rows, then one ``stats`` row when ``n_in`` is given."""
+    n_matched, n_late = len(matched), len(late)
+    n_stats = 0 if n_in is None else 1
+    kinds = [MATCHED] * n_matched + [LATE] * n_late + [STATS] * n_stats
+    pad = [None] * (n_late + n_stats)
+    columns: dict[str, Any] = {
+        KIND: pd.array(kinds, dtype=object),
+        REASON: pd.array([None] * n_matched + [r for _, r, _ in late] + [None] * n_stats, dtype=object),
+        WATERMARK: np.array([0] * n_matched + [w for _, _, w in late] + [0] * n_stats, dtype=np.int64),
+        N_IN: np.array([0] * (n_matched + n_late) + ([n_in] if n_in is not None else []), dtype=np.int64),
+        IN_ROW: pd.array([None] * n_matched + [r for r, _, _ in late] + [None] * n_stats, dtype=object),
+        SIDE: pd.array([None] * len(kinds), dtype=object),
+    }
+    for key, name, fix in zip(output.keys, output.names, output.fixers, strict=True):
+        if fix is None:
+            values = [row.get(key) for row in matched]
+        else:
+            values = [None if (v := row.get(key)) is None else fix(v) for row in matched]
+        columns[name] = pd.array(values + pad, dtype=object)
+    return pd.DataFrame(columns)
+
+
+# =================================================================================================
+# The processor
+# =================================================================================================
+class MatchRecognizeProcessor(StatefulProcessor):
+    """``transformWithStateInPandas`` processor: one core :class:`MatchRecognizeOperator` per key.
+
+    Picklable and small: the clause text and the input schema (JSON); the operator, the row decoder
+    and the output layout are rebuilt in :meth:`init` on the executor.  Spark passes the handler
+    arguments by keyword, so their names are Spark's.
+    """
+
+    def __init__(self, clause: str, input_json: str, timezone: str) -> None:
+        self.clause = clause
+        self.input_json = input_json
+        self.timezone = timezone
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        schema = T.StructType.fromJson(json.loads(self.input_json))
+        bound = plan(parse_clause(self.clause), schema)
+        self._handle = handle
+        self._state = handle.getValueState(_STATE_NAME, _STATE_SCHEMA)
+        self._op = MatchRecognizeOperator(bound.spec, time_of=_time_of)
+        self._decode = row_decoder(schema, self.timezone)
+        self._output = _Output.of(bound)
+
+    def _context(self, timer_values: TimerValues) -> SparkKeyContext:
+        return SparkKeyContext(self._handle, self._state, core_watermark(timer_values.getCurrentWatermarkInMs()))
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
+        frames = [f for f in rows if len(f)]
+        if not frames:
+            return
+        batch = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        heartbeats = batch[OP].to_numpy() == HEARTBEAT
+        if heartbeats.any():  # heartbeat rows only move the watermark
+            batch = batch[~heartbeats]
+            if batch.empty:
+                return
+        ctx = self._context(timerValues)
+        decode, process = self._decode, self._op.process_element
+        matched: list[dict[str, Any]] = []
+        late: list[tuple[str, str, int]] = []
+        texts = batch[ROW].tolist()
+        for time, text in zip(batch[TIME].tolist(), texts, strict=True):
+            row = decode(text)
+            row[_TIME_KEY] = time
+            for out in process(ctx, row):
+                if out.__class__ is LateRow:
+                    late.append((text, out.reason, out.watermark))
+                else:
+                    matched.append(out.row)
+        self._watermark(ctx, matched)
+        yield _frame(self._output, matched, late, len(texts))
+
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[pd.DataFrame]:
+        ctx = self._context(timerValues)
+        ctx.fired(expiredTimerInfo.getExpiryTimeInMs())
+        matched: list[dict[str, Any]] = []
+        self._watermark(ctx, matched)
+        if matched:
+            yield _frame(self._output, matched, [], None)
+
+    def _watermark(self, ctx: SparkKeyContext, matched: list[dict[str, Any]]) -> None:
+        """The core's ``on_watermark``, then the end-of-input timer, then one state write."""
+        matched.extend(out.row for out in self._op.on_watermark(ctx))
+        # A key holding state must see the final watermark (the core then finishes the partition); the
+        # core's own timers cover buffered rows and WITHIN deadlines only.
+        holds_state = any(ctx.get(name) is not None for name in _CORE_STATE)
+        if holds_state:
+            ctx.register_timer(END_OF_INPUT_US)
+        elif END_OF_INPUT_US in ctx.timers():
+            ctx.delete_timer(END_OF_INPUT_US)
+        ctx.commit()
+
+    def close(self) -> None:
+        pass
+
+
+def _time_of(row: Any) -> int:
+    return row[_TIME_KEY]
+
+
+# =================================================================================================
+# Building the stream
+# =================================================================================================
+@dataclass(frozen=True)
+class BatchOutputs:
+    """One micro-batch split into its three outputs (lazy DataFrames over the batch)."""
+
+    main: DataFrame
+    late: DataFrame
+    dead_letter: DataFrame
+
+
+@dataclass(frozen=True)
+class StreamingMatch:
+    """A streaming MATCH_RECOGNIZE: the tagged stream and how to split each of its micro-batches.
+
+    Write :attr:`stream` with ``foreachBatch`` and call :meth:`split` on every batch (persist the batch
+    first: each output reads it, and recomputing it would re-run the stateful operator).
+    """
+
+    stream: DataFrame
+    plan: MatchPlan
+
+    @property
+    def spec(self) -> ClauseSpec:
+        return self.plan.spec
+
+    @property
+    def schema(self) -> T.StructType:
+        """The main output's schema: the batch door's."""
+        return self.plan.schema
+
+    def split(self, batch: DataFrame) -> BatchOutputs:
+        """Main, late and dead-letter DataFrames of one micro-batch of :attr:`stream`."""
+        kind = F.col(KIND)
+        main = batch.where(kind == MATCHED).select(*[
+            F.col(f"{COLUMN}{i}").alias(f.name) for i, f in enumerate(self.plan.schema.fields)
+        ])
+        late = batch.where(kind == LATE).select(
+            F.from_json(F.col(IN_ROW), self.plan.input_schema, JSON_OPTIONS).alias("__tw_in"),
+            F.col(REASON).alias("reason"),
+            F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
+        ).select("__tw_in.*", "reason", "watermark")
+        dead = batch.where(kind == DEAD).select(
+            F.col(SIDE).alias("side"), F.col(REASON).alias("reason"), F.col(IN_ROW).alias("row")
+        )
+        return BatchOutputs(main, late, dead)
+
+
+def _quoted(name: str) -> str:
+    return f"`{name.replace('`', '``')}`"
+
+
+def match_recognize_stream(
+    df: DataFrame,
+    clause: str | ClauseSpec,
+    *,
+    watermark: str = "0 seconds",
+    heartbeat: DataFrame | None = None,
+) -> StreamingMatch:
+    """The streaming ``MATCH_RECOGNIZE (clause)`` of a streaming DataFrame (see the module docstring).
+
+    The first ORDER BY column is the event time (TIMESTAMP, TIMESTAMP_NTZ, or integer µs), ascending;
+    ``watermark`` is its allowed out-of-orderness (a Spark delay string); ``heartbeat`` is an optional
+    stream with one timestamp column whose rows move the watermark (the job's ``flush`` writes one at
+    9999-12-31: the end of input).  The clause and its columns are checked now, before any Spark job.
+
+    Example::
+
+        m = match_recognize_stream(ticker_stream, '''PARTITION BY symbol ORDER BY rowtime
+                MEASURES FIRST(A.rowtime) AS s, LAST(B.rowtime) AS e PATTERN (A B+)
+                DEFINE B AS B.price > PREV(B.price)''', watermark="5 seconds")
+        def write(batch, batch_id):
+            out = m.split(batch.persist())
+            out.main.write.mode("append").parquet("out/matches")
+        m.stream.writeStream.foreachBatch(write).option("checkpointLocation", "chk").start()
+    """
+    spec = clause if isinstance(clause, ClauseSpec) else parse_clause(clause)
+    bound = plan(spec, df.schema)
+    MatchRecognizeOperator(spec)  # the core's own checks: ORDER BY present, event time ascending
+    time_column, _, _ = bound.order_columns[0]
+    time_type = df.schema[time_column].dataType
+    if not isinstance(time_type, _TIME_TYPES):
+        raise SpecError(
+            "order_by", f"the event time column {time_column} must be a TIMESTAMP (or integer µs), "
+            f"found {time_type.simpleString()}", where="match_recognize",
+        )
+    for name in LATE_COLUMNS:
+        if name.lower() in (c.lower() for c in df.columns):
+            raise SpecError("input", f"column '{name}' is added by the late output; rename the input column",
+                            where="match_recognize")
+    time = F.col(_quoted(time_column))
+    event_ts = F.timestamp_micros(time.cast("long")) if isinstance(time_type, T.IntegralType) else time.cast("timestamp")
+    row_json = F.to_json(F.struct(*[F.col(_quoted(c)) for c in df.columns]), JSON_OPTIONS)
+    keys = [F.col(_quoted(c)).alias(f"{KEY}{i}") for i, c in enumerate(bound.partition_columns)]
+    if not keys:  # no PARTITION BY: one partition, one grouping key
+        keys = [F.lit(0).alias(f"{KEY}0")]
+    internal = df.where(time.isNotNull()).select(
+        *keys, F.lit(DATA_ROW).cast("tinyint").alias(OP), event_ts.alias(_TS), row_json.alias(ROW)
+    )
+    if heartbeat is not None:
+        internal = internal.unionByName(_heartbeat(heartbeat, internal))
+    internal = internal.withWatermark(_TS, watermark)
+    # The operator gets the event time as BIGINT µs only: no input column carries watermark metadata,
+    # so Spark's late-row filter (event_time <= watermark) does not apply; the core decides lateness.
+    internal = internal.withColumn(TIME, F.unix_micros(F.col(_TS))).drop(_TS)
+    timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
+    matched = internal.groupBy(*[c for c in internal.columns if c.startswith(KEY)]).transformWithStateInPandas(
+        statefulProcessor=MatchRecognizeProcessor(spec.text or str(spec), df.schema.json(), timezone),
+        outputStructType=tagged_schema(bound),
+        outputMode="Append",
+        timeMode="EventTime",
+    )
+    tagged = tagged_schema(bound)
+    dead_columns = {
+        KIND: F.lit(DEAD), REASON: F.lit(f"NULL event time column {time_column}"), IN_ROW: F.to_json(
+            F.struct(*[F.col(_quoted(c)) for c in df.columns])), SIDE: F.lit("input"),
+    }
+    dead = df.where(time.isNull()).select(*[
+        (dead_columns[f.name] if f.name in dead_columns else F.lit(None)).cast(f.dataType).alias(f.name)
+        for f in tagged.fields
+    ])
+    return StreamingMatch(matched.unionByName(dead), bound)
+
+
+__all__ = [
+    "END_OF_INPUT_US",
+    "LATE_COLUMNS",
+    "BatchOutputs",
+    "MatchRecognizeProcessor",
+    "StreamingMatch",
+    "core_watermark",
+    "match_recognize_stream",
+    "row_decoder",
+    "tagged_schema",
+]
