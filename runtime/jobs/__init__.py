@@ -1,5 +1,8 @@
 """Job entry points: the streaming job and the backfill job, one JSON config (:mod:`runtime.jobs.config`).
 
+The config decides what runs: a temporal join, or a MATCH_RECOGNIZE when it has a ``match_recognize``
+section (:func:`runtime.jobs.config.load_job_config`).
+
 ``python -m runtime.jobs streaming --config job.json`` / ``python -m runtime.jobs backfill ...`` on the
 command line (spark-submit-able), :func:`run` in-process.
 """

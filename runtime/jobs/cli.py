@@ -26,7 +26,7 @@ def parser() -> argparse.ArgumentParser:
     """
     p = argparse.ArgumentParser(prog="python -m runtime.jobs", description="timeweave jobs")
     sub = p.add_subparsers(dest="kind", required=True)
-    s = sub.add_parser("streaming", help="run the streaming temporal join (file sources -> parquet)")
+    s = sub.add_parser("streaming", help="run the streaming temporal join or MATCH_RECOGNIZE (file sources -> parquet)")
     s.add_argument("--config", required=True, help="job config: a JSON file or a JSON string")
     end = s.add_mutually_exclusive_group()
     end.add_argument("--flush", action="store_true", help="end of input: move the watermark past every row first")

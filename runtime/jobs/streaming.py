@@ -1,6 +1,10 @@
-"""The streaming job: file sources -> streaming temporal join -> parquet main / late / dead-letter outputs.
+"""The streaming job: file sources -> streaming temporal join or MATCH_RECOGNIZE -> parquet main / late /
+dead-letter outputs.
 
-``python -m runtime.jobs streaming --config job.json [--flush]`` or in-process :func:`run_streaming`.
+``python -m runtime.jobs streaming --config job.json [--flush]`` or in-process :func:`run_streaming`.  The
+config decides the job (:func:`runtime.jobs.config.load_job_config`): a temporal join, or, with a
+``match_recognize`` section, a streaming MATCH_RECOGNIZE over one input
+(:mod:`runtime.spark.match_recognize_streaming`); everything below holds for both.
 
 Layout under the checkpoint directory (``checkpoint`` in the config, default ``<output.path>_checkpoint``)::
 
@@ -21,10 +25,13 @@ directory ``<path>/_tw_staging/`` and moves its files to ``<path>/part-b<N>-<i>.
 batch first deletes its own ``part-b<N>-*`` files, so a restart never duplicates rows.  Readers read
 ``<path>`` as a plain parquet directory (``_``-prefixed entries are ignored by Spark).
 
-Late output: the left columns + ``reason`` + ``watermark``.  Dead letter: ``side``, ``reason``,
-``row`` (the original row as JSON), as the batch door's ``dead_letters``.
+Late output: the left (MATCH_RECOGNIZE: input) columns + ``reason`` + ``watermark``.  Dead letter:
+``side``, ``reason``, ``row`` (the original row as JSON), as the batch door's ``dead_letters``.  For
+MATCH_RECOGNIZE the flush is the end of input: every partition is closed as the batch door closes it,
+so a flushed job has written exactly the batch door's rows.
 
-Metrics (this run): ``rows_in_left`` / ``rows_in_right`` (dead letters included), ``rows_out``,
+Metrics (this run): ``rows_in_left`` / ``rows_in_right`` (MATCH_RECOGNIZE: ``rows_in``; dead letters
+included), ``rows_out``,
 ``late``, ``dead_letter``, ``watermark`` (Spark's, ISO), ``batches``, ``seconds``,
 ``rows_per_second``, ``durations_ms`` (Spark's per-phase times summed over the batches, plus the
 state operator's update and commit times: where a slow run spent its time).
@@ -39,12 +46,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runtime.jobs.config import JobConfig, SourceConfig, parse_utc_timestamp
+from runtime.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig, load_job_config, parse_utc_timestamp
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
+    from runtime.spark.match_recognize_streaming import StreamingMatch
     from runtime.spark.streaming import StreamingJoin
 
 #: The heartbeat ``flush`` writes: later than any event time a job will see.
@@ -54,7 +62,7 @@ CONTROL_DIR = "control"
 CONTROL_SCHEMA = "ts TIMESTAMP"
 
 
-def checkpoint_root(job: JobConfig) -> str:
+def checkpoint_root(job: JobConfig | MatchRecognizeJobConfig) -> str:
     """The job's checkpoint directory (``checkpoint`` or ``<output.path>_checkpoint``)."""
     return job.checkpoint or f"{job.output_path}_checkpoint"
 
@@ -117,7 +125,9 @@ class _Hadoop:
 class _BatchWriter:
     """The ``foreachBatch`` function: split a micro-batch, write its outputs exactly once, count."""
 
-    def __init__(self, spark: SparkSession, join: StreamingJoin, paths: Mapping[str, str], metrics: dict[str, Any]) -> None:
+    def __init__(
+        self, spark: SparkSession, join: StreamingJoin | StreamingMatch, paths: Mapping[str, str], metrics: dict[str, Any]
+    ) -> None:
         self._join = join
         self._paths = paths
         self._metrics = metrics
@@ -155,6 +165,7 @@ class _BatchWriter:
             batch.unpersist()
 
     def _write(self, df: DataFrame, output: str, batch_id: int) -> int:
+        """Write ``df`` as output ``output`` of batch ``batch_id`` (replacing a replay's files); its row count."""
         target = self._paths[output]
         staging = f"{target}/_tw_staging/batch-{batch_id:012d}"
         from pyspark.sql import Observation
@@ -167,8 +178,35 @@ class _BatchWriter:
         return written
 
 
+class _MatchWriter(_BatchWriter):
+    """The ``foreachBatch`` function of a MATCH_RECOGNIZE job (the tagged stream of
+    :mod:`runtime.spark.match_recognize_streaming`)."""
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        from runtime.spark import match_recognize_streaming as M
+
+        batch = batch.persist()
+        try:
+            counts = batch.groupBy(M.KIND).agg(F.count(F.lit(1)).alias("n"), F.sum(M.N_IN).alias("n_in")).collect()
+            by_kind = {row[M.KIND]: row["n"] for row in counts}
+            m = self._metrics
+            m["rows_in"] += sum(row["n_in"] or 0 for row in counts if row[M.KIND] == M.STATS) + by_kind.get(M.DEAD, 0)
+            outputs = self._join.split(batch)
+            if by_kind.get(M.MATCHED):
+                m["rows_out"] += self._write(outputs.main, "main", batch_id)
+            if by_kind.get(M.LATE):
+                m["late"] += self._write(outputs.late, "late", batch_id)
+            if by_kind.get(M.DEAD):
+                m["dead_letter"] += self._write(outputs.dead_letter, "dead_letter", batch_id)
+            m["batches"] += 1
+        finally:
+            batch.unpersist()
+
+
 def run_streaming(
-    config: JobConfig | Mapping[str, Any] | str | Path,
+    config: JobConfig | MatchRecognizeJobConfig | Mapping[str, Any] | str | Path,
     spark: SparkSession | None = None,
     *,
     flush: bool = False,
@@ -177,6 +215,8 @@ def run_streaming(
     until_idle: bool = True,
 ) -> dict[str, Any]:
     """Run the streaming job of ``config``; returns metrics (rows in/out, late, dead letters, watermark...).
+
+    ``config`` is a temporal-join or a MATCH_RECOGNIZE job config (:func:`~runtime.jobs.config.load_job_config`).
 
     With ``trigger.available_now`` the query processes what is there and stops.  With
     ``trigger.processing_time`` it runs until ``timeout_seconds`` (or forever when None), and with
@@ -187,12 +227,11 @@ def run_streaming(
         metrics = run_streaming("job.json", flush=True)
         metrics["rows_out"], metrics["late"], metrics["watermark"]
     """
-    job = config if isinstance(config, JobConfig) else JobConfig.load(config)
+    job = load_job_config(config)
     if spark is None:
         from runtime.jobs.session import get_session
 
         spark = get_session()
-    from runtime.spark.streaming import temporal_join_stream
 
     checkpoint = checkpoint_root(job)
     _hadoop_mkdirs(spark, f"{checkpoint}/{CONTROL_DIR}")
@@ -200,20 +239,29 @@ def run_streaming(
         write_heartbeat(spark, checkpoint, END_OF_INPUT)
     elif heartbeat is not None:
         write_heartbeat(spark, checkpoint, heartbeat)
-    left = read_stream(spark, job.left)
-    right = read_stream(spark, job.right)
     control = spark.readStream.format("json").schema(CONTROL_SCHEMA).load(f"{checkpoint}/{CONTROL_DIR}")
-    join = temporal_join_stream(
-        left, right, job.join,
-        left_watermark=_delay(job.left.watermark_delay), right_watermark=_delay(job.right.watermark_delay),
-        mode=job.mode, retention=job.retention, heartbeat=control,
-    )
-    metrics: dict[str, Any] = {
-        "rows_in_left": 0, "rows_in_right": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0,
-    }
     paths = {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path}
+    stream: StreamingJoin | StreamingMatch
+    if isinstance(job, MatchRecognizeJobConfig):
+        from runtime.spark.match_recognize_streaming import match_recognize_stream
+
+        stream = match_recognize_stream(
+            read_stream(spark, job.input), job.spec, watermark=_delay(job.input.watermark_delay), heartbeat=control
+        )
+        metrics: dict[str, Any] = {"rows_in": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}
+        batch_writer: _BatchWriter = _MatchWriter(spark, stream, paths, metrics)
+    else:
+        from runtime.spark.streaming import temporal_join_stream
+
+        stream = temporal_join_stream(
+            read_stream(spark, job.left), read_stream(spark, job.right), job.join,
+            left_watermark=_delay(job.left.watermark_delay), right_watermark=_delay(job.right.watermark_delay),
+            mode=job.mode, retention=job.retention, heartbeat=control,
+        )
+        metrics = {"rows_in_left": 0, "rows_in_right": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}
+        batch_writer = _BatchWriter(spark, stream, paths, metrics)
     writer = (
-        join.stream.writeStream.foreachBatch(_BatchWriter(spark, join, paths, metrics))
+        stream.stream.writeStream.foreachBatch(batch_writer)
         .option("checkpointLocation", f"{checkpoint}/{QUERY_DIR}")
         .queryName(f"timeweave_{zlib.crc32(checkpoint.encode()):08x}")
     )
@@ -247,10 +295,12 @@ def run_streaming(
                 phases[f"state.{phase}"] = phases.get(f"state.{phase}", 0) + int(operator.get(phase) or 0)
     metrics["durations_ms"] = phases
     metrics["seconds"] = round(seconds, 3)
-    rows_in = metrics["rows_in_left"] + metrics["rows_in_right"]
+    rows_in = metrics.get("rows_in", 0) + metrics.get("rows_in_left", 0) + metrics.get("rows_in_right", 0)
     metrics["rows_per_second"] = round(rows_in / seconds, 1) if seconds > 0 else None
     metrics["mode"] = job.mode
     metrics["flushed"] = bool(flush)
+    if isinstance(job, MatchRecognizeJobConfig):
+        metrics["kind"] = "match_recognize"
     return metrics
 
 
@@ -292,7 +342,7 @@ def _interval_seconds(text: str | None) -> float:
     return parse_duration(text or "1 second", "trigger.processing_time") / 1e6
 
 
-def _config_timeout(job: JobConfig) -> float | None:
+def _config_timeout(job: JobConfig | MatchRecognizeJobConfig) -> float | None:
     value = (job.raw.get("trigger") or {}).get("timeout")
     if value is None:
         return None

@@ -54,6 +54,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -64,7 +65,7 @@ from runtime.core.errors import SpecError
 from runtime.core.pattern import ClauseSpec, LateRow, MatchRecognizeOperator, parse_clause
 from runtime.core.pattern.operator import BUFFER, END_OF_TIME, MATCHER, SEQUENCE
 from runtime.core.state import NO_WATERMARK
-from runtime.spark.match_recognize import MatchPlan, plan
+from runtime.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
 from runtime.spark.streaming import (
     _TS,
     HEARTBEAT,
@@ -191,30 +192,20 @@ def row_decoder(schema: T.StructType, timezone: str) -> Callable[[str], dict[str
 # =================================================================================================
 # Output rows: core dicts -> the tagged pandas frame
 # =================================================================================================
-def _fixer(data_type: T.DataType) -> Callable[[Any], Any] | None:
-    """The value fixups of the batch door's Arrow conversion (``_to_arrow``): the core computes on Python
-    values, a measure column has one Spark type."""
-    if isinstance(data_type, (T.DoubleType, T.FloatType)):
-        return lambda v: float(v) if isinstance(v, Decimal) else v
-    if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
-        return lambda v: int(v) if isinstance(v, (bool, float, Decimal)) else v
-    return None
-
-
 @dataclass(frozen=True)
 class _Output:
-    """The main output columns of a plan: core dict key, tagged column name, value fixup."""
+    """The main output columns of a plan: core dict key, tagged column name, Arrow type."""
 
     keys: tuple[str, ...]
     names: tuple[str, ...]
-    fixers: tuple[Callable[[Any], Any] | None, ...]
+    types: tuple[pa.DataType, ...]
 
     @classmethod
-    def of(cls, bound: MatchPlan) -> _Output:
+    def of(cls, bound: MatchPlan, timezone: str) -> _Output:
         return cls(
             bound.keys,
             tuple(f"{COLUMN}{i}" for i in range(len(bound.keys))),
-            tuple(_fixer(f.dataType) for f in bound.schema.fields),
+            tuple(_arrow_schema(bound.schema, timezone).types),
         )
 
 
@@ -249,12 +240,11 @@ def _frame(output: _Output, matched: list[dict[str, Any]], late: list[tuple[str,
         IN_ROW: pd.array([None] * n_matched + [r for r, _, _ in late] + [None] * n_stats, dtype=object),
         SIDE: pd.array([None] * len(kinds), dtype=object),
     }
-    for key, name, fix in zip(output.keys, output.names, output.fixers, strict=True):
-        if fix is None:
-            values = [row.get(key) for row in matched]
-        else:
-            values = [None if (v := row.get(key)) is None else fix(v) for row in matched]
-        columns[name] = pd.array(values + pad, dtype=object)
+    # Main columns: the batch door's own value conversion (_to_arrow), handed to Spark Arrow-backed, so
+    # NaN stays NaN (a numpy-backed column would become NULL) and nullable integers stay integers.
+    for key, name, arrow_type in zip(output.keys, output.names, output.types, strict=True):
+        values = [row.get(key) for row in matched]
+        columns[name] = pd.arrays.ArrowExtensionArray(_to_arrow(values + pad, arrow_type))
     return pd.DataFrame(columns)
 
 
@@ -281,7 +271,7 @@ class MatchRecognizeProcessor(StatefulProcessor):
         self._state = handle.getValueState(_STATE_NAME, _STATE_SCHEMA)
         self._op = MatchRecognizeOperator(bound.spec, time_of=_time_of)
         self._decode = row_decoder(schema, self.timezone)
-        self._output = _Output.of(bound)
+        self._output = _Output.of(bound, self.timezone)
 
     def _context(self, timer_values: TimerValues) -> SparkKeyContext:
         return SparkKeyContext(self._handle, self._state, core_watermark(timer_values.getCurrentWatermarkInMs()))
