@@ -1,8 +1,10 @@
-"""The backfill job: a time range of file sources through the temporal join in N slices.
+"""The backfill job: a time range of file sources through the temporal join or MATCH_RECOGNIZE in N slices.
 
 ``python -m runtime.jobs backfill --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3``
-or in-process :func:`run_backfill`.  State lives in ``<checkpoint>/backfill_state`` (or
-``<output.path>_state``), so a re-run of any slice finds the state at its start edge.
+or in-process :func:`run_backfill`.  A temporal-join job keeps its state in ``<checkpoint>/backfill_state``
+(or ``<output.path>_state``); a MATCH_RECOGNIZE job (a config with a ``match_recognize`` section) keeps
+its matcher state under ``<output.path>/_state`` (:mod:`runtime.spark.match_recognize_backfill`).  Either
+way a re-run of any slice finds the state at its start edge.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from runtime.jobs.config import JobConfig, SourceConfig, parse_utc_timestamp
+from runtime.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig, load_job_config, parse_utc_timestamp
 
 
 def read_batch(spark, source: SourceConfig):
@@ -25,7 +27,7 @@ def _when(value: str | datetime, argument: str) -> datetime:
 
 
 def run_backfill(
-    config: JobConfig | Mapping[str, Any] | str | Path,
+    config: JobConfig | MatchRecognizeJobConfig | Mapping[str, Any] | str | Path,
     start: str | datetime,
     end: str | datetime,
     slices: int = 1,
@@ -34,15 +36,25 @@ def run_backfill(
 ) -> dict:
     """Run the backfill of ``config`` over ``[start, end)`` (UTC) in ``slices`` slices; returns metrics.
 
+    ``config`` is either job shape (:func:`runtime.jobs.config.load_job_config`): a temporal join, or a
+    MATCH_RECOGNIZE sliced on the clause's first ORDER BY column.
+
     Example::
 
         metrics = run_backfill("job.json", "2020-01-01T00:00", "2020-01-02T00:00", slices=3)
     """
-    job = config if isinstance(config, JobConfig) else JobConfig.load(config)
+    job = load_job_config(config)
     if spark is None:
         from runtime.jobs.session import get_session
 
         spark = get_session()
+    if isinstance(job, MatchRecognizeJobConfig):
+        from runtime.spark.match_recognize_backfill import backfill_match_recognize
+
+        return backfill_match_recognize(
+            read_batch(spark, job.input), job.clause, _when(start, "start"), _when(end, "end"), slices,
+            job.output_path, job.dead_letter_path, only=only,
+        )
     from runtime.spark.backfill import run_slices
 
     state = f"{job.checkpoint}/backfill_state" if job.checkpoint else f"{job.output_path}_state"

@@ -1,0 +1,179 @@
+"""The sliced MATCH_RECOGNIZE backfill: N slices == one DataFrame-door run over [start, end).
+
+Random inputs and clauses come from tests/helpers/mr_random.py (ties broken by a secondary ORDER BY
+column, NULLs in value columns and keys).  The range starts and ends inside the data, so rows outside
+it must be ignored; 7 slices put edges inside match attempts.  The clauses not covered here run through
+every door (1, 3 and 7 slices included) in tests/spark/test_match_recognize_every_door.py.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+import runtime
+from runtime.core.errors import QuerySyntaxError, SpecError
+from runtime.core.pattern import match_recognize, parse_clause
+from runtime.jobs.cli import METRICS_PREFIX, main
+from runtime.spark.match_recognize_backfill import STATE, backfill_match_recognize
+from tests.helpers.mr_random import CLAUSES, SCHEMA, SPAN, T0, as_tuples, canonical, in_range, random_events
+
+pytestmark = pytest.mark.spark
+
+START = T0 + timedelta(minutes=5)
+END = T0 + SPAN - timedelta(minutes=7)
+# (clause, slices): every clause the every-door test does not run, each slice count at least once
+SLICED = [
+    ("one-row-greedy-avg", 7), ("all-rows-reluctant-subset", 3), ("omit-empty-next", 3),
+    ("show-empty-prev", 1), ("permute-exclusion", 7), ("no-partition-anchor", 3),
+]
+
+
+def door_rows(df, clause: str, rows, start=START, end=END):
+    """The DataFrame door over [start, end), checked against the core over the same rows."""
+    door = runtime.match_recognize(df.where((F.col("t") >= start) & (F.col("t") < end)), clause)
+    columns = door.columns
+    expected = canonical(door.collect(), columns)
+    assert expected == canonical(match_recognize(parse_clause(clause), in_range(rows, start, end)), columns)
+    return columns, expected
+
+
+@pytest.mark.parametrize(("name", "slices"), SLICED, ids=[f"{n}-{s}" for n, s in SLICED])
+def test_slices_equal_the_dataframe_door(spark, tmp_path, name, slices) -> None:
+    clause = CLAUSES[name]
+    rows = random_events(len(name) + slices, n=80, ties=slices != 1)
+    df = spark.createDataFrame(as_tuples(rows), SCHEMA)
+    columns, expected = door_rows(df, clause, rows)
+    assert sum(expected.values()) > 0
+    out = str(tmp_path / "out")
+    metrics = backfill_match_recognize(df, clause, START, END, slices, out)
+    got = spark.read.parquet(out)
+    assert got.columns == [*columns, "slice"]
+    assert canonical(got.collect(), columns) == expected
+    assert metrics["slices"] == slices == len(metrics["per_slice"])
+    assert metrics["rows_in"] == len(in_range(rows, START, END))
+    assert metrics["rows_out"] == sum(expected.values())
+    assert [m["rows_in"] for m in metrics["per_slice"]] == [
+        len(in_range(rows, *edges)) for edges in zip(
+            [START + (END - START) / slices * i for i in range(slices)],
+            [START + (END - START) / slices * (i + 1) for i in range(slices)], strict=True)]
+    keys = {r["k"] for r in in_range(rows, START, END)} if "PARTITION BY" in clause else {()}
+    # every key seen so far is carried over each inner edge; nothing after the last slice
+    assert metrics["per_slice"][-1]["state_keys_out"] == metrics["state_keys_carried"] == 0
+    if slices > 1:
+        assert metrics["per_slice"][-2]["state_keys_out"] <= len(keys)
+        assert metrics["per_slice"][-2]["state_keys_out"] >= 1
+    assert metrics["dead_letter"] == 0 and metrics["seconds"] > 0
+
+
+def test_rerunning_one_slice_replaces_exactly_its_output(spark, tmp_path) -> None:
+    clause = CLAUSES["all-rows-reluctant-subset"]
+    rows = random_events(5, n=80)
+    df = spark.createDataFrame(as_tuples(rows), SCHEMA)
+    columns, expected = door_rows(df, clause, rows)
+    out = tmp_path / "out"
+    first = backfill_match_recognize(df, clause, START, END, 3, str(out))
+    slice_dirs = sorted(p for p in out.iterdir() if p.name.startswith("slice="))
+    assert len(slice_dirs) == 3
+    before = {p.name: canonical(spark.read.parquet(str(p)).collect(), columns) for p in slice_dirs}
+    untouched = {p.name: sorted(f.stat().st_mtime_ns for f in p.iterdir()) for p in (slice_dirs[0], slice_dirs[2])}
+    again = backfill_match_recognize(df, clause, START, END, 3, str(out), only=[1])
+    assert again["slices"] == 1 and again["per_slice"][0] == {**first["per_slice"][1], "seconds": again["per_slice"][0]["seconds"]}
+    after = {p.name: canonical(spark.read.parquet(str(p)).collect(), columns) for p in slice_dirs}
+    assert after == before
+    assert {p.name: sorted(f.stat().st_mtime_ns for f in p.iterdir()) for p in (slice_dirs[0], slice_dirs[2])} == untouched
+    assert canonical(spark.read.parquet(str(out)).collect(), columns) == expected
+    # the state a re-run starts from is the one the first run left: the last slice again gives the same rows
+    backfill_match_recognize(df, clause, START, END, 3, str(out), only=[2])
+    assert canonical(spark.read.parquet(str(out)).collect(), columns) == expected
+    # a slice whose start state was never written is refused with the slice to run first
+    with pytest.raises(SpecError, match=r"slice 2 needs the state .* run slice 1 first"):
+        backfill_match_recognize(df, clause, START, END, 3, str(tmp_path / "fresh"), only=[2])
+
+
+def test_null_event_times_are_dead_letters_with_a_reason(spark, tmp_path) -> None:
+    clause = CLAUSES["unmatched-skip-to-last"]
+    rows = random_events(9, n=60, null_times=3)
+    df = spark.createDataFrame(as_tuples(rows), SCHEMA)
+    columns, expected = door_rows(df, clause, rows)
+    out = str(tmp_path / "out")
+    metrics = backfill_match_recognize(df, clause, START, END, 2, out, dead_letter=str(tmp_path / "dead"))
+    assert canonical(spark.read.parquet(out).collect(), columns) == expected
+    assert metrics["dead_letter"] == 3
+    dead = spark.read.parquet(str(tmp_path / "dead")).collect()
+    assert {r["reason"] for r in dead} == {"NULL event time (t, the first ORDER BY column)"}
+    assert sorted(json.loads(r["row"])["seq"] for r in dead) == sorted(r["seq"] for r in rows if r["t"] is None)
+
+
+def test_integer_event_time_and_the_job_cli(spark, tmp_path, capsys) -> None:
+    """An integer (µs) event time column, through ``python -m runtime.jobs backfill`` (in process)."""
+    clause = ("PARTITION BY k ORDER BY ts MEASURES FIRST(A.ts) AS t0, COUNT(*) AS n "
+              "PATTERN (A B+) DEFINE B AS B.v > PREV(B.v)")
+    rows = random_events(4, n=50)
+    epoch = datetime(1970, 1, 1)
+    data = [(r["k"], (r["t"] - epoch) // timedelta(microseconds=1), r["v"]) for r in rows]
+    df = spark.createDataFrame(data, "k STRING, ts BIGINT, v BIGINT")
+    df.write.parquet(str(tmp_path / "input"))
+    start, end = START.replace(tzinfo=UTC), END.replace(tzinfo=UTC)
+    expected_df = runtime.match_recognize(
+        df.where((F.col("ts") >= (START - epoch) // timedelta(microseconds=1))
+                 & (F.col("ts") < (END - epoch) // timedelta(microseconds=1))), clause)
+    expected = canonical(expected_df.collect(), expected_df.columns)
+    config = {
+        "match_recognize": {"clause": clause},
+        "input": {"path": str(tmp_path / "input"), "format": "parquet", "schema": "k STRING, ts BIGINT, v BIGINT"},
+        "output": {"path": str(tmp_path / "out")},
+    }
+    assert main(["backfill", "--config", json.dumps(config), "--start", start.isoformat(), "--end", end.isoformat(),
+                 "--slices", "3"]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()[-1]
+    metrics = json.loads(printed.removeprefix(METRICS_PREFIX))
+    assert metrics["kind"] == "backfill" and metrics["job"] == "match_recognize" and metrics["slices"] == 3
+    assert canonical(spark.read.parquet(str(tmp_path / "out")).collect(), expected_df.columns) == expected
+    assert metrics["rows_out"] == sum(expected.values()) > 0
+    assert (Path(tmp_path / "out" / "_state")).is_dir()
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"slices": 0}, SpecError, "argument 'slices': must be >= 1"),
+    ({"slices": 2.5}, SpecError, "argument 'slices': must be an integer"),
+    ({"end": START}, SpecError, "argument 'end': end .* must be after start"),
+    ({"start": "2024-01-01"}, SpecError, "argument 'start': must be a datetime"),
+    ({"only": [3]}, SpecError, r"argument 'only': slice indexes \[3\] are not in 0..1"),
+    ({"output": ""}, SpecError, "argument 'output': an output path is required"),
+    ({"clause": " "}, SpecError, "argument 'clause': the MATCH_RECOGNIZE clause"),
+    ({"clause": "PARTITION BY k MEASURES COUNT(*) AS n PATTERN (A) DEFINE A AS A.v > 0"}, SpecError,
+     "needs ORDER BY <event time column> first"),
+    ({"clause": "ORDER BY t DESC PATTERN (A) DEFINE A AS A.v > 0"}, SpecError, "must be ordered ascending"),
+    ({"clause": "ORDER BY s PATTERN (A) DEFINE A AS A.v > 0"}, SpecError,
+     "event time s .* must be a TIMESTAMP or an integer"),
+    ({"clause": "ORDER BY t PATTERN (A) DEFINE A AS A.volume > 0"}, QuerySyntaxError, "column volume not found"),
+])
+def test_bad_arguments_fail_before_any_job(spark, tmp_path, kwargs, error, message) -> None:
+    df = spark.createDataFrame(as_tuples(random_events(1, n=3)), SCHEMA)
+    arguments = {"clause": CLAUSES["show-empty-prev"], "start": START, "end": END, "slices": 2,
+                 "output": str(tmp_path / "out"), **kwargs}
+    with pytest.raises(error, match=message):
+        backfill_match_recognize(df, **arguments)
+    assert not (tmp_path / "out").exists()
+
+
+def test_state_is_one_row_per_key_with_the_pickled_matcher(spark, tmp_path) -> None:
+    rows = random_events(2, n=40)
+    df = spark.createDataFrame(as_tuples(rows), SCHEMA)
+    backfill_match_recognize(df, CLAUSES["within-alternation-skip-first"], T0, T0 + SPAN, 2, str(tmp_path / "o"))
+    state = spark.read.parquet(str(tmp_path / "o" / "_state")).collect()
+    assert sorted((r["k"] or "") for r in state) == sorted({(r["k"] or "") for r in rows if r["t"] < T0 + SPAN / 2})
+    assert all(isinstance(r[STATE], (bytes, bytearray)) and r[STATE] for r in state)
+
+
+@pytest.mark.parametrize("name", ["runtime.spark.match_recognize_backfill", "tests.helpers.mr_random"])
+def test_docstring_examples_run(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0
