@@ -25,9 +25,10 @@ from runtime.core.pattern.expressions import (
     MeasureContext,
     RowSource,
 )
+from runtime.core.pattern.fast import FastBinding, FastProgram, FastRun
 from runtime.core.pattern.matcher import MatchResult, Run, Thread
 from runtime.core.pattern.program import compile_pattern
-from runtime.core.pattern.spec import ClauseSpec, SkipMode
+from runtime.core.pattern.spec import ClauseSpec, RowsPerMatch, SkipMode
 
 
 class CompiledClause:
@@ -73,12 +74,21 @@ class CompiledClause:
         skip = spec.after_match_skip
         self.skip_labels: LabelSet = label_sets[skip.var] if skip.var is not None else None
         self.within: timedelta | None = spec.within
+        # the fast path (None: this clause needs the general VM; see runtime.core.pattern.fast)
+        self.fast: FastProgram | None = FastProgram.build(self.program, spec, label_sets, self.label_names,
+                                                          order_column)
+        # a fast run may move on from a failed attempt by itself unless failed attempts output rows
+        self.rolling = spec.rows_per_match is not RowsPerMatch.ALL_WITH_UNMATCHED
 
     # -- the matcher's LabelEvaluator ------------------------------------------------------------------
     def bind(self, rows: RowSource) -> _Evaluator:
         return _Evaluator(self, rows)
 
-    def new_run(self, rows: RowSource, start: int, match_number: int) -> Run:
+    def new_run(self, rows: RowSource, start: int, match_number: int,
+                fast: FastBinding | None = None) -> Run | FastRun:
+        """A match attempt from ``start``: a :class:`FastRun` on ``fast`` when given, else the general VM."""
+        if fast is not None:
+            return FastRun(fast, start, match_number, rolling=self.rolling)
         evaluator = self.bind(rows)
         return Run(
             self.program,

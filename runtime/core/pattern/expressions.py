@@ -126,6 +126,7 @@ class AggregateSpec:
     func: str
     labels: LabelSet
     arg: RowFn | None
+    getter: Callable[[Mapping[str, Any]], Any] | None = None  # set when ``arg`` reads one column, no more
 
     def initial(self) -> Any:
         return 0 if self.func == "COUNT" else (None, 0) if self.func == "AVG" else None
@@ -250,10 +251,20 @@ class MeasureContext(Context):
         done, state = self._cache.get((index, final), (self.start - 1, spec.initial()))
         if done > limit:  # went backwards (not in the usual row order): recompute
             done, state = self.start - 1, spec.initial()
-        for position in range(done + 1, limit + 1):
-            label = self.labels[position - self.start]
-            if spec.labels is None or label in spec.labels:
-                state = spec.add(state, spec.value_at(self, position))
+        if limit > done:
+            start = self.start
+            offsets: range | list[int] = range(done + 1 - start, limit + 1 - start)
+            if spec.labels is not None:
+                wanted, labels = spec.labels, self.labels
+                offsets = [i for i in offsets if labels[i] in wanted]
+            add = spec.add
+            if spec.getter is not None:  # a plain column: read the rows directly (all inside the match)
+                rows, shift, get = self.rows.rows, start - self.rows.base, spec.getter
+                for i in offsets:
+                    state = add(state, get(rows[shift + i]))
+            else:
+                for i in offsets:
+                    state = add(state, spec.value_at(self, start + i))
         self._cache[(index, final)] = (limit, state)
         return spec.result(state)
 
@@ -364,8 +375,9 @@ class ExpressionCompiler:
         else:
             labels = self._arg_labels(node.arg)
             arg = self._row(node.arg)
+        getter = self._column_getter(node.arg) if isinstance(node.arg, E.Column) else None
         index = len(self.aggregates)
-        self.aggregates.append(AggregateSpec(node.func, labels, arg))
+        self.aggregates.append(AggregateSpec(node.func, labels, arg, getter))
         self.deps.aggregates.add(index)
         final = node.semantics == "FINAL"
         return lambda ctx: ctx.aggregate(index, final)

@@ -34,6 +34,7 @@ from runtime.core.errors import SpecError
 from runtime.core.pattern.clause import CompiledClause
 from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
 from runtime.core.pattern.expressions import RowSource
+from runtime.core.pattern.fast import FastBinding, FastRun
 from runtime.core.pattern.matcher import MatchResult, Run
 from runtime.core.pattern.spec import ClauseSpec, RowsPerMatch, SkipMode
 
@@ -73,12 +74,14 @@ class PartitionMatcher:
     [{'n': 3}]
     """
 
-    def __init__(self, spec: ClauseSpec) -> None:
+    def __init__(self, spec: ClauseSpec, *, fast: bool = True) -> None:
         self.spec = spec
         self.clause = compile_clause(spec)
         self.rows = RowSource()
         self.next_start = 0
-        self.run: Run | None = None
+        self.use_fast = fast  # False: always the general VM (the differential tests compare both)
+        self._fast: FastBinding | None = None
+        self.run: Run | FastRun | None = None
         self.match_number = 1
         self.last_matched = -1  # last row covered by an output match (WITH UNMATCHED ROWS)
         self.ended = False
@@ -91,6 +94,16 @@ class PartitionMatcher:
         if self.ended:
             raise RuntimeError("push() after finish()")
         self.rows.rows.append(row)
+        return self._drive()
+
+    def push_many(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Add the partition's next rows (in ORDER BY order); returns the rows now decided.
+
+        The same output as pushing them one by one, with one drive of the matcher for all.
+        """
+        if self.ended:
+            raise RuntimeError("push_many() after finish()")
+        self.rows.rows.extend(rows)
         return self._drive()
 
     def finish(self) -> list[dict[str, Any]]:
@@ -113,6 +126,7 @@ class PartitionMatcher:
     def __getstate__(self) -> dict[str, Any]:
         state = dict(vars(self))
         del state["clause"]
+        del state["_fast"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -121,20 +135,43 @@ class PartitionMatcher:
 
     def rebind(self) -> None:
         self.clause = compile_clause(self.spec)
-        if self.run is not None:
+        self._fast = None
+        fast = self._fast_binding()
+        if isinstance(self.run, FastRun):
+            assert fast is not None  # the same spec compiles to the same fast program
+            self.run.attach(fast)
+        elif self.run is not None:
             self.run.rebind(self.clause.bind(self.rows), self.clause.equivalence.signature)
+
+    def _fast_binding(self) -> FastBinding | None:
+        if self._fast is None and self.use_fast and self.clause.fast is not None:
+            self._fast = self.clause.fast.bind(self.rows)
+        return self._fast
 
     # -- the loop ------------------------------------------------------------------------------------
     def _drive(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         clause = self.clause
         rows = self.rows
+        fast = self._fast_binding()
+        bulk = fast is not None and clause.within is None  # WITHIN is checked row by row below
         while True:
             if self.run is None:
                 if self.next_start >= rows.available:
                     break  # the next attempt needs its first row
-                self.run = clause.new_run(rows, self.next_start, self.match_number)
+                self.run = clause.new_run(rows, self.next_start, self.match_number, fast)
             run = self.run
+            if bulk:
+                assert isinstance(run, FastRun)
+                run.advance(rows.available if self.ended else rows.available - clause.lookahead)
+                if not run.finished:
+                    if not self.ended or run.position < rows.available:
+                        if run.position == run.start:  # rolled on to an attempt that has not begun
+                            self.next_start = run.start
+                            self.run = None
+                        rows.release_before(run.start - clause.lookbehind)
+                        return out
+                    run.stop()
             while not run.finished:
                 position = run.position
                 if self.ended and position >= rows.available:
@@ -254,6 +291,9 @@ def _column(row: Mapping[str, Any], name: str) -> Any:
     return row[folded[0]]
 
 
+_CHUNK_ROWS = 256  # rows match_partition pushes at once (output stays lazy, a chunk at a time)
+
+
 def match_partition(
     spec: ClauseSpec, rows: Iterable[Mapping[str, Any] | Sequence[Any]], *, columns: Sequence[str] | None = None
 ) -> Iterator[dict[str, Any]]:
@@ -267,12 +307,21 @@ def match_partition(
     [{'lo': 2, 'hi': 5}]
     """
     matcher = PartitionMatcher(spec)
+    # An iterator is consumed row by row (output is decided as early as possible); rows already in
+    # a list go in chunks: one drive per chunk, as the per-row driver overhead is most of the cost.
+    chunk_rows = _CHUNK_ROWS if isinstance(rows, Sequence) else 1
+    chunk: list[Mapping[str, Any]] = []
     for row in rows:
         if not isinstance(row, Mapping):
             if columns is None:
                 raise TypeError("rows given as sequences need columns=[...] naming their fields")
             row = dict(zip(columns, row, strict=True))
-        yield from matcher.push(row)
+        chunk.append(row)
+        if len(chunk) >= chunk_rows:
+            yield from matcher.push_many(chunk)
+            chunk = []
+    if chunk:
+        yield from matcher.push_many(chunk)
     yield from matcher.finish()
 
 

@@ -1,0 +1,570 @@
+"""A fast path for programs whose threads never meet: no thread equivalence, no per-row objects.
+
+The general Pike VM (:mod:`.matcher`) compares every new thread with the threads that reached the
+same instruction in the same step (rule 2), which costs a signature per instruction per thread.
+For many real patterns (``A+ B``, ``START DOWN+ UP``, ``A B{2,} C?``) two threads can never reach
+the same instruction in one step, so rule 2 never fires and the signatures are pure cost.
+:func:`collision_free_targets` proves that statically, from the program alone:
+
+* every ``label`` instruction (and the start) has a fixed *successor list*: the ``label``/``done``
+  instructions its epsilon closure reaches, in preference order (the same depth-first order, with
+  the same cut of revisits, as :meth:`Run._advance <runtime.core.pattern.matcher.Run._advance>`);
+* the thread set after each step is contained in the successor lists of the set before, so the
+  sequence of *largest possible* thread sets is deterministic; walking it until it repeats, no two
+  members' successor lists may share a ``label`` instruction.  Then no two threads ever meet and
+  rule 2 is vacuous (a shared ``done`` is harmless: the first ``done`` ends the step, rule 3).
+
+Programs with ``^``, ``$`` or ``{- -}`` (anchors and saves), and DEFINE conditions reading
+``CLASSIFIER`` (label history), use the general VM.  For the others, :class:`FastRun` replaces
+:class:`~runtime.core.pattern.matcher.Run`: a thread is a ``(pc, state)`` pair and a state is the
+tuple ``(labels, aggregates, navigation)`` — labels a cons list of nested pairs, aggregates the
+running DEFINE aggregate states, navigation the positions ``FIRST/LAST(v, k)`` may read (so a
+condition never walks the label history).  DEFINE conditions are compiled per label: the
+candidate label is known at compile time, so ``A.price`` in A's condition *is* the current row.
+
+:meth:`FastRun.advance` consumes many rows in one call and, when allowed, rolls forward over
+attempts that end without a match (the driver would only start the next one at ``start + 1``).
+The differential test runs the fast and the general VM on random patterns and data and requires
+identical output rows.
+
+>>> from runtime.core.pattern.parser import parse_pattern
+>>> from runtime.core.pattern.program import compile_pattern
+>>> collision_free_targets(compile_pattern(parse_pattern("A+ B"))) is not None
+True
+>>> collision_free_targets(compile_pattern(parse_pattern("A* A* B"))) is None
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from numbers import Integral
+from typing import Any
+
+from runtime.core.pattern import expr as E
+from runtime.core.pattern.errors import MatchRuntimeError
+from runtime.core.pattern.expressions import ExpressionCompiler, LabelSet, RowSource
+from runtime.core.pattern.matcher import MatchResult
+from runtime.core.pattern.program import Done, Jump, MatchLabel, Program, Split
+
+#: Successors of one instruction: the label pcs before the first ``done``, and whether ``done`` follows.
+Targets = tuple[tuple[int, ...], bool]
+
+_MAX_THREAD_SETS = 4096  # the largest-thread-set walk is cut (general VM) beyond this many distinct sets
+
+
+def _closure(program: Program, pointer: int) -> list[int]:
+    """Label/done pcs reached from ``pointer`` without consuming a row, in preference order."""
+    out: list[int] = []
+    seen: set[int] = set()
+    stack = [pointer]
+    while stack:
+        pc = stack.pop()
+        if pc in seen:
+            continue  # an empty loop, or a second path to the same instruction: the VM cuts it too
+        seen.add(pc)
+        instruction = program.at(pc)
+        if isinstance(instruction, Split):
+            stack.append(instruction.second)
+            stack.append(instruction.first)
+        elif isinstance(instruction, Jump):
+            stack.append(instruction.target)
+        else:
+            out.append(pc)
+    return out
+
+
+def _targets(program: Program, closure: list[int]) -> Targets:
+    labels: list[int] = []
+    for pc in closure:
+        if isinstance(program.at(pc), Done):
+            return tuple(labels), True
+        labels.append(pc)
+    return tuple(labels), False
+
+
+def collision_free_targets(program: Program) -> tuple[Targets, dict[int, Targets]] | None:
+    """(start targets, targets per label pc) if no two threads of ``program`` can ever meet, else None."""
+    if any(not isinstance(i, MatchLabel | Split | Jump | Done) for i in program.instructions):
+        return None  # anchors and exclusions: the general VM
+    closures = {pc: _closure(program, pc + 1) for pc, i in enumerate(program.instructions) if isinstance(i, MatchLabel)}
+    start = _closure(program, 0)
+    labels_of = {pc: frozenset(p for p in closure if isinstance(program.at(p), MatchLabel))
+                 for pc, closure in closures.items()}
+    current = tuple(p for p in start if isinstance(program.at(p), MatchLabel))
+    seen: set[tuple[int, ...]] = set()
+    while current not in seen:
+        if len(seen) >= _MAX_THREAD_SETS:
+            return None
+        seen.add(current)
+        taken: set[int] = set()
+        following: list[int] = []
+        for pc in current:
+            reached = labels_of[pc]
+            if reached & taken:
+                return None  # two threads could meet: rule 2 needs signatures
+            taken |= reached
+            following.extend(p for p in closures[pc] if isinstance(program.at(p), MatchLabel))
+        current = tuple(following)
+    return _targets(program, start), {pc: _targets(program, closure) for pc, closure in closures.items()}
+
+
+class Unsupported(Exception):
+    """An expression the fast compiler does not handle: the clause runs on the general VM."""
+
+
+class Frame:
+    """The evaluation context of one fast DEFINE call (one per matcher, reused for every call)."""
+
+    __slots__ = ("aggs", "match_number", "nav", "pos", "rows", "start")
+
+    def __init__(self, rows: RowSource) -> None:
+        self.rows = rows
+        self.start = 0
+        self.pos = 0
+        self.aggs: tuple[Any, ...] = ()
+        self.nav: tuple[tuple[int, ...], ...] = ()
+        self.match_number = 1
+
+
+FastFn = Callable[[Frame], Any]
+FastRowFn = Callable[[Frame, int], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class FastAggregate:
+    """A DEFINE aggregate on the fast path: function, labels (None: all rows), row-mode argument."""
+
+    func: str
+    labels: LabelSet
+    arg: FastRowFn | None
+
+    def initial(self) -> Any:
+        return 0 if self.func == "COUNT" else (None, 0) if self.func == "AVG" else None
+
+
+def _result(func: str, state: Any) -> Any:
+    if func == "AVG":
+        total, count = state
+        if not count:
+            return None
+        return total / count if not isinstance(total, Integral) else float(total) / count
+    return state
+
+
+class FastCompiler(ExpressionCompiler):
+    """Compiles DEFINE conditions for one candidate label at a time into ``fn(frame)`` closures.
+
+    Navigation reads positions from the thread's navigation slots (``frame.nav``); the slots are
+    registered here (``slots``: (last?, labels) -> index, ``widths``: positions each keeps).
+    Raises :class:`Unsupported` for CLASSIFIER (it needs the label history).
+    """
+
+    def __init__(self, text: str, label_sets: Mapping[str | None, LabelSet], label_names: list[str],
+                 *, order_column: str | None) -> None:
+        super().__init__(text, label_sets, label_names, clause="DEFINE", order_column=order_column)
+        self.candidate = 0
+        self.slots: dict[tuple[bool, frozenset[int]], int] = {}
+        self.widths: list[int] = []
+        self.fast_aggregates: list[FastAggregate] = []
+
+    def compile_for(self, label: int, node: E.Expr) -> FastFn:
+        self.candidate = label
+        return self._top(node)
+
+    def _slot(self, last: bool, labels: frozenset[int], offset: int) -> int:
+        key = (last, labels)
+        index = self.slots.get(key)
+        if index is None:
+            index = self.slots[key] = len(self.widths)
+            self.widths.append(0)
+        self.widths[index] = max(self.widths[index], offset + 1)
+        return index
+
+    def _position(self, last: bool, labels: LabelSet, offset: int) -> Callable[[Frame], int | None]:
+        """``fn(frame)``: the position of FIRST/LAST(labels, offset) for the candidate row (None: none)."""
+        if labels is None:  # the universal variable: every row of the match so far
+            if last:
+                return lambda f: p if (p := f.pos - offset) >= f.start else None
+            return lambda f: p if (p := f.start + offset) <= f.pos else None
+        candidate_in = self.candidate in labels
+        slot = self._slot(last, labels, offset)
+        if last:
+            if candidate_in:
+                if offset == 0:
+                    return lambda f: f.pos
+                back = offset - 1
+                return lambda f: s[back] if len(s := f.nav[slot]) > back else None
+            return lambda f: s[offset] if len(s := f.nav[slot]) > offset else None
+        if candidate_in:
+            return lambda f: s[offset] if len(s := f.nav[slot]) > offset else (f.pos if len(s) == offset else None)
+        return lambda f: s[offset] if len(s := f.nav[slot]) > offset else None
+
+    # top mode ---------------------------------------------------------------------------------------
+    def _top(self, node: E.Expr) -> FastFn:  # type: ignore[override]
+        if isinstance(node, E.Column):
+            get = self._column_getter(node)
+            labels = self.label_sets[node.var]
+            if labels is None or (self.candidate in labels):
+                return lambda f: get(f.rows.rows[f.pos - f.rows.base])
+            where = self._position(True, labels, 0)
+
+            def column(f: Frame) -> Any:
+                position = where(f)
+                return None if position is None else get(f.rows.rows[position - f.rows.base])
+
+            return column
+        if isinstance(node, E.Navigation):
+            return self._navigation(node)
+        if isinstance(node, E.Aggregate):
+            return self._aggregate(node)
+        if isinstance(node, E.Classifier | E.MatchRowtime):
+            raise Unsupported(str(node))
+        if isinstance(node, E.Binary) and node.op in ("<", "<=", ">", ">=", "=", "<>") and isinstance(
+                node.right, E.Literal) and node.right.value is not None:
+            return self._compare_literal(node.op, self._top(node.left), node.right.value)
+        return self._generic(node, self._top)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _compare_literal(op: str, left: FastFn, value: Any) -> FastFn:
+        # the benchmark's shape (AVG(A.price) < 15): one closure instead of sql_compare's dispatch
+        if op == "<":
+            return lambda f: None if (v := left(f)) is None else v < value
+        if op == "<=":
+            return lambda f: None if (v := left(f)) is None else v <= value
+        if op == ">":
+            return lambda f: None if (v := left(f)) is None else v > value
+        if op == ">=":
+            return lambda f: None if (v := left(f)) is None else v >= value
+        if op == "=":
+            return lambda f: None if (v := left(f)) is None else v == value
+        return lambda f: None if (v := left(f)) is None else v != value
+
+    def _navigation(self, node: E.Navigation) -> FastFn:  # type: ignore[override]
+        if node.kind in ("FIRST", "LAST"):
+            where = self._position(node.kind == "LAST", self._arg_labels(node.arg), node.offset)
+            arg = self._row(node.arg)
+
+            def logical(f: Frame) -> Any:
+                position = where(f)
+                return None if position is None else arg(f, position)
+
+            return logical
+        inner = node.arg
+        if isinstance(inner, E.Navigation):
+            where = self._position(inner.kind == "LAST", self._arg_labels(inner.arg), inner.offset)
+            arg = self._row(inner.arg)
+        else:
+            where = self._position(True, self._arg_labels(inner), 0)
+            arg = self._row(inner)
+        step = -node.offset if node.kind == "PREV" else node.offset
+        if step < 0:
+            self.max_prev = max(self.max_prev, -step)
+        else:
+            self.max_next = max(self.max_next, step)
+
+        def physical(f: Frame) -> Any:
+            base = where(f)
+            if base is None:
+                return None
+            position = base + step
+            return None if f.rows.get(position) is None else arg(f, position)  # None: outside the partition
+
+        return physical
+
+    def _aggregate(self, node: E.Aggregate) -> FastFn:  # type: ignore[override]
+        if node.arg is None:
+            labels = self.label_sets[node.star_var] if node.star_var else None
+            arg = None
+        else:
+            labels = self._arg_labels(node.arg)
+            arg = self._row(node.arg)
+        index = len(self.fast_aggregates)
+        self.fast_aggregates.append(FastAggregate(node.func, labels, arg))
+        func = node.func
+        if func == "AVG":
+            def average(f: Frame) -> Any:
+                total, count = f.aggs[index]
+                if not count:
+                    return None
+                if total.__class__ is int or isinstance(total, Integral):  # the class test skips the slow ABC check
+                    return float(total) / count
+                return total / count
+
+            return average
+        return lambda f: f.aggs[index]
+
+    # row mode ---------------------------------------------------------------------------------------
+    def _row(self, node: E.Expr) -> FastRowFn:  # type: ignore[override]
+        if isinstance(node, E.Column):
+            get = self._column_getter(node)
+            return lambda f, position: get(f.rows.rows[position - f.rows.base])
+        if isinstance(node, E.Classifier):
+            raise Unsupported(str(node))
+        return super()._row(node)  # type: ignore[arg-type,return-value]
+
+
+def _add(func: str, counts_rows: bool) -> Callable[[Any, Any], Any]:
+    """The running-aggregate step for ``func`` (same rules as AggregateSpec.add)."""
+    if func == "COUNT":
+        if counts_rows:
+            return lambda state, value: state + 1
+        return lambda state, value: state if value is None else state + 1
+    if func == "SUM":
+        return lambda state, value: state if value is None else value if state is None else state + value
+    if func == "AVG":
+        return lambda state, value: state if value is None else (
+            value if state[0] is None else state[0] + value, state[1] + 1)
+    if func == "MIN":
+        return lambda state, value: state if value is None else value if state is None or value < state else state
+    return lambda state, value: state if value is None else value if state is None or value > state else state
+
+
+class FastProgram:
+    """The per-clause part of the fast path: targets, compiled conditions, aggregate and navigation plan.
+
+    Built by :meth:`build`, which returns None when the clause needs the general VM.
+    """
+
+    def __init__(self, program: Program, start: Targets, targets: dict[int, Targets], conditions: list[FastFn | None],
+                 sources: list[str], aggregates: list[FastAggregate], slots: dict[tuple[bool, frozenset[int]], int],
+                 widths: list[int]) -> None:
+        self.program = program
+        self.start_targets = start
+        self.targets = targets
+        self.conditions = conditions
+        self.sources = sources
+        self.aggregates = aggregates
+        self.initial_aggregates = tuple(a.initial() for a in aggregates)
+        self.initial_nav: tuple[tuple[int, ...], ...] = tuple(() for _ in widths)
+        self.slots = tuple(sorted(slots.items(), key=lambda item: item[1]))
+        self.widths = tuple(widths)
+        self.label_of = {pc: i.label for pc, i in enumerate(program.instructions) if isinstance(i, MatchLabel)}
+
+    @staticmethod
+    def build(program: Program, spec: Any, label_sets: Mapping[str | None, LabelSet], label_names: list[str],
+              order_column: str | None) -> FastProgram | None:
+        found = collision_free_targets(program)
+        if found is None:
+            return None
+        start, targets = found
+        ids = {name: i for i, name in enumerate(label_names)}
+        compiler = FastCompiler(spec.text, label_sets, label_names, order_column=order_column)
+        conditions: list[FastFn | None] = [None] * len(label_names)
+        sources = [""] * len(label_names)
+        try:
+            for definition in spec.definitions:
+                label = ids[definition.var]
+                conditions[label] = compiler.compile_for(label, definition.condition)
+                sources[label] = str(definition.condition)
+        except Unsupported:
+            return None
+        return FastProgram(program, start, targets, conditions, sources, compiler.fast_aggregates,
+                           compiler.slots, compiler.widths)
+
+    def bind(self, rows: RowSource) -> FastBinding:
+        return FastBinding(self, rows)
+
+
+Consume = Callable[[int, tuple[Any, ...]], tuple[Any, ...] | None]
+
+
+class FastBinding:
+    """A :class:`FastProgram` bound to one partition's rows: one ``consume(pos, state)`` per label pc."""
+
+    def __init__(self, fast: FastProgram, rows: RowSource) -> None:
+        self.fast = fast
+        self.rows = rows
+        self.frame = Frame(rows)
+        per_label = [self._consumer(label) for label in range(len(fast.program.label_names))]
+        self.consume: dict[int, Consume] = {pc: per_label[label] for pc, label in fast.label_of.items()}
+
+    def _consumer(self, label: int) -> Consume:
+        fast = self.fast
+        frame = self.frame
+        rows = self.rows
+        condition = fast.conditions[label]
+        source = fast.sources[label]
+        feeds = [(i, a, _add(a.func, a.arg is None)) for i, a in enumerate(fast.aggregates)
+                 if a.labels is None or label in a.labels]
+        updates = [(slot, last, width) for (last, labels), slot in fast.slots
+                   if label in labels for width in (fast.widths[slot],)]
+
+        def update_aggregates(aggs: tuple[Any, ...], position: int) -> tuple[Any, ...]:
+            try:
+                if len(feeds) == 1 and len(aggs) == 1:
+                    _, spec, add = feeds[0]
+                    return (add(aggs[0], None if spec.arg is None else spec.arg(frame, position)),)
+                updated = list(aggs)
+                for index, spec, add in feeds:
+                    updated[index] = add(updated[index], None if spec.arg is None else spec.arg(frame, position))
+                return tuple(updated)
+            except TypeError as error:  # e.g. SUM or AVG over strings, MIN over mixed types
+                raise MatchRuntimeError(f"cannot aggregate in DEFINE: {error}",
+                                        match_number=frame.match_number) from None
+
+        def update_nav(nav: tuple[tuple[int, ...], ...], position: int) -> tuple[tuple[int, ...], ...]:
+            updated = list(nav)
+            for slot, last, width in updates:
+                positions = updated[slot]
+                if last:
+                    updated[slot] = (position, *positions[: width - 1])
+                elif len(positions) < width:
+                    updated[slot] = (*positions, position)
+            return tuple(updated)
+
+        if condition is None and not feeds and not updates:
+            return lambda position, state: ((label, state[0]), state[1], state[2])
+
+        def consume(position: int, state: tuple[Any, ...]) -> tuple[Any, ...] | None:
+            chain, aggs, nav = state
+            frame.pos = position
+            if feeds:
+                aggs = update_aggregates(aggs, position)
+            if condition is not None:
+                frame.aggs = aggs
+                frame.nav = nav
+                try:
+                    if condition(frame) is not True:
+                        return None
+                except TypeError as error:  # e.g. comparing a string with a number
+                    raise MatchRuntimeError(f"cannot evaluate {source}: {error}",
+                                            match_number=frame.match_number) from None
+            if updates:
+                nav = update_nav(nav, position)
+            return ((label, chain), aggs, nav)
+
+        del rows
+        return consume
+
+
+def _chain_to_list(chain: Any) -> list[int]:
+    out: list[int] = []
+    while chain is not None:
+        out.append(chain[0])
+        chain = chain[1]
+    out.reverse()
+    return out
+
+
+def _chain_from_list(labels: list[int]) -> Any:
+    chain = None
+    for label in labels:
+        chain = (label, chain)
+    return chain
+
+
+class FastRun:
+    """One match attempt on the fast path; the same interface as :class:`~runtime.core.pattern.matcher.Run`.
+
+    With ``rolling`` set, :meth:`advance` moves on to ``start + 1`` by itself when the attempt ends
+    without a match (only when the driver would do nothing else: no WITH UNMATCHED ROWS output).
+    State is plain data (label chains pickle flat); :meth:`rebind` reattaches the compiled part.
+    """
+
+    def __init__(self, binding: FastBinding, start: int, match_number: int, *, rolling: bool) -> None:
+        self.start = start
+        self.position = start
+        self.match_number = match_number
+        self.rolling = rolling
+        self.result: tuple[Any, ...] | None = None
+        self.threads: list[tuple[int, tuple[Any, ...]]] = []
+        self._bind(binding)
+        self._begin()
+
+    def _bind(self, binding: FastBinding) -> None:
+        self.binding = binding
+        self._consume = binding.consume
+        self._targets = binding.fast.targets
+
+    def _begin(self) -> None:
+        fast = self.binding.fast
+        state = (None, fast.initial_aggregates, fast.initial_nav)
+        labels, done = fast.start_targets
+        self.threads = [(pc, state) for pc in labels]
+        self.result = state if done else None
+
+    @property
+    def finished(self) -> bool:
+        return not self.threads
+
+    def step(self, *, at_end: bool = False) -> None:
+        """Consume the row at ``self.position`` (never rolls: the driver concludes the attempt)."""
+        if not self.threads:
+            raise RuntimeError("step() on a finished run")
+        rolling = self.rolling
+        self.rolling = False
+        try:
+            self.advance(self.position + 1)
+        finally:
+            self.rolling = rolling
+
+    def advance(self, limit: int) -> None:
+        """Consume rows ``position .. limit - 1`` (fewer if the attempt ends; rolling continues it)."""
+        frame = self.binding.frame
+        frame.start = self.start
+        frame.match_number = self.match_number
+        consume = self._consume
+        targets = self._targets
+        threads = self.threads
+        position = self.position
+        result = self.result
+        while position < limit:
+            if not threads:
+                if result is not None or not self.rolling:
+                    break
+                self.start = frame.start = position = self.start + 1  # the next attempt, as the driver would
+                self._begin()
+                threads, result = self.threads, self.result
+                continue
+            advanced: list[tuple[int, tuple[Any, ...]]] = []
+            for pc, state in threads:
+                after = consume[pc](position, state)
+                if after is None:
+                    continue  # the row does not satisfy the label: the thread dies
+                labels, done = targets[pc]
+                for target in labels:
+                    advanced.append((target, after))
+                if done:  # rule 3: a match; the less preferred threads behind it are dropped
+                    result = after
+                    break
+            threads = advanced
+            position += 1
+        self.threads = threads
+        self.position = position
+        self.result = result
+
+    def stop(self) -> None:
+        self.threads = []
+
+    def match(self) -> MatchResult | None:
+        if self.result is None:
+            return None
+        return MatchResult(self.start, tuple(_chain_to_list(self.result[0])))
+
+    def rebind(self, evaluator: Any, signature: Any) -> None:
+        """Reattach the compiled part after unpickling (the arguments are the general VM's; unused)."""
+        del evaluator, signature
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "start": self.start, "position": self.position, "match_number": self.match_number,
+            "rolling": self.rolling,
+            "threads": [(pc, (_chain_to_list(s[0]), s[1], s[2])) for pc, s in self.threads],
+            "result": None if self.result is None else (_chain_to_list(self.result[0]), self.result[1], self.result[2]),
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.start = state["start"]
+        self.position = state["position"]
+        self.match_number = state["match_number"]
+        self.rolling = state["rolling"]
+        self.threads = [(pc, (_chain_from_list(s[0]), s[1], s[2])) for pc, s in state["threads"]]
+        result = state["result"]
+        self.result = None if result is None else (_chain_from_list(result[0]), result[1], result[2])
+        self.binding = None  # type: ignore[assignment]
+
+    def attach(self, binding: FastBinding) -> None:
+        """Reattach the compiled part (after unpickling)."""
+        self._bind(binding)

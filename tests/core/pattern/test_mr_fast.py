@@ -1,0 +1,163 @@
+"""The fast path (runtime.core.pattern.fast) against the general Pike VM: identical rows, always.
+
+The differential property test draws patterns (mostly ones the fast path accepts), DEFINE
+conditions from a menu covering every fast-compiled construct, AFTER MATCH SKIP and ROWS PER MATCH
+modes, and random rows; ``PartitionMatcher(fast=False)`` is the general VM.  It also feeds the rows
+in random chunks and through a pickle round trip, as the streaming and batch doors do.
+"""
+
+from __future__ import annotations
+
+import pickle
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runtime.core.pattern import MatchRuntimeError, ir, parse_clause
+from runtime.core.pattern.fast import collision_free_targets
+from runtime.core.pattern.parser import parse_pattern
+from runtime.core.pattern.partition import PartitionMatcher, compile_clause
+from runtime.core.pattern.program import compile_pattern
+
+LABELS = ("A", "B", "C")
+
+# {v}: the variable being defined; {w}: another (or the same) variable of the pattern
+CONDITIONS = [
+    "{v}.p < 3",
+    "AVG({v}.p) < 2",
+    "SUM({v}.p) <= 6 AND COUNT({v}.*) < 4",
+    "{v}.p > LAST({v}.p, 1) OR LAST({v}.p, 1) IS NULL",
+    "{v}.p >= FIRST({v}.p) AND p <> 1",
+    "FIRST({v}.p, 1) IS NULL OR {v}.p <= FIRST({v}.p, 1)",
+    "PREV(p) IS NULL OR p >= PREV(p)",
+    "NEXT(p) IS NULL OR p <= NEXT(p)",
+    "COUNT(*) <= 3 AND MAX({v}.p) - MIN({v}.p) < 3",
+    "PREV({v}.p, 2) IS NULL OR {v}.p <> PREV({v}.p, 2)",
+    "LAST(p, 1) IS NULL OR p + LAST(p, 1) BETWEEN 1 AND 5",
+    "CASE WHEN p > 2 THEN TRUE ELSE {v}.q END",
+    "COALESCE({v}.q, FALSE) OR MATCH_NUMBER() > 2",
+    "p IN (0, 2, 3)",
+    "NOT ({v}.p = 1)",
+    "LAST({w}.p, 1) IS NULL OR {v}.p > LAST({w}.p, 1)",
+    "{w}.p IS NULL OR {v}.p < {w}.p + 2",
+    "FIRST({w}.p, 1) IS NULL OR {v}.p >= FIRST({w}.p, 1)",
+    "COUNT({w}.*) < 3 AND AVG({w}.p) <= 3",
+    "PREV(LAST({w}.p, 1)) IS NULL OR {v}.p <> PREV(LAST({w}.p, 1))",
+]
+MEASURES = ("MEASURES MATCH_NUMBER() AS mn, COUNT(*) AS n, FIRST(p) AS f, LAST(p) AS l, AVG(p) AS a, "
+            "SUM(A.p) AS sa, CLASSIFIER() AS cls")
+SKIPS = ["AFTER MATCH SKIP PAST LAST ROW", "AFTER MATCH SKIP TO NEXT ROW", "AFTER MATCH SKIP TO LAST A"]
+ROWS_PER_MATCH = ["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS",
+                  "ALL ROWS PER MATCH OMIT EMPTY MATCHES"]
+
+
+def patterns() -> st.SearchStrategy[ir.Node]:
+    leaves = st.sampled_from(LABELS).map(ir.Label)
+
+    def extend(children: st.SearchStrategy[ir.Node]) -> st.SearchStrategy[ir.Node]:
+        bounds = st.sampled_from([(0, None), (1, None), (0, 1), (2, None), (1, 2), (2, 3)])
+        concatenation = st.lists(children, min_size=2, max_size=3).map(lambda ps: ir.Concatenation(tuple(ps)))
+        quantified = st.tuples(children, bounds, st.sampled_from([True, True, False])).map(
+            lambda t: ir.Quantified(t[0], t[1][0], t[1][1], t[2]))
+        alternation = st.lists(children, min_size=2, max_size=2).map(lambda ps: ir.Alternation(tuple(ps)))
+        return st.one_of(concatenation, concatenation, quantified, quantified, alternation)
+
+    return st.recursive(leaves, extend, max_leaves=5)
+
+
+rows_strategy = st.lists(
+    st.fixed_dictionaries({"p": st.integers(0, 4), "q": st.sampled_from([True, False, None])}),
+    min_size=0, max_size=14,
+).map(lambda rows: [{"id": i, **row} for i, row in enumerate(rows)])
+
+
+def run(clause: str, rows: list[dict[str, Any]], *, fast: bool, chunks: list[int] | None = None,
+        pickled: bool = False) -> list[dict[str, Any]] | str:
+    """Output rows, or the error message of a MatchRuntimeError (both paths must raise alike)."""
+    matcher = PartitionMatcher(parse_clause(clause), fast=fast)
+    out: list[dict[str, Any]] = []
+    try:
+        position = 0
+        for size in chunks or [1] * len(rows):
+            out += matcher.push_many(rows[position : position + size])
+            position += size
+            if pickled:
+                matcher = pickle.loads(pickle.dumps(matcher))
+        out += matcher.push_many(rows[position:])
+        out += matcher.finish()
+    except MatchRuntimeError as error:
+        return str(error)
+    return out
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=patterns(), rows=rows_strategy,
+       picks=st.lists(st.tuples(st.integers(0, len(CONDITIONS) - 1), st.integers(0, 2)), min_size=3, max_size=3),
+       skip=st.sampled_from(SKIPS), per_match=st.sampled_from(ROWS_PER_MATCH),
+       chunks=st.lists(st.integers(1, 5), max_size=4), pickled=st.booleans())
+def test_fast_path_equals_general_vm(pattern: ir.Node, rows: list[dict[str, Any]], picks: list[tuple[int, int]],
+                                     skip: str,
+                                     per_match: str, chunks: list[int], pickled: bool) -> None:
+    used = pattern.labels()
+    if skip.endswith(" A") and "A" not in used:
+        skip = SKIPS[0]
+    define = ", ".join(f"{v} AS {CONDITIONS[pick].format(v=v, w=used[other % len(used)])}"
+                       for v, (pick, other) in zip(used, picks, strict=False))
+    measures = MEASURES if "A" in used else MEASURES.replace("SUM(A.p)", "SUM(p)")
+    clause = f"ORDER BY id {measures} {per_match} {skip} PATTERN ({pattern}) DEFINE {define}"
+    general = run(clause, rows, fast=False)
+    assert run(clause, rows, fast=True) == general, clause
+    assert run(clause, rows, fast=True, chunks=chunks, pickled=pickled) == general, clause
+
+
+@pytest.mark.parametrize(("pattern", "fast"), [
+    ("A+ B", True), ("S D+ U", True), ("A B{2,} C?", True), ("A | B C", True), ("A B* C", True),
+    ("A* A* B", False), ("(A | A)+ B", False), ("A+ B+", False), ("^ A+ B", False), ("A {- B -}", False),
+])
+def test_which_programs_are_collision_free(pattern: str, fast: bool) -> None:
+    assert (collision_free_targets(compile_pattern(parse_pattern(pattern))) is not None) is fast
+
+
+def test_benchmark_clauses_take_the_fast_path() -> None:
+    avg = parse_clause("PARTITION BY s ORDER BY t MEASURES AVG(A.p) AS a PATTERN (A+ B) DEFINE A AS AVG(A.p) < 15")
+    seed = parse_clause("PARTITION BY s ORDER BY t MEASURES LAST(D.t) AS b ONE ROW PER MATCH "
+                        "AFTER MATCH SKIP TO LAST U PATTERN (S D+ U) DEFINE "
+                        "D AS (LAST(D.p, 1) IS NULL AND D.p < S.p) OR D.p < LAST(D.p, 1), U AS U.p > LAST(D.p, 1)")
+    assert compile_clause(avg).fast is not None
+    assert compile_clause(seed).fast is not None
+    # CLASSIFIER in DEFINE reads the label history: the general VM
+    assert compile_clause(parse_clause("PATTERN (A+ B) DEFINE B AS CLASSIFIER() = 'B'")).fast is None
+
+
+def test_runtime_errors_name_the_condition_on_both_paths() -> None:
+    clause = "ORDER BY id PATTERN (A+) DEFINE A AS A.p < 'x'"
+    rows = [{"id": 1, "p": 1}]
+    message = run(clause, rows, fast=True)
+    assert message == run(clause, rows, fast=False)
+    assert isinstance(message, str) and "cannot evaluate A.p < 'x'" in message
+
+
+SEED_001 = ("ORDER BY id MEASURES START_ROW.id AS s, LAST(PRICE_DOWN.id) AS bottom, LAST(PRICE_UP.id) AS e "
+            "ONE ROW PER MATCH AFTER MATCH SKIP TO LAST PRICE_UP PATTERN (START_ROW PRICE_DOWN+ PRICE_UP) DEFINE "
+            "PRICE_DOWN AS (LAST(PRICE_DOWN.p, 1) IS NULL AND PRICE_DOWN.p < START_ROW.p) "
+            "OR PRICE_DOWN.p < LAST(PRICE_DOWN.p, 1), PRICE_UP AS PRICE_UP.p > LAST(PRICE_DOWN.p, 1)")
+AVG_BENCH = ("ORDER BY id MEASURES FIRST(A.id) AS s, LAST(A.id) AS e, AVG(A.p) AS a ONE ROW PER MATCH "
+             "AFTER MATCH SKIP PAST LAST ROW PATTERN (A+ B) DEFINE A AS AVG(A.p) < {limit}")
+
+
+@pytest.mark.parametrize("clause", [
+    SEED_001,
+    AVG_BENCH.format(limit=15),
+    AVG_BENCH.format(limit=14),
+    "ORDER BY id MEASURES COUNT(*) AS n ALL ROWS PER MATCH PATTERN (A{2,} B C?) "
+    "DEFINE B AS B.p > LAST(A.p, 1) AND B.p < FIRST(A.p, 1), C AS C.p < PREV(C.p, 3)",
+])
+def test_benchmark_shaped_clauses_on_longer_random_data(clause: str) -> None:
+    generator = random.Random(7)
+    rows = [{"id": i, "p": generator.randint(1, 30), "q": None} for i in range(3000)]
+    general = run(clause, rows, fast=False)
+    assert isinstance(general, list) and len(general) > 50  # enough matches to compare
+    assert run(clause, rows, fast=True, chunks=[1000, 17, 1, 600]) == general
