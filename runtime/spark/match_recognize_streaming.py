@@ -21,7 +21,8 @@ the end of input are the core operator's; the output schema is the batch door's
    for a key: every row goes through ``process_element``, then ``on_watermark`` runs with Spark's
    watermark; the state is written once.
 4. **End of input.**  A watermark at or past :data:`runtime.jobs.streaming.END_OF_INPUT` (the job's
-   ``flush`` heartbeat, 9999-12-31) is the final watermark: it reaches the core as ``END_OF_TIME``, so the
+   ``flush`` heartbeat, 9999-12-31) minus the watermark delay (the watermark a flush heartbeat produces)
+   is the final watermark: it reaches the core as ``END_OF_TIME``, so the
    core's :meth:`~runtime.core.pattern.MatchRecognizeOperator.finish` closes the partition (``$`` matches,
    greedy attempts settle, WITH UNMATCHED ROWS emits the tail) exactly as the batch door does at the end of
    a partition.  Every key holding state keeps an extra core timer at that time, so each key sees it.
@@ -43,7 +44,6 @@ Outputs (one tagged stream split per micro-batch by :meth:`StreamingMatch.split`
 from __future__ import annotations
 
 import base64
-import functools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -65,6 +65,7 @@ from runtime.core.errors import SpecError
 from runtime.core.pattern import ClauseSpec, LateRow, MatchRecognizeOperator, parse_clause
 from runtime.core.pattern.operator import BUFFER, END_OF_TIME, MATCHER, SEQUENCE
 from runtime.core.state import NO_WATERMARK
+from runtime.jobs.config import parse_duration
 from runtime.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
 from runtime.spark.streaming import (
     _TS,
@@ -107,8 +108,9 @@ _CORE_STATE = (BUFFER, MATCHER, SEQUENCE)
 _TIME_TYPES = (T.TimestampType, T.TimestampNTZType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
-def core_watermark(spark_watermark_ms: int) -> int:
-    """Spark's watermark (ms) as the core's (µs): none yet, a time, or ``END_OF_TIME`` once the input ended.
+def core_watermark(spark_watermark_ms: int, end_us: int = END_OF_INPUT_US) -> int:
+    """Spark's watermark (ms) as the core's (µs): none yet, a time, or ``END_OF_TIME`` once it reached
+    ``end_us`` (the end of input: the flush heartbeat's time minus the watermark delay).
 
     >>> core_watermark(0) == NO_WATERMARK, core_watermark(1_000), core_watermark(253402214400000) == END_OF_TIME
     (True, 1000000, True)
@@ -116,7 +118,7 @@ def core_watermark(spark_watermark_ms: int) -> int:
     watermark = watermark_us(spark_watermark_ms)
     if watermark == NO_WATERMARK:
         return watermark
-    return END_OF_TIME if watermark >= END_OF_INPUT_US else watermark
+    return END_OF_TIME if watermark >= end_us else watermark
 
 
 # =================================================================================================
@@ -174,7 +176,7 @@ def row_decoder(schema: T.StructType, timezone: str) -> Callable[[str], dict[str
     zone = UTC if timezone.upper() in ("UTC", "Z", "GMT", "ETC/UTC") else ZoneInfo(timezone)
     names = [f.name for f in schema.fields]
     decoders = [(f.name, d) for f in schema.fields if (d := _decoder(f.dataType, zone)) is not None]
-    loads = functools.partial(json.loads, parse_float=Decimal)
+    loads = json.JSONDecoder(parse_float=Decimal).decode  # one decoder: json.loads(**kw) builds one per call
     template = dict.fromkeys(names)
 
     def decode(text: str) -> dict[str, Any]:
@@ -259,10 +261,11 @@ class MatchRecognizeProcessor(StatefulProcessor):
     arguments by keyword, so their names are Spark's.
     """
 
-    def __init__(self, clause: str, input_json: str, timezone: str) -> None:
+    def __init__(self, clause: str, input_json: str, timezone: str, end_us: int = END_OF_INPUT_US) -> None:
         self.clause = clause
         self.input_json = input_json
         self.timezone = timezone
+        self.end_us = end_us  # the watermark the end-of-input heartbeat produces (µs)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         schema = T.StructType.fromJson(json.loads(self.input_json))
@@ -274,7 +277,8 @@ class MatchRecognizeProcessor(StatefulProcessor):
         self._output = _Output.of(bound, self.timezone)
 
     def _context(self, timer_values: TimerValues) -> SparkKeyContext:
-        return SparkKeyContext(self._handle, self._state, core_watermark(timer_values.getCurrentWatermarkInMs()))
+        watermark = core_watermark(timer_values.getCurrentWatermarkInMs(), self.end_us)
+        return SparkKeyContext(self._handle, self._state, watermark)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         frames = [f for f in rows if len(f)]
@@ -319,9 +323,9 @@ class MatchRecognizeProcessor(StatefulProcessor):
         # core's own timers cover buffered rows and WITHIN deadlines only.
         holds_state = any(ctx.get(name) is not None for name in _CORE_STATE)
         if holds_state:
-            ctx.register_timer(END_OF_INPUT_US)
-        elif END_OF_INPUT_US in ctx.timers():
-            ctx.delete_timer(END_OF_INPUT_US)
+            ctx.register_timer(self.end_us)
+        elif self.end_us in ctx.timers():
+            ctx.delete_timer(self.end_us)
         ctx.commit()
 
     def close(self) -> None:
@@ -395,7 +399,7 @@ def match_recognize_stream(
     """The streaming ``MATCH_RECOGNIZE (clause)`` of a streaming DataFrame (see the module docstring).
 
     The first ORDER BY column is the event time (TIMESTAMP, TIMESTAMP_NTZ, or integer µs), ascending;
-    ``watermark`` is its allowed out-of-orderness (a Spark delay string); ``heartbeat`` is an optional
+    ``watermark`` is its allowed out-of-orderness (one ``<n> <unit>`` delay, e.g. ``"5 seconds"``); ``heartbeat`` is an optional
     stream with one timestamp column whose rows move the watermark (the job's ``flush`` writes one at
     9999-12-31: the end of input).  The clause and its columns are checked now, before any Spark job.
 
@@ -423,6 +427,8 @@ def match_recognize_stream(
         if name.lower() in (c.lower() for c in df.columns):
             raise SpecError("input", f"column '{name}' is added by the late output; rename the input column",
                             where="match_recognize")
+    # The flush heartbeat at END_OF_INPUT moves the watermark to END_OF_INPUT - delay: the end of input.
+    end_us = END_OF_INPUT_US - parse_duration(watermark, "watermark")
     time = F.col(_quoted(time_column))
     event_ts = F.timestamp_micros(time.cast("long")) if isinstance(time_type, T.IntegralType) else time.cast("timestamp")
     row_json = F.to_json(F.struct(*[F.col(_quoted(c)) for c in df.columns]), JSON_OPTIONS)
@@ -440,7 +446,7 @@ def match_recognize_stream(
     internal = internal.withColumn(TIME, F.unix_micros(F.col(_TS))).drop(_TS)
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     matched = internal.groupBy(*[c for c in internal.columns if c.startswith(KEY)]).transformWithStateInPandas(
-        statefulProcessor=MatchRecognizeProcessor(spec.text or str(spec), df.schema.json(), timezone),
+        statefulProcessor=MatchRecognizeProcessor(spec.text or str(spec), df.schema.json(), timezone, end_us),
         outputStructType=tagged_schema(bound),
         outputMode="Append",
         timeMode="EventTime",
