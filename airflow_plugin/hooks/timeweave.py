@@ -39,7 +39,7 @@ from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowException
 
 from runtime.jobs.cli import METRICS_PREFIX as _CLI_METRICS_PREFIX
-from runtime.jobs.config import JobConfig
+from runtime.jobs.config import load_job_config as load_runtime_job_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -67,7 +67,7 @@ class TimeweaveJobError(AirflowException):
 
 
 def load_job_config(config: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str, Any]:
-    """The job config as a plain JSON-able dict, validated by :class:`runtime.jobs.config.JobConfig`.
+    """The job config as a plain JSON-able dict, validated by :func:`runtime.jobs.config.load_job_config`.
 
     ``config`` is a dict, a JSON string (starting with ``{``) or a path to a JSON file.
 
@@ -80,7 +80,8 @@ def load_job_config(config: Mapping[str, Any] | str | os.PathLike[str]) -> dict[
     """
     if isinstance(config, os.PathLike):
         config = os.fspath(config)
-    return dict(JobConfig.load(config).raw)
+    # Either job kind (temporal join, or MATCH_RECOGNIZE with a "match_recognize" section).
+    return dict(load_runtime_job_config(config).raw)
 
 
 def parse_metrics(lines: Iterable[str]) -> dict[str, Any]:
