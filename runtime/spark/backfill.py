@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from runtime.core.errors import SpecError
 from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
@@ -78,6 +79,54 @@ def _newest_per_key(events: DataFrame, spec: VersionedTableSpec, descending: boo
     return events.groupBy(*spec.key).agg(pick.alias("__tw_row")).select("__tw_row.*")
 
 
+def _edge_states(
+    base: DataFrame, events: DataFrame, spec: VersionedTableSpec, plan: Sequence[Slice], lo: int, hi: int
+) -> DataFrame:
+    """Per key, the state at every edge ``lo+1 .. hi+1``, from the state at ``lo`` and the events of slices ``lo..hi``.
+
+    One pass for all edges (a hash aggregate per (key, slice) and a window over the few resulting rows),
+    not one Spark job per edge.  Events of slice ``j`` are all newer than those of slice ``j-1`` (the
+    slices partition time), so the state at edge ``k`` is the newest event of the last slice before
+    ``k`` in which the key had any event, or ``base``.
+    """
+    starts = [s.start for s in plan[lo : hi + 1]]
+    slice_of = F.lit(lo - 1)  # the base state counts as the slice before `lo`
+    for offset, at in enumerate(starts):
+        slice_of = F.when(F.col(spec.time) >= F.lit(at), F.lit(lo + offset)).otherwise(slice_of)
+    tagged = base.withColumn("__tw_slice", F.lit(lo - 1)).unionByName(events.withColumn("__tw_slice", slice_of))
+    order = F.struct(F.col(spec.time), F.col(spec.sequence))
+    row = F.struct(*[F.col(c) for c in base.columns])
+    groups = tagged.groupBy(*spec.key, "__tw_slice").agg(F.max_by(row, order).alias("__tw_row"))
+    later = F.lead("__tw_slice").over(Window.partitionBy(*spec.key).orderBy("__tw_slice"))
+    # a group of slice j is the state at edges j+1 .. (the key's next slice with events), the last one up to hi+1
+    edges = F.sequence(F.col("__tw_slice") + 1, F.coalesce(F.col("__tw_later"), F.lit(hi + 1)))
+    labels = F.array(*[F.lit(slice_label(s.end)) for s in plan])
+    return (
+        groups.select("__tw_row", "__tw_slice", later.alias("__tw_later"))
+        .select("__tw_row", F.explode(edges).alias("__tw_edge"))
+        .where(F.col("__tw_edge") >= lo + 1)
+        .select("__tw_row.*", F.element_at(labels, F.col("__tw_edge")).alias("edge"))
+    )
+
+
+def _edge_markers(spark: SparkSession, schema: T.StructType, edges: Sequence[datetime]) -> DataFrame:
+    labels = spark.createDataFrame([(slice_label(e),) for e in edges], "edge STRING")
+    return labels.select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields], "edge")
+
+
+def _read_state(spark: SparkSession, valid_right: DataFrame, v: VersionedTableSpec, state: str, s: Slice) -> DataFrame:
+    """The carried state at ``s``'s start edge (written by the run of the slice before it)."""
+    path = f"{state}/edge={slice_label(s.start)}"
+    try:
+        carried = spark.read.schema(valid_right.schema).parquet(path)
+        carried.inputFiles()  # fails now, with our message, when the edge's state was never written
+    except Exception as exc:
+        raise SpecError(
+            "only", f"slice {s.index} needs the state at {s.start}; run slice {s.index - 1} first", where="backfill"
+        ) from exc
+    return carried.where(F.col(v.key[0]).isNotNull())  # drop the edge marker row
+
+
 def run_slices(
     left: DataFrame,
     right: DataFrame,
@@ -92,6 +141,10 @@ def run_slices(
 ) -> dict:
     """Run the backfill; returns metrics.  ``only`` re-runs the given slice indexes (their start state must exist).
 
+    Spark jobs: one for the states of all edges (written per edge with dynamic partition overwrite),
+    then per slice its join and its dead letters (each reads only the slice's rows where the input
+    layout allows pruning by time), and the metrics counts at the end.
+
     Example::
 
         run_slices(orders, rates, spec, datetime(2020, 1, 1), datetime(2020, 1, 2), 3,
@@ -105,45 +158,42 @@ def run_slices(
     valid_right = right.where(F.expr(f"({reject}) IS NULL"))
     metrics: dict = {"late": 0}
     plan = list(slices_of(start, end, slices))
-    wanted = set(range(len(plan))) if only is None else set(only)
-    done: list[Slice] = []
-    for s in plan:
-        if s.index not in wanted:
-            continue
-        edge_path = f"{state}/edge={s.label}"
-        if s.index == 0:
-            carried = _newest_per_key(valid_right.where(F.col(v.time) < F.lit(s.start)), v)
+    wanted = sorted(set(range(len(plan))) if only is None else set(only))
+    unknown = [i for i in wanted if not 0 <= i < len(plan)]
+    if unknown:
+        raise SpecError("only", f"slice indexes {unknown} are outside 0..{len(plan) - 1}", where="backfill")
+    done = [plan[i] for i in wanted]
+    if done:
+        lo, hi = wanted[0], wanted[-1]
+        # The state at the first slice's start edge: carried (persisted by an earlier run) or, at the very
+        # start, the newest event per key before `start`.
+        if lo == 0:
+            base = _newest_per_key(valid_right.where(F.col(v.time) < F.lit(start)), v)
         else:
-            try:
-                carried = spark.read.schema(valid_right.schema).parquet(edge_path)
-                carried.inputFiles()  # fails now, with our message, when the edge's state was never written
-            except Exception as exc:
-                raise SpecError(
-                    "only", f"slice {s.index} needs the state at {s.start}; run slice {s.index - 1} first", where="backfill"
-                ) from exc
+            base = _read_state(spark, valid_right, v, state, plan[lo])
+        span = (F.col(v.time) >= F.lit(plan[lo].start)) & (F.col(v.time) < F.lit(plan[hi].end))
+        edge_states = _edge_states(base, valid_right.where(span), v, plan, lo, hi)
+        # one row of NULLs per edge, so an edge where no key has state yet still exists (as "empty")
+        edge_states = edge_states.unionByName(_edge_markers(spark, base.schema, [plan[k].end for k in range(lo, hi + 1)]))
+        edge_states.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("edge").parquet(state)
+    for s in done:
+        carried = base if s.index == lo else _read_state(spark, valid_right, v, state, s)
         in_slice = (F.col(v.time) >= F.lit(s.start)) & (F.col(v.time) < F.lit(s.end))
-        right_slice = valid_right.where(in_slice)
         lookahead = _newest_per_key(valid_right.where(F.col(v.time) >= F.lit(s.end)), v, descending=False)
-        right_events = carried.unionByName(right_slice).unionByName(lookahead)
+        right_events = carried.unionByName(valid_right.where(in_slice)).unionByName(lookahead)
         left_in = (F.col(spec.left_time) >= F.lit(s.start)) & (F.col(spec.left_time) < F.lit(s.end))
-        left_slice = left.where(left_in)
         sql = render.temporal_join_sql(spec, "{left}", "{right}", left.columns, right.columns)
-        joined = spark.sql(sql, left=left_slice, right=right_events)
-        joined.write.mode("overwrite").parquet(f"{output}/slice={s.label}")
+        left_slice = left.where(left_in)
+        spark.sql(sql, left=left_slice, right=right_events).write.mode("overwrite").parquet(f"{output}/slice={s.label}")
         rejected = dead_letters(left_slice, right.where(in_slice), spec)
         rejected.write.mode("overwrite").parquet(f"{dead_letter}/slice={s.label}")
-        # State for the next edge: newest event per key among carried + this slice (a delete included).
-        _newest_per_key(carried.unionByName(right_slice), v).write.mode("overwrite").parquet(
-            f"{state}/edge={slice_label(s.end)}"
-        )
-        done.append(s)
     # Rows with a NULL time belong to no slice: they are dead letters of the backfill as a whole.
     untimed = dead_letters(left.where(F.col(spec.left_time).isNull()), right.where(F.col(v.time).isNull()), spec)
     untimed.write.mode("overwrite").parquet(f"{dead_letter}/slice=none")
-    # Metrics once at the end (one job each), not per slice.
     ran = F.lit(False)
     for s in done:
         ran = ran | ((F.col("__tw_t") >= F.lit(s.start)) & (F.col("__tw_t") < F.lit(s.end)))
+    # Metrics once at the end (one job each), not per slice.
     metrics["slices"] = len(done)
     metrics["rows_in_left"] = left.select(F.col(spec.left_time).alias("__tw_t")).where(ran).count()
     metrics["rows_in_right"] = right.select(F.col(v.time).alias("__tw_t")).where(ran).count()
