@@ -151,22 +151,29 @@ class _SliceRunner:
         for batch in batches:
             states = batch.column(STATE).to_pylist()
             columns = [_naive(batch.column(n)).to_pylist() for n in names]
-            for i, blob in enumerate(states):
-                key = tuple(columns[p][i] for p in key_positions)
+            key_columns = [columns[p] for p in key_positions]
+            i, size = 0, len(states)
+            while i < size:
+                key = tuple(column[i] for column in key_columns)
                 if matcher is None or key != current:
                     pending.extend(close())
                     matcher, current = None, key
-                if blob is not None:  # sorted first within its key: the matcher the previous slice left
-                    matcher = pickle.loads(blob)  # trusted: written by this job's previous slice
+                if states[i] is not None:  # sorted first within its key: the matcher the previous slice left
+                    matcher = pickle.loads(states[i])  # trusted: written by this job's previous slice
+                    i += 1
                     continue
+                end = i + 1  # the key's run of rows in this batch: pushed at once
+                while end < size and states[end] is None and tuple(c[end] for c in key_columns) == key:
+                    end += 1
                 if matcher is None:
                     matcher = PartitionMatcher(bound.spec)
-                counts[0] += 1
-                row = {n: columns[c][i] for c, n in enumerate(names)}
-                pending.extend((out, None, None) for out in matcher.push(row))
+                rows = [dict(zip(names, values, strict=True)) for values in zip(*(c[i:end] for c in columns), strict=True)]
+                counts[0] += end - i
+                pending.extend((out, None, None) for out in matcher.push_many(rows))
                 if len(pending) >= _OUTPUT_BATCH_ROWS:
                     yield flush()
                     pending = []
+                i = end
         pending.extend(close())
         if pending:
             yield flush()

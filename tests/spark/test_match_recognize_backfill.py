@@ -14,15 +14,18 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 import runtime
 from runtime.core.errors import QuerySyntaxError, SpecError
 from runtime.core.pattern import match_recognize, parse_clause
 from runtime.jobs.cli import METRICS_PREFIX, main
-from runtime.spark.match_recognize_backfill import STATE, backfill_match_recognize
-from tests.helpers.mr_random import CLAUSES, SCHEMA, SPAN, T0, as_tuples, canonical, in_range, random_events
+from runtime.spark.match_recognize import plan
+from runtime.spark.match_recognize_backfill import STATE, _SliceRunner, backfill_match_recognize
+from tests.helpers.mr_random import CLAUSES, COLUMNS, SCHEMA, SPAN, T0, as_tuples, canonical, in_range, random_events
 
 pytestmark = pytest.mark.spark
 
@@ -177,3 +180,54 @@ def test_state_is_one_row_per_key_with_the_pickled_matcher(spark, tmp_path) -> N
 def test_docstring_examples_run(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+
+
+# -- the executor function alone (no JVM): state carried across slices and Arrow batch boundaries ------------
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.value = 0
+
+    def add(self, amount: int) -> None:
+        self.value += amount
+
+
+def _arrow_batches(items: list[dict], size: int) -> list[pa.RecordBatch]:
+    types = {"k": pa.string(), "t": pa.timestamp("us", tz="UTC"), "seq": pa.int64(), "v": pa.int64(),
+             "s": pa.string(), "w": pa.float64(), STATE: pa.binary()}
+    return [pa.RecordBatch.from_pydict({c: [r.get(c) for r in items[i : i + size]] for c in types},
+                                       schema=pa.schema(list(types.items())))
+            for i in range(0, len(items), size)]
+
+
+@pytest.mark.parametrize("name", list(CLAUSES))
+def test_slice_runner_carries_state_across_slices_and_batches(name) -> None:
+    """Three slices through the ``mapInArrow`` function itself, batches of 7 rows: the core's batch rows."""
+    clause = CLAUSES[name]
+    rows = random_events(len(name), n=90, ties=True)
+    bound = plan(clause, T.StructType([T.StructField(c, t) for c, t in zip(COLUMNS, [
+        T.StringType(), T.TimestampType(), T.LongType(), T.LongType(), T.StringType(), T.DoubleType()], strict=True)]))
+    edges = [T0, T0 + timedelta(minutes=37), T0 + timedelta(minutes=38), T0 + SPAN]  # one slice nearly empty
+    out_names = bound.schema.names
+    got, carried = [], []
+    for index in range(3):
+        last = index == 2
+        counters = (_Counter(), _Counter(), _Counter())
+        runner = _SliceRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), "UTC", last, counters)
+        items = [*carried, *({**r, STATE: None} for r in in_range(rows, edges[index], edges[index + 1]))]
+        # Spark's arrangement: key (NULLs last), the carried state first, then ORDER BY t, seq
+        items.sort(key=lambda r: (r["k"] is None, r["k"] or "", r[STATE] is None, r.get("t") or T0, r.get("seq") or 0)
+                   if "PARTITION BY" in clause else (r[STATE] is None, r.get("t") or T0, r.get("seq") or 0))
+        carried = []
+        for batch in runner(iter(_arrow_batches(items, 7))):
+            for record in batch.to_pylist():
+                if record[STATE] is None:
+                    got.append(record)
+                else:
+                    carried.append({"k": record.get("k"), STATE: record[STATE]})
+        assert counters[0].value == len(items) - sum(1 for r in items if r[STATE] is not None)
+        assert counters[2].value == len(carried) and (not last or not carried)
+    expected = canonical(match_recognize(parse_clause(clause), rows), out_names)
+    tz_free = [{**r, **{c: r[c].replace(tzinfo=None) for c in out_names if isinstance(r[c], datetime)}} for r in got]
+    assert canonical(tz_free, out_names) == expected
