@@ -65,7 +65,8 @@ class CompiledClause:
 
         measures = ExpressionCompiler(spec.text, label_sets, self.label_names, clause="MEASURES",
                                       order_column=order_column)
-        self.measures: list[tuple[str, Fn]] = [(m.name, measures.compile(m.expr)) for m in spec.measures]
+        self.measures: list[tuple[str, Fn, str]] = [
+            (m.name, measures.compile_unguarded(m.expr), str(m.expr)) for m in spec.measures]
         self.measure_aggregates = measures.aggregates
 
         # rows the driver must keep before a run's start / have after a row before consuming it
@@ -73,6 +74,7 @@ class CompiledClause:
         self.lookahead = max(define.max_next, measures.max_next, 1 if self.program.has_end_anchor else 0)
         skip = spec.after_match_skip
         self.skip_labels: LabelSet = label_sets[skip.var] if skip.var is not None else None
+        self.past_last_row = skip.mode is SkipMode.PAST_LAST_ROW
         self.within: timedelta | None = spec.within
         # the fast path (None: this clause needs the general VM; see runtime.core.pattern.fast)
         self.fast: FastProgram | None = FastProgram.build(self.program, spec, label_sets, self.label_names,
@@ -107,7 +109,13 @@ class CompiledClause:
 
     def evaluate_measures(self, ctx: MeasureContext, current: int) -> dict[str, Any]:
         ctx.current = current
-        return {name: fn(ctx) for name, fn in self.measures}
+        out: dict[str, Any] = {}
+        for name, fn, source in self.measures:
+            try:
+                out[name] = fn(ctx)
+            except TypeError as error:  # e.g. comparing a string with a number
+                raise MatchRuntimeError(f"cannot evaluate {source}: {error}", match_number=ctx.match_number) from None
+        return out
 
     def skip_target(self, match: MatchResult) -> int | None:
         """Position AFTER MATCH SKIP TO FIRST/LAST v lands on (None: v matched no row)."""

@@ -146,12 +146,41 @@ class AggregateSpec:
             return value if state is None or value < state else state
         return value if state is None or value > state else state  # MAX
 
+    def add_many(self, state: Any, values: list[Any]) -> Any:
+        """``add`` of each value in turn (the same additions in the same order), without a call per value."""
+        present = [v for v in values if v is not None]
+        func = self.func
+        if func == "COUNT":
+            return state + len(present)
+        if not present:
+            return state
+        if func == "AVG":
+            total, count = state
+            for value in present:
+                total = value if total is None else total + value
+            return (total, count + len(present))
+        if func == "SUM":
+            for value in present:
+                state = value if state is None else state + value
+            return state
+        if func == "MIN":
+            for value in present:
+                if state is None or value < state:
+                    state = value
+            return state
+        for value in present:  # MAX
+            if state is None or value > state:
+                state = value
+        return state
+
     def result(self, state: Any) -> Any:
         if self.func == "AVG":
             total, count = state
             if not count:
                 return None
-            return total / count if not isinstance(total, Integral) else float(total) / count
+            if total.__class__ is int or isinstance(total, Integral):  # the class test skips the slow ABC check
+                return float(total) / count
+            return total / count
         return state
 
     def value_at(self, ctx: Context, position: int) -> Any:
@@ -257,14 +286,13 @@ class MeasureContext(Context):
             if spec.labels is not None:
                 wanted, labels = spec.labels, self.labels
                 offsets = [i for i in offsets if labels[i] in wanted]
-            add = spec.add
-            if spec.getter is not None:  # a plain column: read the rows directly (all inside the match)
+            if spec.arg is None:  # COUNT(*): every row counts
+                state += len(offsets)
+            elif spec.getter is not None:  # a plain column: read the rows directly (all inside the match)
                 rows, shift, get = self.rows.rows, start - self.rows.base, spec.getter
-                for i in offsets:
-                    state = add(state, get(rows[shift + i]))
+                state = spec.add_many(state, [get(rows[shift + i]) for i in offsets])
             else:
-                for i in offsets:
-                    state = add(state, spec.value_at(self, start + i))
+                state = spec.add_many(state, [spec.value_at(self, start + i) for i in offsets])
         self._cache[(index, final)] = (limit, state)
         return spec.result(state)
 
@@ -294,6 +322,10 @@ class ExpressionCompiler:
         self.max_next = 0
         self.deps = Dependencies()
 
+    def compile_unguarded(self, node: E.Expr) -> Fn:
+        """Like :meth:`compile`, without the TypeError translation (the caller does it, once per loop)."""
+        return self._top(node)
+
     def compile(self, node: E.Expr) -> Fn:
         """Compile a top-level expression (records its dependencies in ``self.deps``)."""
         fn = self._top(node)
@@ -314,7 +346,7 @@ class ExpressionCompiler:
             getter = self._column_getter(node)
             if labels is not None:
                 self.deps.logical.add((True, labels, 0))
-            return lambda ctx: _read(ctx, ctx.resolve(True, labels, 0, False), getter)
+            return _logical_read(lambda ctx: ctx.resolve(True, labels, 0, False), getter)
         if isinstance(node, E.Navigation):
             return self._navigation(node)
         if isinstance(node, E.Aggregate):
@@ -342,6 +374,9 @@ class ExpressionCompiler:
             arg = self._row(node.arg)
             if labels is not None and not final:
                 self.deps.logical.add((last, labels, offset))
+            if isinstance(node.arg, E.Column):  # the common FIRST/LAST(v.col): no row-mode call
+                return _logical_read(lambda ctx: ctx.resolve(last, labels, offset, final),
+                                     self._column_getter(node.arg))
             return lambda ctx: _at(ctx, ctx.resolve(last, labels, offset, final), arg)
         # PREV / NEXT: physical offset from a logical position (by default LAST(var, 0))
         inner = node.arg
@@ -549,6 +584,22 @@ def _read(ctx: Context, position: int | None, getter: Callable[[Mapping[str, Any
         return None
     row = ctx.rows.get(position)
     return None if row is None else getter(row)
+
+
+def _logical_read(resolve: Callable[[Context], int | None], getter: Callable[[Mapping[str, Any]], Any]) -> Fn:
+    """``fn(ctx)`` reading one column at a logical position (FIRST/LAST, ``v.col``).
+
+    Logical positions lie inside the match, so the row is buffered: it is read directly.
+    """
+
+    def read(ctx: Context) -> Any:
+        position = resolve(ctx)
+        if position is None:
+            return None
+        rows = ctx.rows
+        return getter(rows.rows[position - rows.base])
+
+    return read
 
 
 def _at(ctx: Context, position: int | None, arg: RowFn, physical: bool = False) -> Any:

@@ -37,6 +37,7 @@ True
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from numbers import Integral
@@ -139,6 +140,7 @@ class FastAggregate:
     func: str
     labels: LabelSet
     arg: FastRowFn | None
+    getter: Callable[[Mapping[str, Any]], Any] | None = None  # set when ``arg`` reads one column, no more
 
     def initial(self) -> Any:
         return 0 if self.func == "COUNT" else (None, 0) if self.func == "AVG" else None
@@ -226,9 +228,21 @@ class FastCompiler(ExpressionCompiler):
             return self._compare_literal(node.op, self._top(node.left), node.right.value)
         return self._generic(node, self._top)  # type: ignore[arg-type]
 
-    @staticmethod
-    def _compare_literal(op: str, left: FastFn, value: Any) -> FastFn:
+    def _compare_literal(self, op: str, left: FastFn, value: Any) -> FastFn:
         # the benchmark's shape (AVG(A.price) < 15): one closure instead of sql_compare's dispatch
+        compare = _COMPARE[op]
+        average = getattr(left, "average_of", None)
+        if average is not None:  # AVG(...) <op> literal: the average computed inline
+            def compare_average(f: Frame) -> Any:
+                total, count = f.aggs[average]
+                if not count:
+                    return None
+                if total.__class__ is int or isinstance(total, Integral):
+                    return compare(float(total) / count, value)
+                return compare(total / count, value)
+
+            compare_average.average_compared = (average, compare, value)  # type: ignore[attr-defined]
+            return compare_average
         if op == "<":
             return lambda f: None if (v := left(f)) is None else v < value
         if op == "<=":
@@ -281,7 +295,8 @@ class FastCompiler(ExpressionCompiler):
             labels = self._arg_labels(node.arg)
             arg = self._row(node.arg)
         index = len(self.fast_aggregates)
-        self.fast_aggregates.append(FastAggregate(node.func, labels, arg))
+        getter = self._column_getter(node.arg) if isinstance(node.arg, E.Column) else None
+        self.fast_aggregates.append(FastAggregate(node.func, labels, arg, getter))
         func = node.func
         if func == "AVG":
             def average(f: Frame) -> Any:
@@ -292,6 +307,7 @@ class FastCompiler(ExpressionCompiler):
                     return float(total) / count
                 return total / count
 
+            average.average_of = index  # type: ignore[attr-defined]  # lets a comparison inline it
             return average
         return lambda f: f.aggs[index]
 
@@ -303,6 +319,11 @@ class FastCompiler(ExpressionCompiler):
         if isinstance(node, E.Classifier):
             raise Unsupported(str(node))
         return super()._row(node)  # type: ignore[arg-type,return-value]
+
+
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq, "<>": operator.ne,
+}
 
 
 def _add(func: str, counts_rows: bool) -> Callable[[Any, Any], Any]:
@@ -341,6 +362,9 @@ class FastProgram:
         self.slots = tuple(sorted(slots.items(), key=lambda item: item[1]))
         self.widths = tuple(widths)
         self.label_of = {pc: i.label for pc, i in enumerate(program.instructions) if isinstance(i, MatchLabel)}
+        state = (None, self.initial_aggregates, self.initial_nav)
+        self.initial_threads: tuple[list[tuple[int, tuple[Any, ...]]], tuple[Any, ...] | None] = (
+            [(pc, state) for pc in start[0]], state if start[1] else None)
 
     @staticmethod
     def build(program: Program, spec: Any, label_sets: Mapping[str | None, LabelSet], label_names: list[str],
@@ -379,6 +403,15 @@ class FastBinding:
         self.frame = Frame(rows)
         per_label = [self._consumer(label) for label in range(len(fast.program.label_names))]
         self.consume: dict[int, Consume] = {pc: per_label[label] for pc, label in fast.label_of.items()}
+        # One entry per label pc, [consume, successor entries, reaches done?, pc]: a thread is
+        # (entry, state), so a step needs no lookup by pc (entries refer to each other: loops).
+        self.entries: dict[int, list[Any]] = {pc: [self.consume[pc], [], fast.targets[pc][1], pc]
+                                              for pc in fast.label_of}
+        for pc, entry in self.entries.items():
+            entry[1].extend(self.entries[target] for target in fast.targets[pc][0])
+        threads, result = fast.initial_threads
+        self.initial_threads: tuple[list[tuple[list[Any], tuple[Any, ...]]], tuple[Any, ...] | None] = (
+            [(self.entries[pc], state) for pc, state in threads], result)
 
     def _consumer(self, label: int) -> Consume:
         fast = self.fast
@@ -416,6 +449,11 @@ class FastBinding:
 
         if condition is None and not feeds and not updates:
             return lambda position, state: ((label, state[0]), state[1], state[2])
+        if len(feeds) == 1 and len(fast.aggregates) == 1 and feeds[0][1].getter is not None and not updates:
+            if feeds[0][1].func == "AVG" and hasattr(condition, "average_compared"):
+                _, compare, literal = condition.average_compared  # type: ignore[union-attr]
+                return _average_compared(self, label, feeds[0][1], compare, literal, source)
+            return _one_column_aggregate(self, label, feeds[0][1], feeds[0][2], condition, source)
 
         def consume(position: int, state: tuple[Any, ...]) -> tuple[Any, ...] | None:
             chain, aggs, nav = state
@@ -437,6 +475,70 @@ class FastBinding:
 
         del rows
         return consume
+
+
+def _one_column_aggregate(binding: FastBinding, label: int, spec: FastAggregate, add: Callable[[Any, Any], Any],
+                          condition: FastFn | None, source: str) -> Consume:
+    """``consume`` for the common shape: one DEFINE aggregate over one column (``AVG(A.price) < 15``)."""
+    frame = binding.frame
+    rows = binding.rows
+    buffered = rows.rows  # the list object stays the same: rows are appended and released in place
+    get = spec.getter
+    assert get is not None
+
+    def consume(position: int, state: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        try:
+            aggs = (add(state[1][0], get(buffered[position - rows.base])),)
+        except TypeError as error:
+            raise MatchRuntimeError(f"cannot aggregate in DEFINE: {error}", match_number=frame.match_number) from None
+        if condition is not None:
+            frame.pos = position
+            frame.aggs = aggs
+            try:
+                if condition(frame) is not True:
+                    return None
+            except TypeError as error:
+                raise MatchRuntimeError(f"cannot evaluate {source}: {error}", match_number=frame.match_number) from None
+        return ((label, state[0]), aggs, state[2])
+
+    return consume
+
+
+def _average_compared(binding: FastBinding, label: int, spec: FastAggregate, compare: Callable[[Any, Any], Any],
+                      literal: Any, source: str) -> Consume:
+    """``consume`` for ``AVG(v.col) <op> literal``, the only aggregate: one call per row, all inline.
+
+    The same steps as the general path (AggregateSpec.add, then .result, then the comparison).
+    """
+    frame = binding.frame
+    rows = binding.rows
+    buffered = rows.rows
+    get = spec.getter
+    assert get is not None
+
+    def consume(position: int, state: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        value = get(buffered[position - rows.base])
+        total, count = state[1][0]
+        if value is not None:
+            try:
+                total = value if total is None else total + value
+            except TypeError as error:
+                raise MatchRuntimeError(f"cannot aggregate in DEFINE: {error}",
+                                        match_number=frame.match_number) from None
+            count += 1
+        if not count:
+            return None  # AVG over no rows is NULL: the condition is not TRUE
+        try:
+            if total.__class__ is int or isinstance(total, Integral):
+                if compare(float(total) / count, literal) is not True:
+                    return None
+            elif compare(total / count, literal) is not True:
+                return None
+        except TypeError as error:
+            raise MatchRuntimeError(f"cannot evaluate {source}: {error}", match_number=frame.match_number) from None
+        return ((label, state[0]), ((total, count),), state[2])
+
+    return consume
 
 
 def _chain_to_list(chain: Any) -> list[int]:
@@ -468,22 +570,11 @@ class FastRun:
         self.position = start
         self.match_number = match_number
         self.rolling = rolling
-        self.result: tuple[Any, ...] | None = None
-        self.threads: list[tuple[int, tuple[Any, ...]]] = []
-        self._bind(binding)
-        self._begin()
-
-    def _bind(self, binding: FastBinding) -> None:
         self.binding = binding
-        self._consume = binding.consume
-        self._targets = binding.fast.targets
-
-    def _begin(self) -> None:
-        fast = self.binding.fast
-        state = (None, fast.initial_aggregates, fast.initial_nav)
-        labels, done = fast.start_targets
-        self.threads = [(pc, state) for pc in labels]
-        self.result = state if done else None
+        # the same start threads for every attempt: advance never mutates a thread list in place
+        self.threads: list[tuple[list[Any], tuple[Any, ...]]]
+        self.result: tuple[Any, ...] | None
+        self.threads, self.result = binding.initial_threads
 
     @property
     def finished(self) -> bool:
@@ -505,8 +596,7 @@ class FastRun:
         frame = self.binding.frame
         frame.start = self.start
         frame.match_number = self.match_number
-        consume = self._consume
-        targets = self._targets
+        initial = self.binding.initial_threads
         threads = self.threads
         position = self.position
         result = self.result
@@ -515,17 +605,16 @@ class FastRun:
                 if result is not None or not self.rolling:
                     break
                 self.start = frame.start = position = self.start + 1  # the next attempt, as the driver would
-                self._begin()
-                threads, result = self.threads, self.result
+                threads, result = initial
                 continue
-            advanced: list[tuple[int, tuple[Any, ...]]] = []
-            for pc, state in threads:
-                after = consume[pc](position, state)
+            advanced: list[tuple[list[Any], tuple[Any, ...]]] = []
+            for entry, state in threads:
+                consume, successors, done, _ = entry
+                after = consume(position, state)
                 if after is None:
                     continue  # the row does not satisfy the label: the thread dies
-                labels, done = targets[pc]
-                for target in labels:
-                    advanced.append((target, after))
+                for successor in successors:
+                    advanced.append((successor, after))
                 if done:  # rule 3: a match; the less preferred threads behind it are dropped
                     result = after
                     break
@@ -551,7 +640,7 @@ class FastRun:
         return {
             "start": self.start, "position": self.position, "match_number": self.match_number,
             "rolling": self.rolling,
-            "threads": [(pc, (_chain_to_list(s[0]), s[1], s[2])) for pc, s in self.threads],
+            "threads": [(entry[3], (_chain_to_list(s[0]), s[1], s[2])) for entry, s in self.threads],
             "result": None if self.result is None else (_chain_to_list(self.result[0]), self.result[1], self.result[2]),
         }
 
@@ -560,11 +649,14 @@ class FastRun:
         self.position = state["position"]
         self.match_number = state["match_number"]
         self.rolling = state["rolling"]
-        self.threads = [(pc, (_chain_from_list(s[0]), s[1], s[2])) for pc, s in state["threads"]]
+        self._pcs = [(pc, (_chain_from_list(s[0]), s[1], s[2])) for pc, s in state["threads"]]
+        self.threads = []  # filled by attach()
         result = state["result"]
         self.result = None if result is None else (_chain_from_list(result[0]), result[1], result[2])
         self.binding = None  # type: ignore[assignment]
 
     def attach(self, binding: FastBinding) -> None:
         """Reattach the compiled part (after unpickling)."""
-        self._bind(binding)
+        self.binding = binding
+        self.threads = [(binding.entries[pc], state) for pc, state in self._pcs]
+        del self._pcs

@@ -130,6 +130,8 @@ class PartitionMatcher:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("use_fast", True)  # states pickled before the fast path existed
+        state.setdefault("_fast", None)
         vars(self).update(state)
         self.rebind()
 
@@ -217,8 +219,10 @@ class PartitionMatcher:
                 return [self._all_rows_row(start, measures)]
             return [self._one_row(start, measures)]
         out = self._match_rows(match, number)
-        self.last_matched = max(self.last_matched, match.end)
-        self.next_start = self._skip(match, number)
+        end = start + len(match.labels) - 1
+        if end > self.last_matched:
+            self.last_matched = end
+        self.next_start = end + 1 if self.clause.past_last_row else self._skip(match, number)
         return out
 
     def _skip(self, match: MatchResult, number: int) -> int:
@@ -240,7 +244,7 @@ class PartitionMatcher:
     def _match_rows(self, match: MatchResult, number: int) -> list[dict[str, Any]]:
         ctx = self.clause.measure_context(self.rows, match, number)
         if not self.spec.rows_per_match.all_rows:
-            return [self._one_row(match.start, self.clause.evaluate_measures(ctx, match.end))]
+            return [self._one_row(match.start, self.clause.evaluate_measures(ctx, ctx.final_end))]
         excluded: set[int] = set()
         for first, end in match.exclusions:
             excluded.update(range(first, end))
