@@ -262,14 +262,20 @@ class MeasureContext(Context):
         index = position - self.start
         return self.labels[index] if 0 <= index < len(self.labels) else None
 
-    def resolve(self, last: bool, labels: LabelSet, offset: int, final: bool) -> int | None:
-        if labels is None:
-            return super().resolve(last, labels, offset, final)
+    def positions(self, labels: frozenset[int]) -> list[int]:
+        """Absolute positions of the match's rows with a label in ``labels`` (computed once per match)."""
         positions = self._positions.get(labels)
         if positions is None:  # once per label set and match: then O(log n) per navigation
             positions = [self.start + i for i, label in enumerate(self.labels) if label in labels]
             self._positions[labels] = positions
-        count = bisect_right(positions, self.final_end if (final or not last) else self.current)
+        return positions
+
+    def resolve(self, last: bool, labels: LabelSet, offset: int, final: bool) -> int | None:
+        if labels is None:
+            return super().resolve(last, labels, offset, final)
+        positions = self.positions(labels)
+        end = self.final_end if (final or not last) else self.current
+        count = len(positions) if end == self.final_end else bisect_right(positions, end)
         if offset >= count:
             return None
         return positions[count - 1 - offset] if last else positions[offset]
@@ -346,6 +352,8 @@ class ExpressionCompiler:
             getter = self._column_getter(node)
             if labels is not None:
                 self.deps.logical.add((True, labels, 0))
+            if labels is not None and self.clause == "MEASURES":
+                return _measure_read(True, labels, 0, False, getter)
             return _logical_read(lambda ctx: ctx.resolve(True, labels, 0, False), getter)
         if isinstance(node, E.Navigation):
             return self._navigation(node)
@@ -374,6 +382,8 @@ class ExpressionCompiler:
             arg = self._row(node.arg)
             if labels is not None and not final:
                 self.deps.logical.add((last, labels, offset))
+            if isinstance(node.arg, E.Column) and labels is not None and self.clause == "MEASURES":
+                return _measure_read(last, labels, offset, final, self._column_getter(node.arg))
             if isinstance(node.arg, E.Column):  # the common FIRST/LAST(v.col): no row-mode call
                 return _logical_read(lambda ctx: ctx.resolve(last, labels, offset, final),
                                      self._column_getter(node.arg))
@@ -600,6 +610,25 @@ def _logical_read(resolve: Callable[[Context], int | None], getter: Callable[[Ma
         return getter(rows.rows[position - rows.base])
 
     return read
+
+
+def _measure_read(last: bool, labels: frozenset[int], offset: int, final: bool,
+                  getter: Callable[[Mapping[str, Any]], Any]) -> Fn:
+    """:func:`_logical_read` for MEASURES: ``MeasureContext.resolve`` inlined (the per-match hot path)."""
+
+    def read(ctx: MeasureContext) -> Any:
+        positions = ctx._positions.get(labels)
+        if positions is None:
+            positions = ctx.positions(labels)
+        end = ctx.final_end if (final or not last) else ctx.current
+        count = len(positions) if end == ctx.final_end else bisect_right(positions, end)
+        if offset >= count:
+            return None
+        position = positions[count - 1 - offset] if last else positions[offset]
+        rows = ctx.rows
+        return getter(rows.rows[position - rows.base])
+
+    return read  # type: ignore[return-value]
 
 
 def _at(ctx: Context, position: int | None, arg: RowFn, physical: bool = False) -> Any:

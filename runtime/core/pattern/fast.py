@@ -594,9 +594,14 @@ class FastRun:
     def advance(self, limit: int) -> None:
         """Consume rows ``position .. limit - 1`` (fewer if the attempt ends; rolling continues it)."""
         frame = self.binding.frame
-        frame.start = self.start
+        start = frame.start = self.start
         frame.match_number = self.match_number
-        initial = self.binding.initial_threads
+        initial_threads, initial_result = initial = self.binding.initial_threads
+        # One start thread and no empty match (A+ B, S D+ U, ...): failed attempts are skipped by a
+        # tight scan for the next row the first label accepts.
+        scan = self.rolling and len(initial_threads) == 1 and initial_result is None
+        if scan:
+            (first_consume, first_successors, first_done, _), first_state = initial_threads[0]
         threads = self.threads
         position = self.position
         result = self.result
@@ -604,8 +609,22 @@ class FastRun:
             if not threads:
                 if result is not None or not self.rolling:
                     break
-                self.start = frame.start = position = self.start + 1  # the next attempt, as the driver would
+                start = frame.start = position = start + 1  # the next attempt, as the driver would
                 threads, result = initial
+                if not scan:
+                    continue
+                after = None
+                while position < limit:
+                    after = first_consume(position, first_state)
+                    if after is not None:
+                        break
+                    start = frame.start = position = position + 1
+                if after is None:
+                    break  # out of rows: the attempt at `start` has not begun
+                threads = [(successor, after) for successor in first_successors]
+                if first_done:
+                    result = after
+                position += 1
                 continue
             advanced: list[tuple[list[Any], tuple[Any, ...]]] = []
             for entry, state in threads:
@@ -620,6 +639,7 @@ class FastRun:
                     break
             threads = advanced
             position += 1
+        self.start = start
         self.threads = threads
         self.position = position
         self.result = result
