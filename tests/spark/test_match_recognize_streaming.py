@@ -185,3 +185,12 @@ def test_random_clauses_decode_every_input_type_like_the_batch_door(spark, tmp_p
     columns = batch.columns
     assert Counter(tuple(map(repr, (r[c] for c in columns))) for r in main.collect()) == Counter(
         tuple(map(repr, (r[c] for c in columns))) for r in batch.collect())
+
+
+@pytest.mark.parametrize("name", ["runtime.spark.match_recognize_streaming", "runtime.jobs.config"])
+def test_docstring_examples_run(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0
