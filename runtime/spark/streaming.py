@@ -6,7 +6,7 @@ type, predicate and projection are :func:`runtime.spark.plan.finalize`'s, the st
 end with.  What the adapter does:
 
 1. **One internal schema for both sides.**  Valid rows (``plan.split_rejects``) of each side become
-   ``tw_k<i>`` (key), ``tw_op`` (left row / upsert / delete, by ``plan.deleted_expression`` / heartbeat),
+   ``tw_b`` (the key's bucket), ``tw_key`` (the key as one canonical string), ``tw_op`` (left row / upsert / delete, by ``plan.deleted_expression`` / heartbeat),
    ``tw_time`` (µs since epoch), ``tw_file`` (a version's input file), ``tw_seq`` (the versioned
    spec's ``sequence`` column, only when it has one) and ``tw_row`` (the whole original row as JSON, rebuilt with its
    exact types after the operator).
@@ -14,18 +14,29 @@ end with.  What the adapter does:
    ``multipleWatermarkPolicy`` (min), the watermark of Flink's two-input operator.  Optional heartbeat
    rows (a timestamp stream) are unioned into *both* sides before the watermark, so they can move an
    idle stream's watermark, or close the stream (``flush``); the operator ignores them otherwise.
-3. **The state bridge.**  :class:`SparkKeyContext` implements the core's ``KeyContext`` over one
-   ValueState per key (all named values pickled into one binary cell: one read and at most one write
-   per invocation) and Spark event-time timers.  Core times are µs, Spark timers ms: a core timer at
-   ``t`` is a Spark timer at ``ceil(t / 1000)``, which fires once ``watermark_ms * 1000 >= t``.
-   Every invocation (input rows or an expired timer) runs the handlers and then ``on_watermark`` with
-   Spark's current watermark, so emission is decided by the core comparing times to the watermark.
-4. **Ties.**  A right row's sequence is the spec's ``sequence`` column when set, else an arrival counter
+3. **Buckets.**  The operator is grouped by ``tw_b = pmod(xxhash64(key), buckets)`` (default
+   :data:`DEFAULT_BUCKETS`), not by the join key: each invocation of the processor costs a fixed
+   amount (state-server round trips, one pandas frame in and one Arrow batch out), so one
+   invocation per bucket and micro-batch instead of one per key.  Inside a bucket the processor
+   splits the rows by ``tw_key`` and runs the core once per key, exactly as before: keys never share state.
+4. **The state bridge.**  :class:`SparkKeyContext` implements the core's ``KeyContext`` for one key
+   over one cell (all named values, the core's timers and the arrival counter pickled into one binary
+   value: one read and at most one write per key and invocation).  The cell is the key's entry in
+   the bucket's MapState ``timeweave_keys`` (a ValueState works the same, see the class).  Core times
+   are µs, Spark timers ms: a core timer at ``t`` stands for a Spark timer at ``ceil(t / 1000)``,
+   which fires once ``watermark_ms * 1000 >= t``.  A bucket keeps *one* Spark timer, at the smallest
+   core timer of its keys, and an index (ValueState ``timeweave_index``: key -> smallest core timer);
+   when it fires, every key of the bucket with a timer at or below the watermark runs ``on_watermark``
+   and the timer moves to the next smallest.  Every invocation runs ``on_watermark`` for the keys it
+   got rows for and for the bucket's due keys, so emission is decided by the core comparing times to
+   the watermark.  Checkpoint state format: these two state variables (the earlier per-key ValueState
+   ``timeweave`` layout cannot be resumed; start such jobs from a fresh checkpoint).
+5. **Ties.**  A right row's sequence is the spec's ``sequence`` column when set, else an arrival counter
    kept per key; within one micro-batch a key's rows are numbered in input order — by file path,
    and within a file in file order — across batches by batch order.  Left rows are numbered the same
    way (the core emits equal times in arrival order).  Within a file the order is the order rows
    reach the processor: Spark keeps a map task's row order through the shuffle and the stable sort
-   by key in front of the operator (``monotonically_increasing_id``, the batch plan's tie-breaker, is
+   by bucket in front of the operator (``monotonically_increasing_id``, the batch plan's tie-breaker, is
    not allowed on streams).  A sort that spills to disk may reorder equal keys; give the versioned
    table a ``sequence`` column when several events of one key can share a time.
 
@@ -86,7 +97,9 @@ MODES = ("event_time", "processing_time")
 # -- the internal (operator input) schema ---------------------------------------------------------
 # Names are plain identifiers: PySpark 4.3 rebuilds the operator's pandas input from namedtuples, which
 # rename fields starting with "_" to "_0", "_1", ...
-KEY = "tw_k"
+KEY = "tw_k"  # the key columns' prefix (the MATCH_RECOGNIZE door keeps one column per key part)
+BUCKET = "tw_b"  # the operator's grouping key: a hash bucket of the join key (see "Buckets" above)
+KEY_TEXT = "tw_key"  # the join key as one canonical string: the key of the per-key state inside a bucket
 OP = "tw_op"  # what a row is: LEFT_ROW / UPSERT / DELETE / HEARTBEAT (a small int: cheap to convert)
 TIME = "tw_time"
 SEQ = "tw_seq"
@@ -135,6 +148,14 @@ LATE_COLUMNS = ("reason", "watermark")
 
 _STATE_NAME = "timeweave"
 _STATE_SCHEMA = T.StructType([T.StructField("v", T.BinaryType(), True)])
+#: Per-key state of a bucket: join key (``tw_key``) -> the key's pickled :class:`SparkKeyContext` cell.
+_KEYS_STATE = "timeweave_keys"
+_KEYS_SCHEMA = T.StructType([T.StructField("k", T.StringType(), True)])
+#: Per bucket: the smallest core timer of each key that has one, and the bucket's one Spark timer.
+_INDEX_STATE = "timeweave_index"
+#: Default number of buckets: enough for every shuffle partition of a small cluster to get some, few
+#: enough that a micro-batch makes a handful of operator invocations per partition.
+DEFAULT_BUCKETS = 16
 
 
 # =================================================================================================
@@ -185,7 +206,9 @@ class SparkKeyContext:
     All named values, the core's timer set (µs) and the key's arrival counter live in one dict,
     pickled into one binary ValueState cell: each state call is a round trip to the JVM, so the
     context reads once when created and writes at most once in :meth:`commit`.  Timers are applied
-    in :meth:`commit` too, as the difference between the Spark timers before and after.
+    in :meth:`commit` too, as the difference between the Spark timers before and after (with
+    ``handle=None`` no Spark timer is touched: the temporal join's buckets keep their own, see
+    the module docstring).  ``state`` is anything with ValueState's ``get``/``update``/``clear``.
 
     Example (``state`` is a ValueState whose ``get`` returns None: a new key)::
 
@@ -245,6 +268,22 @@ class SparkKeyContext:
             self._next_seq += count
             self._dirty = True
         return first
+
+    def expire_timers(self) -> None:
+        """Forget the core timers at or below the watermark: Spark fires (and deletes) them in this batch.
+
+        Same effect as :meth:`fired` for every Spark timer ``<= watermark``; the bucketed processor
+        calls it after ``on_watermark`` has run for the key.
+        """
+        watermark = self._watermark
+        due = {t for t in self._timers if t <= watermark}
+        if due:
+            self._timers -= due
+            self._dirty = True
+
+    def smallest_timer(self) -> int | None:
+        """The smallest core timer (µs) the key holds, or None."""
+        return min(self._timers) if self._timers else None
 
     def fired(self, timer_ms: int) -> None:
         """Spark fired (and deletes) the timer at ``timer_ms``: forget the core timers it stood for."""
@@ -339,11 +378,30 @@ def _frame(outputs: list[Output], n_left: int | None = None, n_right: int | None
     return frame
 
 
-class TemporalJoinProcessor(StatefulProcessor):
-    """``transformWithStateInPandas`` processor running one core temporal-join operator per key.
+class _MapEntry:
+    """One key's cell of the bucket's MapState, with the ValueState calls :class:`SparkKeyContext` makes."""
 
-    Input: the internal schema (see the module docstring).  Output: :data:`OUTPUT_SCHEMA`.  Spark
-    passes arguments by keyword, so the handler parameter names are Spark's.
+    __slots__ = ("_key", "_map")
+
+    def __init__(self, map_state: Any, key: str) -> None:
+        self._map = map_state
+        self._key = (key,)
+
+    def get(self) -> tuple | None:
+        return self._map.getValue(self._key)
+
+    def update(self, value: tuple) -> None:
+        self._map.updateValue(self._key, value)
+
+    def clear(self) -> None:
+        self._map.removeKey(self._key)
+
+
+class TemporalJoinProcessor(StatefulProcessor):
+    """``transformWithStateInPandas`` processor: one bucket of join keys, one core operator per key.
+
+    Input: the internal schema grouped by ``tw_b`` (see the module docstring).  Output:
+    :data:`OUTPUT_SCHEMA`.  Spark passes arguments by keyword, so the handler parameter names are Spark's.
     """
 
     def __init__(
@@ -358,15 +416,17 @@ class TemporalJoinProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self._handle = handle
-        self._state = handle.getValueState(_STATE_NAME, _STATE_SCHEMA)
+        self._keys = handle.getMapState(_KEYS_STATE, _KEYS_SCHEMA, _STATE_SCHEMA)
+        self._index_state = handle.getValueState(_INDEX_STATE, _STATE_SCHEMA)
         if self.mode == "event_time":
             self._op: EventTimeTemporalJoin | ProcessingTimeTemporalJoin = EventTimeTemporalJoin(self.spec, self.retention)
         else:
             self._op = ProcessingTimeTemporalJoin(self.spec)
 
-    def _context(self, timer_values: TimerValues) -> SparkKeyContext:
-        wm = watermark_us(timer_values.getCurrentWatermarkInMs()) if self.mode == "event_time" else NO_WATERMARK
-        return SparkKeyContext(self._handle if self.mode == "event_time" else None, self._state, wm)
+    def _watermark(self, timer_values: TimerValues) -> int:
+        if self.mode != "event_time":
+            return NO_WATERMARK
+        return watermark_us(timer_values.getCurrentWatermarkInMs())
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         frames = [f for f in rows if len(f)]
@@ -386,45 +446,139 @@ class TemporalJoinProcessor(StatefulProcessor):
             # stable within a file.  Left rows carry no file: their order never changes a result.
             batch = batch.sort_values(FILE, kind="stable", na_position="first")
             ops = batch[OP].tolist()
-        ctx = self._context(timerValues)
         times = batch[TIME].tolist()
         payloads = batch[ROW].tolist()
         seqs = batch[SEQ].tolist() if self._has_sequence else None
-        first_seq = ctx.reserve_seqs(len(ops))
-        op = self._op
+        # The bucket's rows by join key, each key's rows in input order.
+        by_key: dict[str, list[int]] = {}
+        for i, text in enumerate(batch[KEY_TEXT].tolist()):
+            rows_of_key = by_key.get(text)
+            if rows_of_key is None:
+                by_key[text] = [i]
+            else:
+                rows_of_key.append(i)
+        watermark = self._watermark(timerValues)
+        index = _Index.load(self._index_state)
         outputs: list[Output] = []
+        for text, positions in by_key.items():
+            ctx = SparkKeyContext(None, _MapEntry(self._keys, text), watermark)
+            self._apply(ctx, positions, ops, times, payloads, seqs, outputs)
+            self._finish(ctx, text, index, outputs)
+        if self.mode == "event_time":
+            self._due(watermark, index, by_key, outputs)
+        index.store(self._index_state, self._handle if self.mode == "event_time" else None)
+        yield _frame(outputs, n_left, n_right)
+
+    def _apply(
+        self, ctx: SparkKeyContext, positions: list[int], ops: list[int], times: list[int], payloads: list[Any],
+        seqs: list[Any] | None, outputs: list[Output],
+    ) -> None:
+        """Feed one key's rows of the batch to the core, numbered in input order."""
+        first_seq = ctx.reserve_seqs(len(positions))
+        op = self._op
         emit = outputs.extend
         process_left, process_right = op.process_left, op.process_right
-        # Processing time: a micro-batch's rows arrive together; versions of the batch apply before its
-        # left rows look one up.  Event time: the order of sides is irrelevant (the core only buffers).
-        order = range(len(ops))
+        order = range(len(positions))
         if self.mode == "processing_time":
-            order = sorted(order, key=lambda i: ops[i] == LEFT_ROW)
-        for i in order:
+            # A micro-batch's rows arrive together: versions of the batch apply before its left rows look one up.
+            order = sorted(order, key=lambda j: ops[positions[j]] == LEFT_ROW)
+        for j in order:
+            i = positions[j]
             if ops[i] == LEFT_ROW:
-                emit(process_left(ctx, LeftRow(times[i], first_seq + i, payloads[i])))
+                emit(process_left(ctx, LeftRow(times[i], first_seq + j, payloads[i])))
             else:
-                seq = _sequence(seqs[i]) if seqs is not None else first_seq + i
+                seq = _sequence(seqs[i]) if seqs is not None else first_seq + j
                 emit(process_right(ctx, VersionEvent(times[i], seq, ops[i] == DELETE, payloads[i])))
-        if isinstance(op, EventTimeTemporalJoin):
-            emit(op.on_watermark(ctx))
+
+    def _finish(self, ctx: SparkKeyContext, text: str, index: _Index, outputs: list[Output]) -> None:
+        """Emit what the watermark allows, let Spark's due timers fire, write the key back, index its timer."""
+        if isinstance(self._op, EventTimeTemporalJoin):
+            outputs.extend(self._op.on_watermark(ctx))
+            ctx.expire_timers()
         ctx.commit()
-        yield _frame(outputs, n_left, n_right)
+        index.set(text, ctx.smallest_timer())
+
+    def _due(self, watermark: int, index: _Index, done: dict[str, Any], outputs: list[Output]) -> None:
+        """Run the watermark for every other key of the bucket with a timer at or below it."""
+        for text in index.due(watermark):
+            if text not in done:
+                self._finish(SparkKeyContext(None, _MapEntry(self._keys, text), watermark), text, index, outputs)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
         if not isinstance(self._op, EventTimeTemporalJoin):
             return
-        ctx = self._context(timerValues)
-        outputs = list(self._op.on_watermark(ctx))
-        ctx.fired(expiredTimerInfo.getExpiryTimeInMs())
-        ctx.commit()
+        watermark = self._watermark(timerValues)
+        index = _Index.load(self._index_state)
+        index.fired(expiredTimerInfo.getExpiryTimeInMs())
+        outputs: list[Output] = []
+        self._due(watermark, index, {}, outputs)
+        index.store(self._index_state, self._handle)
         if outputs:
             yield _frame(outputs)
 
     def close(self) -> None:
         pass
+
+
+class _Index:
+    """A bucket's timer index: each key's smallest core timer (µs) and the bucket's single Spark timer (ms).
+
+    One Spark timer per bucket, at the smallest core timer of its keys: when it fires, every key
+    with a timer at or below the watermark runs, and the timer moves to the next smallest.
+    """
+
+    __slots__ = ("_dirty", "spark", "timers")
+
+    def __init__(self, timers: dict[str, int], spark: int | None) -> None:
+        self.timers = timers
+        self.spark = spark
+        self._dirty = False
+
+    @classmethod
+    def load(cls, state: Any) -> _Index:
+        stored = state.get()
+        if not stored or stored[0] is None:
+            return cls({}, None)
+        timers, spark = _loads(stored[0])
+        return cls(timers, spark)
+
+    def set(self, text: str, timer: int | None) -> None:
+        if timer is None:
+            if self.timers.pop(text, None) is not None:
+                self._dirty = True
+        elif self.timers.get(text) != timer:
+            self.timers[text] = timer
+            self._dirty = True
+
+    def due(self, watermark: int) -> list[str]:
+        return [text for text, timer in self.timers.items() if timer <= watermark]
+
+    def fired(self, timer_ms: int) -> None:
+        """Spark fired (and deletes) the bucket's timer at ``timer_ms``."""
+        if self.spark == timer_ms:
+            self.spark = None
+            self._dirty = True
+
+    def store(self, state: Any, handle: StatefulProcessorHandle | None) -> None:
+        """Move the bucket's Spark timer to the smallest key timer, write the index back (or clear it)."""
+        wanted = spark_timer_ms(min(self.timers.values())) if self.timers else None
+        if wanted != self.spark:
+            if handle is not None:
+                if self.spark is not None:
+                    handle.deleteTimer(self.spark)
+                if wanted is not None:
+                    handle.registerTimer(wanted)
+            self.spark = wanted
+            self._dirty = True
+        if not self._dirty:
+            return
+        if self.timers or self.spark is not None:
+            state.update((_dumps((self.timers, self.spark)),))
+        else:
+            state.clear()
+        self._dirty = False
 
 
 def _sequence(value: Any) -> int:
@@ -497,12 +651,15 @@ def temporal_join_stream(
     mode: str = "event_time",
     retention: StateRetention | None = None,
     heartbeat: DataFrame | None = None,
+    buckets: int = DEFAULT_BUCKETS,
 ) -> StreamingJoin:
     """The streaming temporal join of two streaming DataFrames (see the module docstring).
 
     ``left_watermark``/``right_watermark`` are each side's allowed out-of-orderness (Spark delay
     strings); ``heartbeat`` is an optional stream with one timestamp column whose rows advance both
-    sides' watermarks (the job uses it to flush at end of input).
+    sides' watermarks (the job uses it to flush at end of input).  ``buckets`` is how many hash
+    buckets the join keys are spread over (the operator's grouping key); it is part of the state
+    layout, so a checkpoint must be resumed with the same value.
 
     Example::
 
@@ -514,6 +671,8 @@ def temporal_join_stream(
     """
     if mode not in MODES:
         raise SpecError("mode", f"unknown mode {mode!r}; use one of {list(MODES)}", where=spec.where)
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
+        raise SpecError("buckets", f"must be a positive integer, found {buckets!r}", where=spec.where)
     spec.bind(schema_kinds(left.schema), schema_kinds(right.schema))
     EventTimeTemporalJoin(spec) if mode == "event_time" else ProcessingTimeTemporalJoin(spec)  # validates
     for name in LATE_COLUMNS:
@@ -532,8 +691,8 @@ def temporal_join_stream(
         )
     left_valid, left_rejected = plan.split_rejects(left, spec, "left")
     right_valid, right_rejected = plan.split_rejects(right, spec, "right")
-    left_in = _internal(left_valid, spec, "left")
-    right_in = _internal(right_valid, spec, "right")
+    left_in = _internal(left_valid, spec, "left", buckets)
+    right_in = _internal(right_valid, spec, "right", buckets)
     if mode == "event_time":
         if heartbeat is not None:
             left_in = left_in.unionByName(_heartbeat(heartbeat, left_in))
@@ -544,8 +703,7 @@ def temporal_join_stream(
     # The operator gets the event time as BIGINT µs only: no input column carries watermark metadata,
     # so Spark's late-row filter (event_time <= watermark) does not apply; the core decides lateness.
     internal = internal.withColumn(TIME, F.unix_micros(F.col(_TS))).drop(_TS)
-    keys = [c for c in internal.columns if c.startswith(KEY)]
-    joined = internal.groupBy(*keys).transformWithStateInPandas(
+    joined = internal.groupBy(BUCKET).transformWithStateInPandas(
         statefulProcessor=TemporalJoinProcessor(spec, mode, None if mode == "processing_time" else retention),
         outputStructType=OUTPUT_SCHEMA,
         outputMode="Append",
@@ -561,7 +719,27 @@ def _json(df: DataFrame) -> Column:
     return F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]), JSON_OPTIONS)
 
 
-def _internal(df: DataFrame, spec: TemporalJoinSpec, side: str) -> DataFrame:
+def _key_columns(df: DataFrame, key: tuple[str, ...] | list[str], buckets: int) -> list[Column]:
+    """``tw_b`` (the key's hash bucket: the operator's grouping key) and ``tw_key`` (the key as one string).
+
+    Equal keys must give equal strings: one string column is taken as is, anything else is the JSON
+    of the key values (exact timestamps, see :data:`JSON_OPTIONS`); floating point keys get ``+ 0.0``
+    first, so -0.0 and 0.0 (equal in the batch join) are one key.
+    """
+    parts = []
+    for name in key:
+        column = F.col(f"`{name}`")
+        if isinstance(df.schema[name].dataType, (T.FloatType, T.DoubleType)):
+            column = column + F.lit(0.0).cast(df.schema[name].dataType)
+        parts.append(column)
+    if len(parts) == 1 and isinstance(df.schema[key[0]].dataType, T.StringType):
+        text = parts[0]
+    else:
+        text = F.to_json(F.struct(*[c.alias(f"k{i}") for i, c in enumerate(parts)]), JSON_OPTIONS)
+    return [F.pmod(F.xxhash64(*parts), F.lit(buckets)).cast("int").alias(BUCKET), text.alias(KEY_TEXT)]
+
+
+def _internal(df: DataFrame, spec: TemporalJoinSpec, side: str, buckets: int = DEFAULT_BUCKETS) -> DataFrame:
     """One side's valid rows in the internal schema (the watermark column ``tw_ts`` still a timestamp)."""
     sequence = spec.versioned.sequence
     if side == "right":
@@ -573,7 +751,7 @@ def _internal(df: DataFrame, spec: TemporalJoinSpec, side: str) -> DataFrame:
         key, time = spec.left_key, spec.left_time
         op, seq, source = F.lit(LEFT_ROW), F.lit(None).cast("long"), F.lit(None).cast("string")
     columns = [
-        *[F.col(f"`{k}`").alias(f"{KEY}{i}") for i, k in enumerate(key)],
+        *_key_columns(df, key, buckets),
         op.cast("tinyint").alias(OP),
         F.col(f"`{time}`").cast("timestamp").alias(_TS),
         source.alias(FILE),

@@ -32,11 +32,15 @@ def _spec(how: str = "left", fmt: str = "append") -> TemporalJoinSpec:
 _OPS = {"L": S.LEFT_ROW, "R": S.UPSERT, "D": S.DELETE, "H": S.HEARTBEAT}
 
 
-def _rows(*rows: tuple) -> pd.DataFrame:
-    """Operator input rows: (L/R/D/H, time µs, payload, file)."""
-    return pd.DataFrame(
-        [{"tw_k0": "EUR", S.OP: _OPS[op], S.TIME: t, S.FILE: file, S.ROW: payload} for op, t, payload, file in rows]
-    )
+B = 3  # the bucket (the operator's grouping key) the tests' keys are in
+
+
+def _rows(*rows: tuple, key: str | None = "EUR") -> pd.DataFrame:
+    """Operator input rows of one key: (L/R/D/H, time µs, payload, file)."""
+    return pd.DataFrame([
+        {S.BUCKET: B, S.KEY_TEXT: key, S.OP: _OPS[op], S.TIME: t, S.FILE: file, S.ROW: payload}
+        for op, t, payload, file in rows
+    ])
 
 
 def _tester(spec: TemporalJoinSpec, mode: str = "event_time", retention: StateRetention | None = None) -> TwsTester:
@@ -57,14 +61,25 @@ def _out(frame: pd.DataFrame) -> list[tuple]:
     ]
 
 
-def _state(tester: TwsTester) -> dict | None:
-    stored = tester.peekValueState("timeweave", "EUR")
+def _state(tester: TwsTester, key: str = "EUR") -> dict | None:
+    """The key's cell in the bucket's MapState (None: the key holds nothing)."""
+    stored = tester.peekMapState("timeweave_keys", B).get((key,))
     return pickle.loads(stored[0]) if stored else None
+
+
+def _index(tester: TwsTester) -> tuple[dict, int | None] | None:
+    """The bucket's timer index: (key -> smallest core timer, the bucket's Spark timer)."""
+    stored = tester.peekValueState("timeweave_index", B)
+    return pickle.loads(stored[0]) if stored else None
+
+
+def _spark_timers(tester: TwsTester) -> list[int]:
+    return list(tester.handle._timers.listTimers(B))
 
 
 def test_rows_wait_for_the_watermark_then_join_the_version_valid_at_their_time() -> None:
     tester = _tester(_spec())
-    first = tester.testInPandas("EUR", _rows(
+    first = tester.testInPandas(B, _rows(
         ("R", T0, '{"rate": 1.1}', "r1"),
         ("R", T0 + 60_000_000, '{"rate": 1.2}', "r1"),
         ("L", T0 + 30_000_000, '{"id": "o1"}', "l1"),
@@ -73,19 +88,20 @@ def test_rows_wait_for_the_watermark_then_join_the_version_valid_at_their_time()
     # No watermark yet: nothing is emitted, both left rows wait; one Spark timer at the smallest time.
     assert _out(first) == []
     assert first[S.N_LEFT].tolist() == [2] and first[S.N_RIGHT].tolist() == [2]
-    assert list(tester.handle._timers.listTimers("EUR")) == [S.spark_timer_ms(T0 - 1)]
+    assert _spark_timers(tester) == [S.spark_timer_ms(T0 - 1)]
+    assert _index(tester) == ({"EUR": T0 - 1}, S.spark_timer_ms(T0 - 1))
     fired = tester.setWatermark((T0 + 30_000_000) // MS)
     assert _out(fired) == [("joined", "o0", None), ("joined", "o1", 1.1)]
     # The key's versions stay (the newest older than the watermark is still in force); no timer left.
     assert _state(tester)["timers"] == set()
-    assert list(tester.handle._timers.listTimers("EUR")) == []
+    assert _spark_timers(tester) == [] and _index(tester) is None
 
 
 def test_a_left_row_below_the_watermark_goes_to_the_late_output_with_the_reason() -> None:
     tester = _tester(_spec())
-    tester.testInPandas("EUR", _rows(("R", T0, '{"rate": 1.1}', "r1")))
+    tester.testInPandas(B, _rows(("R", T0, '{"rate": 1.1}', "r1")))
     tester.setWatermark((T0 + 10_000_000) // MS)
-    out = tester.testInPandas("EUR", _rows(
+    out = tester.testInPandas(B, _rows(
         ("L", T0 + 5_000_000, '{"id": "late"}', "l2"),
         ("L", T0 + 10_000_000, '{"id": "on-time"}', "l2"),
     ))
@@ -99,7 +115,7 @@ def test_changelog_ties_break_by_input_order_within_a_batch() -> None:
     # -U then +U at the same time, the -U in a file sorting first: +U (later in input order) wins,
     # although the +U's file reached the operator first.
     tester = _tester(_spec(fmt="changelog"))
-    tester.testInPandas("EUR", _rows(
+    tester.testInPandas(B, _rows(
         ("R", T0, '{"rate": 1.15}', "b.csv"),
         ("D", T0, '{"rate": 1.14}', "a.csv"),
         ("L", T0, '{"id": "o1"}', "orders.csv"),
@@ -109,32 +125,32 @@ def test_changelog_ties_break_by_input_order_within_a_batch() -> None:
 
 def test_heartbeat_only_invocations_touch_no_state() -> None:
     tester = _tester(_spec())
-    frame = _rows(("H", T0, None, None))
-    frame["tw_k0"] = None
+    frame = _rows(("H", T0, None, None), key=None)
+    frame[S.BUCKET] = None
     assert tester.testInPandas(None, frame).empty
-    assert tester.peekValueState("timeweave", None) is None
+    assert tester.peekMapState("timeweave_keys", None) == {} and tester.peekValueState("timeweave_index", None) is None
 
 
 def test_retention_drops_an_idle_key_on_the_event_time_clock() -> None:
     retention = StateRetention(min_idle=60_000_000, max_idle=120_000_000)
     tester = _tester(_spec(), retention=retention)
-    tester.testInPandas("EUR", _rows(("R", T0, '{"rate": 1.1}', "r1")))
+    tester.testInPandas(B, _rows(("R", T0, '{"rate": 1.1}', "r1")))
     tester.setWatermark(T0 // MS)  # first watermark: the next element arms the cleanup timer
-    tester.testInPandas("EUR", _rows(("R", T0 + 1, '{"rate": 1.2}', "r1")))
+    tester.testInPandas(B, _rows(("R", T0 + 1, '{"rate": 1.2}', "r1")))
     assert _state(tester)["values"]["cleanup-timestamp"] == T0 + 120_000_000
     tester.setWatermark((T0 + 120_000_000) // MS)
     assert _state(tester) is None  # cleared: no value, no timer
-    assert list(tester.handle._timers.listTimers("EUR")) == []
+    assert _spark_timers(tester) == [] and _index(tester) is None
 
 
 def test_processing_time_mode_joins_the_latest_version_at_once() -> None:
     tester = _tester(_spec(), mode="processing_time")
-    out = tester.testInPandas("EUR", _rows(
+    out = tester.testInPandas(B, _rows(
         ("L", T0 - 10, '{"id": "o1"}', "l1"),  # left first in input: versions of the batch still apply
         ("R", T0, '{"rate": 1.1}', "r1"),
     ))
     assert _out(out) == [("joined", "o1", 1.1)]
-    out = tester.testInPandas("EUR", _rows(("D", T0 + 5, None, "r2"), ("L", T0, '{"id": "o2"}', "l2")))
+    out = tester.testInPandas(B, _rows(("D", T0 + 5, None, "r2"), ("L", T0, '{"id": "o2"}', "l2")))
     assert _out(out) == [("joined", "o2", None)]
 
 
@@ -195,3 +211,21 @@ def test_a_commit_without_changes_does_not_write() -> None:
 def test_a_spark_timer_never_fires_before_the_core_time(us: int, ms: int) -> None:
     assert S.spark_timer_ms(us) == ms
     assert S.spark_timer_ms(us) * MS >= us
+
+
+def test_a_bucket_runs_only_its_due_keys_and_keeps_one_spark_timer_at_the_smallest() -> None:
+    tester = _tester(_spec())
+    tester.testInPandas(B, pd.concat([
+        _rows(("R", T0, '{"rate": 1.1}', "r1"), ("L", T0 + 10_000_000, '{"id": "e1"}', "l1")),
+        _rows(("R", T0, '{"rate": 2.2}', "r1"), ("L", T0 + 60_000_000, '{"id": "u1"}', "l1"), key="USD"),
+    ], ignore_index=True))
+    # One Spark timer for the bucket, at the smallest of its keys' timers.
+    assert _spark_timers(tester) == [S.spark_timer_ms(T0 + 10_000_000)]
+    usd_before = tester.peekMapState("timeweave_keys", B)[("USD",)]
+    assert _out(tester.setWatermark((T0 + 30_000_000) // MS)) == [("joined", "e1", 1.1)]
+    # USD is not due: its cell is not rewritten; the bucket's timer moved to USD's row.
+    assert tester.peekMapState("timeweave_keys", B)[("USD",)] is usd_before
+    assert _index(tester) == ({"USD": T0 + 60_000_000}, S.spark_timer_ms(T0 + 60_000_000))
+    assert _spark_timers(tester) == [S.spark_timer_ms(T0 + 60_000_000)]
+    assert _out(tester.setWatermark((T0 + 60_000_000) // MS)) == [("joined", "u1", 2.2)]
+    assert _index(tester) is None and _spark_timers(tester) == []
