@@ -40,6 +40,9 @@ class TemporalJoinClause:
     left_time: str
     key_pairs: tuple[tuple[str, str], ...]
     predicate: str | None
+    #: text positions of bare ``*`` items in the select list of the query block holding the join; the
+    #: SQL door turns them into ``* EXCEPT (<aliases>)`` so its alias struct columns stay out of ``SELECT *``
+    select_stars: tuple[int, ...] = ()
 
 
 def _is_ident(tok: Token) -> bool:
@@ -65,6 +68,8 @@ def find_temporal_joins(text: str) -> list[TemporalJoinClause]:
     ...                           "ON o.cur = r.cur AND r.rate > 1 WHERE o.id > 0")
     >>> c.left_relation, c.left_alias, c.right_name, c.how, c.left_time, c.key_pairs, c.predicate
     ('orders', 'o', 'rates', 'left', 'ts', (('cur', 'cur'),), 'r.rate > 1')
+    >>> c.select_stars  # the position of the bare ``*`` in ``SELECT *``
+    (7,)
     """
     tokens = tokenize(text)
     found = []
@@ -136,6 +141,7 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
             text, tokens[left_start],
         )
     left_relation = text[tokens[left_start].start : tokens[left_end].end]
+    select_stars = _bare_stars(tokens, left_start - 1)
     # -- forwards: AS OF <alias.col> [AS] r ON <condition> --------------------------------------------
     i = for_index + 4
     parts, i = _qualified(tokens, i)
@@ -191,7 +197,43 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
         left_time=left_time,
         key_pairs=tuple(key_pairs),
         predicate=" AND ".join(f"({r})" if len(rest) > 1 else r for r in rest) or None,
+        select_stars=select_stars,
     )
+
+
+def _bare_stars(tokens: list[Token], from_index: int) -> tuple[int, ...]:
+    """Positions of select items that are a lone ``*`` in the query block whose FROM is at ``from_index``."""
+    depth, j = 0, from_index - 1
+    while j >= 0:
+        t = tokens[j]
+        if t.type is TokenType.RPAREN:
+            depth += 1
+        elif t.type is TokenType.LPAREN:
+            if depth == 0:
+                return ()
+            depth -= 1
+        elif depth == 0 and t.upper == "SELECT":
+            break
+        j -= 1
+    if j < 0:
+        return ()
+    items: list[list[Token]] = [[]]
+    depth = 0
+    for t in tokens[j + 1 : from_index]:
+        if t.type is TokenType.LPAREN:
+            depth += 1
+        elif t.type is TokenType.RPAREN:
+            depth -= 1
+        if depth == 0 and t.text == ",":
+            items.append([])
+            continue
+        items[-1].append(t)
+    stars = []
+    for item in items:
+        words = [t for t in item if t.upper not in ("DISTINCT", "ALL")]
+        if len(words) == 1 and words[0].text == "*":
+            stars.append(words[0].start)
+    return tuple(stars)
 
 
 def _split_and(tokens: list[Token]) -> list[list[Token]]:

@@ -3,7 +3,9 @@
 Each ``JOIN r FOR SYSTEM_TIME AS OF l.t ON ...`` is replaced by the shared batch plan as a subquery
 (found by :mod:`runtime.core.temporal_sql`); everything else passes to Spark SQL unchanged.  The
 subquery exposes the left and right columns flat (where unambiguous) and as struct columns named by
-the aliases, so ``l.col`` / ``r.col`` in the outer query keep working.
+the aliases, so ``l.col`` / ``r.col`` in the outer query keep working; a bare ``SELECT *`` of that
+query block becomes ``SELECT * EXCEPT (l, r)``, so it lists the left columns then the right columns
+whose names the left side does not already use (Flink would list both, which Spark cannot name apart).
 """
 
 from __future__ import annotations
@@ -28,10 +30,15 @@ def rewrite(spark, query: str) -> str:
     from runtime.spark.match_recognize import rewrite_match_recognize  # MATCH_RECOGNIZE first: its input may join
 
     query = rewrite_match_recognize(spark, query)
-    clauses = find_temporal_joins(query)
-    for n, clause in reversed(list(enumerate(clauses, start=1))):
-        replacement = _render_clause(spark, clause, n)
-        query = query[: clause.start] + replacement + query[clause.end :]
+    edits: list[tuple[int, int, str]] = []
+    for n, clause in enumerate(find_temporal_joins(query), start=1):
+        edits.append((clause.start, clause.end, _render_clause(spark, clause, n)))
+        # The rewritten join also exposes the aliases as struct columns (so `o.col` keeps working); a bare
+        # `*` must not list them.
+        hidden = ", ".join(f"`{alias}`" for alias in (clause.left_alias, clause.right_alias))
+        edits.extend((star, star + 1, f"* EXCEPT ({hidden})") for star in clause.select_stars)
+    for start, end, replacement in sorted(edits, reverse=True):
+        query = query[:start] + replacement + query[end:]
     return query
 
 

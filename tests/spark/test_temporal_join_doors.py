@@ -187,6 +187,18 @@ def test_backfill_rerun_of_one_slice_replaces_only_that_slice(spark, tmp_path) -
         run_backfill(fresh, T0, end, 3, spark=spark, only=[2])
 
 
+def test_sql_door_select_star_lists_columns_not_alias_structs(spark) -> None:
+    orders = spark.createDataFrame([("o1", "EUR", T0 + timedelta(hours=2))], "id STRING, cur STRING, ts TIMESTAMP")
+    rates = spark.createDataFrame([("EUR", 2.0, T0)], "cur STRING, rate DOUBLE, t TIMESTAMP")
+    orders.createOrReplaceTempView("orders_star")
+    runtime.register_versioned(spark, "rates_star", rates, VersionedTableSpec("cur", "t"))
+    join = "FROM orders_star AS o JOIN rates_star FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur"
+    star = runtime.sql(spark, f"SELECT * {join}")
+    assert star.columns == ["id", "cur", "ts", "rate", "t"]
+    assert [tuple(r) for r in star.collect()] == [("o1", "EUR", T0 + timedelta(hours=2), 2.0, T0)]
+    assert runtime.sql(spark, f"SELECT r.*, o.id {join}").columns == ["cur", "rate", "t", "id"]
+
+
 def test_predicate_applies_to_the_found_version_only(spark) -> None:
     orders = spark.createDataFrame([("o1", "EUR", T0 + timedelta(hours=2))], "id STRING, cur STRING, ts TIMESTAMP")
     rates = spark.createDataFrame(
