@@ -2,8 +2,10 @@
 
 Pipeline: :func:`parse_clause` (lexer → recursive-descent parser → validation) gives a frozen
 :class:`ClauseSpec`; the pattern is flattened and compiled into a Trino-style :class:`Program`;
-a Pike VM (:mod:`.matcher`) runs it with SQL-standard preference; :func:`match_partition` drives
-one ordered partition and yields output rows as soon as they are decided;
+a Pike VM (:mod:`.matcher`) runs it with SQL-standard preference — or, for programs whose threads
+provably never meet (``A+ B``, ``START DOWN+ UP``, ...), the fast path of :mod:`.fast` with the same
+results; :func:`match_partition` drives one ordered partition and yields output rows as soon as they
+are decided (:meth:`PartitionMatcher.push_many` feeds many rows at once);
 :class:`MatchRecognizeOperator` does the same per key on an event-time stream.
 
 Supported (parsed, validated, executed, tested): PARTITION BY; ORDER BY (ASC/DESC, NULLS FIRST/LAST);

@@ -464,22 +464,23 @@ class ExpressionCompiler:
     # shared ------------------------------------------------------------------------------------------
     def _column_getter(self, node: E.Column) -> Callable[[Mapping[str, Any]], Any]:
         name = node.name
-        resolved: list[str] = []
+        key: str | None = None  # the row's spelling of the column, found on the first row
         text = self.text
 
         def get(row: Mapping[str, Any]) -> Any:
-            if resolved:
-                return row.get(resolved[0])
+            nonlocal key
+            if key is not None:
+                return row.get(key)
             if name in row:
-                resolved.append(name)
+                key = name
             else:
-                folded = [key for key in row if isinstance(key, str) and key.lower() == name.lower()]
+                folded = [k for k in row if isinstance(k, str) and k.lower() == name.lower()]
                 if len(folded) != 1:
                     raise PatternValidationError(
                         f"column {name} not found in the input row (columns: {', '.join(map(str, row))})",
                         text=text, position=node.start)
-                resolved.append(folded[0])
-            return row.get(resolved[0])
+                key = folded[0]
+            return row.get(key)
 
         return get
 
