@@ -24,8 +24,8 @@ Layout (all overwritten per slice, so re-running slice k from state k-1 replaces
 * ``<output>/slice=<label>/``: the slice's output rows (the DataFrame door's schema); read ``<output>``
   as one parquet dataset (``_state`` is hidden from Spark's partition discovery by its ``_``);
 * ``<output>/_state/slice=<label>/``: PARTITION BY columns + ``__tw_state`` (pickled matcher) after the slice;
-* ``<dead_letter>/slice=none/``: rows with a NULL event time (``reason``, ``row`` as JSON), as in the
-  temporal-join backfill; they belong to no slice.
+* ``<dead_letter>/slice=none/``: rows with a NULL event time (``side`` = ``input``, ``reason``, ``row`` as
+  JSON: the streaming door's shape); they belong to no slice.
 
 Memory per Spark task: one Arrow batch in, one output batch, and per key only the rows the core still
 needs (it releases the rest).  The state is the core's own pickle; only this job reads it back.
@@ -319,8 +319,10 @@ def backfill_match_recognize(
             carried = _read_state(df, bound, f"{state_root}/slice={previous.label}", s.index, s.start)
         per_slice.append(_run_slice(df, bound, s, s.index == len(plan_slices) - 1, carried, output, state_root))
 
+    # The streaming door's dead-letter shape (and reason), so both jobs of one config write alike.
     untimed = df.where(_quoted(time_column).isNull()).select(
-        F.lit(f"NULL event time ({time_column}, the first ORDER BY column)").alias("reason"),
+        F.lit("input").alias("side"),
+        F.lit(f"NULL event time column {time_column}").alias("reason"),
         F.to_json(F.struct(*[_quoted(c) for c in df.columns])).alias("row"),
     )
     untimed.write.mode("overwrite").parquet(f"{dead_letter}/slice=none")

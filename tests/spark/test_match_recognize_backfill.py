@@ -110,7 +110,7 @@ def test_null_event_times_are_dead_letters_with_a_reason(spark, tmp_path) -> Non
     assert canonical(spark.read.parquet(out).collect(), columns) == expected
     assert metrics["dead_letter"] == 3
     dead = spark.read.parquet(str(tmp_path / "dead")).collect()
-    assert {r["reason"] for r in dead} == {"NULL event time (t, the first ORDER BY column)"}
+    assert {(r["side"], r["reason"]) for r in dead} == {("input", "NULL event time column t")}
     assert sorted(json.loads(r["row"])["seq"] for r in dead) == sorted(r["seq"] for r in rows if r["t"] is None)
 
 

@@ -2,9 +2,9 @@
 
 core ``match_recognize`` (pure Python) = DataFrame door = ``runtime.sql`` with a MATCH_RECOGNIZE query =
 the UDTF ``timeweave_match_recognize`` = a dbt model using the ``timeweave.match_recognize`` macro =
-the sliced backfill in 1, 3 and 7 slices.  Inputs (tests/helpers/mr_random.py) have several partitions,
-a NULL partition key, NULLs in the columns DEFINE reads, and (second case) tied event times ordered by a
-secondary ORDER BY column.  The streaming door joins this test in tests/spark where it is built.
+the streaming job flushed at end of input = the backfill job in 1, 3 and 7 slices (one job config for
+both jobs).  Inputs (tests/helpers/mr_random.py) have several partitions, a NULL partition key, NULLs in
+the columns DEFINE reads, and (second case) tied event times ordered by a secondary ORDER BY column.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import pytest
 
 import runtime
 from runtime.core.pattern import match_recognize, parse_clause
+from runtime.jobs.backfill import run_backfill
+from runtime.jobs.streaming import run_streaming
 from runtime.spark.match_recognize import UDTF_NAME, sql_string
-from runtime.spark.match_recognize_backfill import backfill_match_recognize
 from tests.helpers.dbt_run import run_dbt_project
 from tests.helpers.mr_random import CLAUSES, SCHEMA, SPAN, T0, as_tuples, canonical, random_events
 
@@ -55,9 +56,22 @@ def test_every_door_gives_the_same_rows(spark, spark_home, tmp_path, name, seed,
     df.write.mode("overwrite").saveAsTable("timeweave_random_mr.events")
     results["dbt"] = dbt_rows(spark, spark_home, tmp_path, clause)
 
+    df.write.parquet(str(tmp_path / "input"))
+    config = {
+        "match_recognize": {"clause": clause},
+        "input": {"path": str(tmp_path / "input"), "format": "parquet", "schema": SCHEMA},
+        "output": {"path": str(tmp_path / "stream")},
+        "checkpoint": str(tmp_path / "checkpoint"),
+        "trigger": {"available_now": True},
+    }
+    metrics = run_streaming(config, spark, flush=True)
+    assert metrics["late"] == 0 and metrics["dead_letter"] == 0
+    results["streaming"] = spark.read.parquet(str(tmp_path / "stream")).collect()
+
     for slices in (1, 3, 7):
         out = str(tmp_path / f"backfill{slices}")
-        metrics = backfill_match_recognize(df, clause, T0, T0 + SPAN, slices, out)
+        job = {**config, "output": {"path": out}}
+        metrics = run_backfill(job, T0.isoformat(), (T0 + SPAN).isoformat(), slices, spark=spark)
         assert metrics["rows_in"] == len(rows) and metrics["dead_letter"] == 0
         results[f"backfill{slices}"] = spark.read.parquet(out).collect()
 
