@@ -10,12 +10,18 @@ whose names the left side does not already use (Flink would list both, which Spa
 
 from __future__ import annotations
 
+import string
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from pyspark.sql import DataFrame
 
 from runtime.core.errors import SpecError
 from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
 from runtime.core.temporal_sql import TemporalJoinClause, find_temporal_joins
 from runtime.spark import render
+from runtime.spark.match_recognize import sql_string
 from runtime.spark.registration import versioned_spec
 from runtime.spark.schema import schema_kinds
 
@@ -46,7 +52,11 @@ def sql(spark, query: str, **kwargs) -> DataFrame:
     """Run ``query`` — Spark SQL plus ``FOR SYSTEM_TIME AS OF`` temporal joins — and return a DataFrame.
 
     The versioned table must be registered (:func:`runtime.versioned_table` with ``name=``,
-    :func:`runtime.register_versioned`) or carry ``timeweave.*`` table properties.
+    :func:`runtime.register_versioned`) or carry ``timeweave.*`` table properties.  Keyword arguments
+    work as in ``spark.sql``: ``{name}`` placeholders take DataFrames (as temporary views), strings (as
+    SQL string literals) and other values (as text); the substitution happens *before* the rewrite, so
+    a DataFrame can be the left side of a temporal join or the input of MATCH_RECOGNIZE, and literal
+    braces (a ``{2,}`` quantifier) are written doubled, ``{{2,}}``, exactly as ``spark.sql`` wants them.
 
     Example::
 
@@ -56,7 +66,41 @@ def sql(spark, query: str, **kwargs) -> DataFrame:
             LEFT JOIN currency_rates FOR SYSTEM_TIME AS OF o.order_time AS r
             ON o.currency = r.currency''')
     """
-    return spark.sql(rewrite(spark, query), **kwargs)
+    if not kwargs:
+        return spark.sql(rewrite(spark, query))
+    formatter = _Formatter(spark)
+    try:
+        return spark.sql(rewrite(spark, formatter.format(query, **kwargs)))
+    finally:
+        formatter.clear()
+
+
+class _Formatter(string.Formatter):
+    """``spark.sql``'s placeholder rules, applied before our rewrite (which needs the relations' names)."""
+
+    def __init__(self, spark) -> None:
+        self._spark = spark
+        self._views: list[tuple[DataFrame, str]] = []
+
+    def get_field(self, field_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        value, first = super().get_field(field_name, args, kwargs)
+        if isinstance(value, DataFrame):
+            name = next((n for df, n in self._views if df is value), None)
+            if name is None:
+                name = f"__tw_arg_{uuid.uuid4().hex}"
+                value.createOrReplaceTempView(name)
+                self._views.append((value, name))
+            return name, first
+        if isinstance(value, str):
+            return sql_string(value), first
+        return value, first
+
+    def clear(self) -> None:
+        # A classic session analyzes the query now, so the views can go; a Spark Connect DataFrame
+        # resolves them when it runs, so they stay (session-scoped, uniquely named).
+        if hasattr(self._spark, "_jsparkSession"):
+            for _, name in self._views:
+                self._spark.catalog.dropTempView(name)
 
 
 def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:

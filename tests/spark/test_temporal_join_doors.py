@@ -199,6 +199,23 @@ def test_sql_door_select_star_lists_columns_not_alias_structs(spark) -> None:
     assert runtime.sql(spark, f"SELECT r.*, o.id {join}").columns == ["cur", "rate", "t", "id"]
 
 
+def test_sql_door_placeholders_as_in_spark_sql(spark) -> None:
+    orders = spark.createDataFrame([("o1", "EUR", T0 + timedelta(hours=2))], "id STRING, cur STRING, ts TIMESTAMP")
+    rates = spark.createDataFrame([("EUR", 2.0, T0)], "cur STRING, rate DOUBLE, t TIMESTAMP")
+    runtime.register_versioned(spark, "rates_args", rates, VersionedTableSpec("cur", "t"))
+    out = runtime.sql(
+        spark, "SELECT o.id, r.rate, {tag} AS tag FROM {orders} AS o JOIN rates_args FOR SYSTEM_TIME AS OF o.ts AS r "
+        "ON o.cur = r.cur WHERE o.id LIKE {pattern}", orders=orders, tag=7, pattern="o%",
+    )
+    assert [tuple(r) for r in out.collect()] == [("o1", 2.0, 7)]
+    assert not [t for t in spark.catalog.listTables() if t.name.startswith("__tw_arg_")]  # views dropped
+    ticks = spark.createDataFrame([(T0 + timedelta(minutes=i), p) for i, p in enumerate([5, 4, 3, 9])], "t TIMESTAMP, p INT")
+    runtime.register(spark)
+    matched = runtime.sql(spark, "SELECT * FROM {ticks} MATCH_RECOGNIZE (ORDER BY t MEASURES LAST(D.p) AS low "
+                                 "PATTERN (S D{{2,}}) DEFINE D AS D.p < PREV(D.p))", ticks=ticks)
+    assert [tuple(r) for r in matched.collect()] == [(3,)]
+
+
 def test_predicate_applies_to_the_found_version_only(spark) -> None:
     orders = spark.createDataFrame([("o1", "EUR", T0 + timedelta(hours=2))], "id STRING, cur STRING, ts TIMESTAMP")
     rates = spark.createDataFrame(
