@@ -6,10 +6,12 @@ driver (errors point into the clause text, before any Spark job), computes the o
 1. ``repartition`` by the PARTITION BY columns (one partition when there are none) and
    ``sortWithinPartitions`` by those columns and ORDER BY, so each MATCH_RECOGNIZE partition is a
    contiguous, ordered run of rows inside one Spark partition;
-2. ``mapInArrow``: every Arrow batch is turned into rows one batch at a time and pushed into a
-   :class:`~runtime.core.pattern.PartitionMatcher`; a change of partition key finishes the matcher.
-   Memory is bounded by one Arrow batch plus the rows the core still needs (it releases the rest),
-   so a 10 M-row partition never exists as 10 M Python objects.
+2. ``mapInArrow``: every Arrow batch is converted once per column (timestamps and dates through
+   numpy, ~20x faster than Arrow's own conversion), turned into dict rows, and each run of one
+   partition key is pushed into a :class:`~runtime.core.pattern.PartitionMatcher` at once
+   (``push_many``); a change of partition key finishes the matcher.  Memory is bounded by one Arrow
+   batch plus the rows the core still needs (it releases the rest), so a 10 M-row partition never
+   exists as 10 M Python objects.
 
 The UDTF ``timeweave_match_recognize(TABLE(t), '<clause>')`` (registered by ``runtime.register``)
 runs the same core from SQL and dbt; its ``analyze`` asks Catalyst for the partitioning and order
@@ -28,7 +30,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -317,6 +319,10 @@ def match_recognize(df: DataFrame, clause: str) -> DataFrame:
             PATTERN (A+ B) DEFINE A AS AVG(A.price) < 15''').show()
     """
     bound = plan(clause, df.schema)
+    needed = _needed_columns(bound)
+    if len(needed) < len(df.columns):  # ONE ROW PER MATCH reads few columns: ship only those to Python
+        df = df.select(*[F.col(f"`{c.replace('`', '``')}`") for c in needed])
+        bound = plan(bound.spec, df.schema)
     partition = [_sort_column(c, False, False) for c in bound.partition_columns]
     order = [_sort_column(*o) for o in bound.order_columns]
     if partition:
@@ -328,6 +334,21 @@ def match_recognize(df: DataFrame, clause: str) -> DataFrame:
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     runner = _ArrowRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), timezone)
     return arranged.mapInArrow(runner, bound.schema)
+
+
+def _needed_columns(bound: MatchPlan) -> list[str]:
+    """Input columns (input spelling, input order) the matcher reads; all of them for ALL ROWS PER MATCH."""
+    names = list(bound.input_names)
+    spec = bound.spec
+    if spec.rows_per_match.all_rows:
+        return names
+    wanted = {c.lower() for c in (*bound.partition_columns, *(o[0] for o in bound.order_columns))}
+    expressions = [d.condition for d in spec.definitions] + [m.expr for m in spec.measures]
+    for expression in expressions:
+        for node in expression.walk():
+            if isinstance(node, E.Column):
+                wanted.add(_field(spec, bound.input_schema, node.name, node.start).name.lower())
+    return [n for n in names if n.lower() in wanted]
 
 
 # -- the SQL door's rewrite ------------------------------------------------------------------------------------
@@ -425,8 +446,8 @@ class _ArrowRunner:
         bound = _bound(self.clause, self.input_json, self.output_json)
         schema = _arrow_schema(bound.schema, self.timezone)
         pending: list[dict[str, Any]] = []
-        for out in run_sorted(bound, _rows(batches)):
-            pending.append(out)
+        for outs in run_batches(bound, batches):
+            pending.extend(outs)
             if len(pending) >= _OUTPUT_BATCH_ROWS:
                 yield _batch(bound, pending, schema)
                 pending = []
@@ -434,13 +455,90 @@ class _ArrowRunner:
             yield _batch(bound, pending, schema)
 
 
-def _rows(batches: Iterator[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
-    """All rows of all batches as dicts, converted one batch at a time (memory: one batch)."""
+def _rows(batch: pa.RecordBatch) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    """The batch's rows as dicts, and its columns as Python lists (each column converted once)."""
+    columns = [_pylist(_naive(batch.column(i))) for i in range(batch.num_columns)]
+    return _row_builder(tuple(batch.schema.names))(columns), columns
+
+
+@functools.lru_cache(maxsize=32)
+def _row_builder(names: tuple[str, ...]) -> Callable[[list[list[Any]]], list[dict[str, Any]]]:
+    """``build(columns)``: the rows as dicts, by a comprehension with a dict display per row.
+
+    A display is ~3x faster than ``dict(zip(names, values))``.  The source is generated from the
+    column *count* only; the names are bound as values (``_n0``, ``_n1``, ...), never spliced in.
+    """
+    count = len(names)
+    if count == 0:
+        return lambda columns: []
+    values = ", ".join(f"_v{i}" for i in range(count))
+    display = ", ".join(f"_n{i}: _v{i}" for i in range(count))
+    source = f"def build(columns):\n    return [{{{display}}} for {values}, in zip(*columns)]\n"
+    namespace: dict[str, Any] = {f"_n{i}": name for i, name in enumerate(names)}
+    exec(compile(source, "<match_recognize rows>", "exec"), namespace)  # generated from a count, no user text
+    return namespace["build"]  # type: ignore[no-any-return]
+
+
+def _pylist(array: pa.Array) -> list[Any]:
+    """``array.to_pylist()``, through numpy for timestamps and dates (Arrow's own conversion of those
+    is ~20x slower; numpy's ``tolist`` gives the same datetime/date objects and None for nulls)."""
+    if pa.types.is_timestamp(array.type) and array.type.tz is None and array.type.unit != "ns":
+        return array.cast(pa.timestamp("us")).to_numpy(zero_copy_only=False).tolist()  # type: ignore[no-any-return]
+    if pa.types.is_date32(array.type):
+        return array.to_numpy(zero_copy_only=False).tolist()  # type: ignore[no-any-return]
+    return array.to_pylist()  # type: ignore[no-any-return]
+
+
+def run_batches(bound: MatchPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[list[dict[str, Any]]]:
+    """Match Arrow batches sorted by partition key then ORDER BY; yields the output rows decided per batch.
+
+    The same rows as :func:`run_sorted`, with each key run of a batch pushed into its
+    :class:`PartitionMatcher` at once (``push_many``).  Memory: one batch plus the rows the core keeps.
+
+    >>> s = T.StructType([T.StructField("k", T.StringType()), T.StructField("v", T.LongType())])
+    >>> b = plan("PARTITION BY k MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS A.v > 0", s)
+    >>> batch = pa.RecordBatch.from_pydict({"k": ["a", "a", "b"], "v": [1, 2, 3]})
+    >>> [row for rows in run_batches(b, iter([batch])) for row in rows]
+    [{'k': 'a', 'n': 2}, {'k': 'b', 'n': 1}]
+    """
+    spec = bound.spec
+    matcher: PartitionMatcher | None = None
+    current: tuple[Any, ...] | None = None
     for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        rows, columns = _rows(batch)
         names = batch.schema.names
-        columns = [_naive(batch.column(i)).to_pylist() for i in range(batch.num_columns)]
-        for values in zip(*columns, strict=True):
-            yield dict(zip(names, values, strict=True))
+        keys = [columns[names.index(c)] for c in bound.partition_columns]
+        start = 0
+        while start < len(rows):
+            key = tuple(column[start] for column in keys)
+            end = _run_end(keys, key, start) if keys else len(rows)
+            if matcher is None or key != current:
+                if matcher is not None:
+                    yield matcher.finish()
+                matcher = PartitionMatcher(spec)
+                current = key
+            yield matcher.push_many(rows[start:end])
+            start = end
+    if matcher is not None:
+        yield matcher.finish()
+
+
+def _run_end(keys: list[list[Any]], key: tuple[Any, ...], start: int) -> int:
+    """One past the last row from ``start`` with partition key ``key`` (rows are sorted by key)."""
+    if len(keys) == 1:
+        column, value = keys[0], key[0]
+        end = start + 1
+        length = len(column)
+        while end < length and column[end] == value:
+            end += 1
+        return end
+    end = start + 1
+    length = len(keys[0])
+    while end < length and tuple(column[end] for column in keys) == key:
+        end += 1
+    return end
 
 
 def run_sorted(bound: MatchPlan, rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -558,6 +656,7 @@ def register_udtf(spark: Any) -> list[str]:
 
 
 __all__ = [
-    "UDTF_NAME", "MatchPlan", "match_recognize", "plan", "register_udtf", "rewrite_match_recognize", "run_sorted",
+    "UDTF_NAME", "MatchPlan", "match_recognize", "plan", "register_udtf", "rewrite_match_recognize", "run_batches",
+    "run_sorted",
     "sql_string", "udtf",
 ]
