@@ -23,7 +23,8 @@ Layout (all overwritten per slice, so re-running slice k from state k-1 replaces
 
 * ``<output>/slice=<label>/``: the slice's output rows (the DataFrame door's schema); read ``<output>``
   as one parquet dataset (``_state`` is hidden from Spark's partition discovery by its ``_``);
-* ``<output>/_state/slice=<label>/``: PARTITION BY columns + ``__tw_state`` (pickled matcher) after the slice;
+* ``<output>/_state/slice=<label>/``: PARTITION BY columns + ``__tw_state`` (the pickled matcher, without the
+  clause every key shares: :func:`freeze`) after the slice;
 * ``<dead_letter>/slice=none/``: rows with a NULL event time (``side`` = ``input``, ``reason``, ``row`` as
   JSON: the streaming door's shape); they belong to no slice.
 
@@ -46,7 +47,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from runtime.core.errors import SpecError
-from runtime.core.pattern import PartitionMatcher
+from runtime.core.pattern import ClauseSpec, PartitionMatcher
 from runtime.spark.backfill import Slice, slice_label, slices_of
 from runtime.spark.match_recognize import (
     _OUTPUT_BATCH_ROWS,
@@ -74,7 +75,6 @@ def time_bounds(data_type: T.DataType, start: datetime, end: datetime, column: s
     TIMESTAMP columns compare with the session's wall clock (the suite and jobs run in UTC);
     integer columns count microseconds since the epoch, as the core's streaming operator does.
 
-    >>> lo, hi = time_bounds(T.LongType(), datetime(1970, 1, 1), datetime(1970, 1, 1, 0, 0, 1), "t")
     >>> time_bounds(T.StringType(), datetime(1970, 1, 1), datetime(1970, 1, 2), "t")
     Traceback (most recent call last):
     ...
@@ -141,7 +141,7 @@ class _SliceRunner:
                 for out in matcher.finish():
                     yield out, None, None
             else:
-                yield None, current, pickle.dumps(matcher, protocol=pickle.HIGHEST_PROTOCOL)
+                yield None, current, freeze(matcher)
 
         def flush() -> pa.RecordBatch:
             counts[1] += sum(1 for out, _, _ in pending if out is not None)
@@ -159,7 +159,7 @@ class _SliceRunner:
                     pending.extend(close())
                     matcher, current = None, key
                 if states[i] is not None:  # sorted first within its key: the matcher the previous slice left
-                    matcher = pickle.loads(states[i])  # trusted: written by this job's previous slice
+                    matcher = thaw(states[i], bound.spec)
                     i += 1
                     continue
                 end = i + 1  # the key's run of rows in this batch: pushed at once
@@ -179,6 +179,37 @@ class _SliceRunner:
             yield flush()
         for counter, count in zip(self.counters, counts, strict=True):
             counter.add(count)
+
+
+def freeze(matcher: PartitionMatcher) -> bytes:
+    """One key's carried state: the matcher's pickle state without the clause (every key shares the job's).
+
+    The clause is about half of a small state; :func:`thaw` puts it back.  Should the core's state
+    stop holding it under ``spec``, the whole matcher is pickled instead (still read by :func:`thaw`).
+
+    >>> from runtime.core.pattern import parse_clause
+    >>> spec = parse_clause("MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE B AS B.x > PREV(B.x)")
+    >>> matcher = PartitionMatcher(spec)
+    >>> matcher.push_many([{"x": 1}, {"x": 2}])
+    []
+    >>> again = thaw(freeze(matcher), spec)
+    >>> again.push({"x": 3}) + again.push({"x": 1}) + again.finish()
+    [{'n': 3}]
+    """
+    state = matcher.__getstate__()
+    if state.get("spec") is not matcher.spec:
+        return pickle.dumps(matcher, protocol=pickle.HIGHEST_PROTOCOL)
+    return pickle.dumps({k: v for k, v in state.items() if k != "spec"}, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def thaw(blob: bytes, spec: ClauseSpec) -> PartitionMatcher:
+    """The matcher :func:`freeze` stored, bound to ``spec`` again (trusted bytes: this job's own state)."""
+    state = pickle.loads(blob)
+    if isinstance(state, PartitionMatcher):
+        return state
+    matcher = PartitionMatcher.__new__(PartitionMatcher)
+    matcher.__setstate__({**state, "spec": spec})
+    return matcher
 
 
 _Item = tuple[dict[str, Any] | None, tuple[Any, ...] | None, bytes | None]  # (output row | None, state key, state)
@@ -347,4 +378,4 @@ def _naive_utc(at: datetime, argument: str) -> datetime:
     return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo is not None else at
 
 
-__all__ = ["STATE", "backfill_match_recognize", "slice_label", "time_bounds"]
+__all__ = ["STATE", "backfill_match_recognize", "freeze", "slice_label", "thaw", "time_bounds"]

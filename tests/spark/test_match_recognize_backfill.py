@@ -2,8 +2,8 @@
 
 Random inputs and clauses come from tests/helpers/mr_random.py (ties broken by a secondary ORDER BY
 column, NULLs in value columns and keys).  The range starts and ends inside the data, so rows outside
-it must be ignored; 7 slices put edges inside match attempts.  The clauses not covered here run through
-every door (1, 3 and 7 slices included) in tests/spark/test_match_recognize_every_door.py.
+it must be ignored; 7 slices put edges inside match attempts.  Two more clauses run through every door
+(1, 3 and 7 slices included) in tests/spark/test_match_recognize_every_door.py.
 """
 
 from __future__ import annotations
@@ -31,11 +31,9 @@ pytestmark = pytest.mark.spark
 
 START = T0 + timedelta(minutes=5)
 END = T0 + SPAN - timedelta(minutes=7)
-# (clause, slices): every clause the every-door test does not run, each slice count at least once
-SLICED = [
-    ("one-row-greedy-avg", 7), ("all-rows-reluctant-subset", 3), ("omit-empty-next", 3),
-    ("show-empty-prev", 1), ("permute-exclusion", 7), ("no-partition-anchor", 3),
-]
+# (clause, slices) through Spark: 7 edges, a lookahead (NEXT) and no PARTITION BY.  Every clause runs through
+# the executor function in 5 slices without the JVM below, and 1/3/7 slices in the every-door test.
+SLICED = [("one-row-greedy-avg", 7), ("omit-empty-next", 3), ("no-partition-anchor", 3), ("show-empty-prev", 1)]
 
 
 def door_rows(df, clause: str, rows, start=START, end=END):
@@ -203,16 +201,17 @@ def _arrow_batches(items: list[dict], size: int) -> list[pa.RecordBatch]:
 
 @pytest.mark.parametrize("name", list(CLAUSES))
 def test_slice_runner_carries_state_across_slices_and_batches(name) -> None:
-    """Three slices through the ``mapInArrow`` function itself, batches of 7 rows: the core's batch rows."""
+    """Five slices through the ``mapInArrow`` function itself, batches of 7 rows: the core's batch rows."""
     clause = CLAUSES[name]
     rows = random_events(len(name), n=90, ties=True)
     bound = plan(clause, T.StructType([T.StructField(c, t) for c, t in zip(COLUMNS, [
         T.StringType(), T.TimestampType(), T.LongType(), T.LongType(), T.StringType(), T.DoubleType()], strict=True)]))
-    edges = [T0, T0 + timedelta(minutes=37), T0 + timedelta(minutes=38), T0 + SPAN]  # one slice nearly empty
+    minutes = [0, 17, 37, 38, 80]  # five slices, one nearly empty
+    edges = [*(T0 + timedelta(minutes=m) for m in minutes), T0 + SPAN]
     out_names = bound.schema.names
     got, carried = [], []
-    for index in range(3):
-        last = index == 2
+    for index in range(len(minutes)):
+        last = index == len(minutes) - 1
         counters = (_Counter(), _Counter(), _Counter())
         runner = _SliceRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), "UTC", last, counters)
         items = [*carried, *({**r, STATE: None} for r in in_range(rows, edges[index], edges[index + 1]))]
