@@ -118,7 +118,15 @@ class MatchRecognizeOperator:
         buffered: list[tuple[int, int, Mapping[str, Any]]] = ctx.get(BUFFER) or []
         buffered.append((time, sequence, row))
         ctx.put(BUFFER, buffered)
-        self._schedule(ctx)
+        # A new row can only lower the wanted timer (the minimum over buffered times and the WITHIN
+        # deadline), so compare with the registered one instead of rescanning the buffer: linear, not
+        # quadratic, in the rows a key receives between watermarks.
+        current: int | None = ctx.get(TIMER)
+        if current is None or time < current:
+            if current is not None:
+                ctx.delete_timer(current)
+            ctx.register_timer(time)
+            ctx.put(TIMER, time)
 
     # -- the watermark produces output -------------------------------------------------------------------
     def on_watermark(self, ctx: KeyContext) -> Iterator[Output]:
