@@ -335,6 +335,9 @@ def backfill_match_recognize(
     if unknown:
         raise SpecError("only", f"slice indexes {unknown} are not in 0..{len(plan_slices) - 1}", where=_WHERE)
     bound = plan(clause, df.schema)
+    if any(c.lower() == STATE for c in df.columns):
+        raise SpecError("df", f"the input has a column named {STATE}, which the backfill uses for its state",
+                        where=_WHERE)
     time_column, time_type = _event_time(bound)
     time_bounds(time_type, start, end, time_column)  # the type check, before any job
     dead_letter = dead_letter or f"{output}_dead_letter"
