@@ -1,6 +1,6 @@
 """Rows/s of the MATCH_RECOGNIZE DataFrame door on ../shared/bench/gen_data.py ticker data.
 
-    python bench/bench_match_recognize.py DATA_DIR [--master local[2]] [--door dataframe|udtf] [--limit N]
+    python bench/bench_match_recognize.py DATA_DIR [--master local[2]] [--door dataframe|udtf] [--limit N] [--runs N]
 
 DATA_DIR is gen_data.py's output directory (its ticker/ CSVs).  Runs the Flink benchmark's query
 (PATTERN (A+ B), DEFINE A AS AVG(A.price) < 15, SKIP PAST LAST ROW) and writes the result to Spark's
@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--door", choices=["dataframe", "udtf"], default="dataframe")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N rows (quicker runs)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="run the query N times in one session: the first is cold (Python workers start), "
+                             "the others warm")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -51,13 +54,15 @@ def main(argv: list[str] | None = None) -> None:
         ticker.createOrReplaceTempView("bench_ticker")
         literal = CLAUSE.replace("'", "\\'")
         out = spark.sql(f"SELECT * FROM timeweave_match_recognize(TABLE(bench_ticker), '{literal}')")
-    load_before = os.getloadavg()
-    start = time.perf_counter()
-    matches = out.count()
-    elapsed = time.perf_counter() - start
-    load_after = os.getloadavg()
-    print(f"door={args.door} rows={rows} matches={matches} seconds={elapsed:.1f} rows_per_s={rows / elapsed:,.0f} "
-          f"load_before={load_before[0]:.1f} load_after={load_after[0]:.1f} cores={os.cpu_count()}")
+    for run in range(args.runs):
+        load_before = os.getloadavg()
+        start = time.perf_counter()
+        matches = out.count()
+        elapsed = time.perf_counter() - start
+        load_after = os.getloadavg()
+        print(f"door={args.door} run={run + 1}{' (cold)' if run == 0 else ''} rows={rows} matches={matches} "
+              f"seconds={elapsed:.1f} rows_per_s={rows / elapsed:,.0f} load_before={load_before[0]:.1f} "
+              f"load_after={load_after[0]:.1f} cores={os.cpu_count()}", flush=True)
     spark.stop()
 
 
