@@ -87,14 +87,45 @@ WHERE ({{ timeweave.timeweave__reject_reason('right', key, time, format, op, del
     The left side is never sorted nor shuffled when the versions fit a broadcast; a hot key spreads over
     many buckets otherwise. -#}
 {%- macro timeweave__matched_sql(left, left_columns, left_key, left_time, events, nkeys) -%}
-{%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
 WITH __tw_ev AS ({{ events }}),
-__tw_st AS (
-  SELECT {{ ks | join(', ') }}, greatest(1L, (max(unix_micros(__tw_t)) - min(unix_micros(__tw_t))) DIV count(1)) AS __tw_w,
-    max(unix_micros(__tw_t)) AS __tw_umax
-  FROM __tw_ev
-  GROUP BY {{ ks | join(', ') }}
-)
+__tw_st AS ({{ timeweave.timeweave__stats_sql('__tw_ev', nkeys) }}),
+__tw_iv AS ({{ timeweave.timeweave__intervals_sql('__tw_ev', '__tw_st', nkeys) }})
+{{ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, '__tw_st', '__tw_iv', nkeys) }}
+{%- endmacro -%}
+
+{#- Step 3's per-key statistics over version events: bucket width __tw_w and the last event time __tw_umax. -#}
+{%- macro timeweave__stats_sql(events, nkeys) -%}
+{%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
+SELECT {{ ks | join(', ') }}, greatest(1L, (max(unix_micros(__tw_t)) - min(unix_micros(__tw_t))) DIV count(1)) AS __tw_w,
+  max(unix_micros(__tw_t)) AS __tw_umax
+FROM {{ events }}
+GROUP BY {{ ks | join(', ') }}
+{%- endmacro -%}
+
+{#- Steps 1, 2 and 4: validity intervals of the versions (deletes dropped), exploded into their buckets. -#}
+{%- macro timeweave__intervals_sql(events, stats, nkeys) -%}
+{%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
+SELECT {{ ks | join(', ') }}, __tw_t, __tw_valid_to, __tw_p, __tw_bucket
+FROM (
+  SELECT __tw_iv.*, __tw_s2.__tw_w,
+    explode(sequence(unix_micros(__tw_iv.__tw_t) DIV __tw_s2.__tw_w,
+                     coalesce(unix_micros(__tw_iv.__tw_valid_to) - 1, __tw_s2.__tw_umax) DIV __tw_s2.__tw_w)) AS __tw_bucket
+  FROM (
+    SELECT *, LEAD(__tw_t) OVER (PARTITION BY {{ ks | join(', ') }} ORDER BY __tw_t) AS __tw_valid_to
+    FROM (
+      SELECT *, ROW_NUMBER() OVER (PARTITION BY {{ ks | join(', ') }}, __tw_t ORDER BY __tw_seq DESC) AS __tw_rn
+      FROM {{ events }}
+    ) __tw_d
+    WHERE __tw_rn = 1
+  ) __tw_iv
+  JOIN {{ stats }} __tw_s2 ON {% for k in ks %}__tw_iv.{{ k }} = __tw_s2.{{ k }}{{ " AND " if not loop.last }}{% endfor %}
+  WHERE NOT __tw_iv.__tw_deleted
+) __tw_x
+{%- endmacro -%}
+
+{#- The probe: each valid left row looks up the (key, bucket) of its time and checks the exact range. -#}
+{%- macro timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, nkeys) -%}
+{%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
 SELECT __tw_l,
   CASE WHEN __tw_b.__tw_t IS NOT NULL THEN named_struct('deleted', false, 'valid_from', __tw_b.__tw_t, 'valid_to', __tw_b.__tw_valid_to, 'p', __tw_b.__tw_p) END AS __tw_v
 FROM (
@@ -105,26 +136,9 @@ FROM (
     FROM {{ left }}
     WHERE ({{ timeweave.timeweave__reject_reason('left', left_key, left_time) }}) IS NULL
   ) __tw_lr
-  LEFT JOIN __tw_st __tw_s ON {% for k in ks %}__tw_lr.{{ k }} = __tw_s.{{ k }}{{ " AND " if not loop.last }}{% endfor %}
+  LEFT JOIN {{ stats }} __tw_s ON {% for k in ks %}__tw_lr.{{ k }} = __tw_s.{{ k }}{{ " AND " if not loop.last }}{% endfor %}
 ) __tw_lb
-LEFT JOIN (
-  SELECT {{ ks | join(', ') }}, __tw_t, __tw_valid_to, __tw_p, __tw_bucket
-  FROM (
-    SELECT __tw_iv.*, __tw_s2.__tw_w,
-      explode(sequence(unix_micros(__tw_iv.__tw_t) DIV __tw_s2.__tw_w,
-                       coalesce(unix_micros(__tw_iv.__tw_valid_to) - 1, __tw_s2.__tw_umax) DIV __tw_s2.__tw_w)) AS __tw_bucket
-    FROM (
-      SELECT *, LEAD(__tw_t) OVER (PARTITION BY {{ ks | join(', ') }} ORDER BY __tw_t) AS __tw_valid_to
-      FROM (
-        SELECT *, ROW_NUMBER() OVER (PARTITION BY {{ ks | join(', ') }}, __tw_t ORDER BY __tw_seq DESC) AS __tw_rn
-        FROM __tw_ev
-      ) __tw_d
-      WHERE __tw_rn = 1
-    ) __tw_iv
-    JOIN __tw_st __tw_s2 ON {% for k in ks %}__tw_iv.{{ k }} = __tw_s2.{{ k }}{{ " AND " if not loop.last }}{% endfor %}
-    WHERE NOT __tw_iv.__tw_deleted
-  ) __tw_x
-) __tw_b
+LEFT JOIN {{ intervals }} __tw_b
 ON {% for k in ks %}__tw_lb.{{ k }} = __tw_b.{{ k }} AND {% endfor %}__tw_lb.__tw_bucket = __tw_b.__tw_bucket
   AND __tw_lb.__tw_lu >= unix_micros(__tw_b.__tw_t)
   AND (__tw_b.__tw_valid_to IS NULL OR __tw_lb.__tw_lu < unix_micros(__tw_b.__tw_valid_to))
@@ -167,6 +181,23 @@ FROM (
 {%- if how == 'inner' %}
 WHERE __tw_ok
 {%- endif %}
+{%- endmacro -%}
+
+{#- The right side's half of the plan as two relations a sliced backfill builds once and every slice probes:
+    what="stats" gives the per-key statistics, what="intervals" the exploded validity intervals. -#}
+{%- macro timeweave__versions_sql(what, right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, upsert_ops=[], delete_ops=[]) -%}
+WITH __tw_ev AS ({{ timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops) }}),
+__tw_st AS ({{ timeweave.timeweave__stats_sql('__tw_ev', key | length) }})
+{% if what == 'stats' %}SELECT * FROM __tw_st{% else %}{{ timeweave.timeweave__intervals_sql('__tw_ev', '__tw_st', key | length) }}{% endif %}
+{%- endmacro -%}
+
+{#- The left half: the temporal join of `left` against relations built by timeweave__versions_sql. -#}
+{%- macro timeweave__probe_join_sql(left, stats, intervals, left_columns, right_columns, left_key, left_time, key, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none) -%}
+SELECT * EXCEPT (__tw_matched) FROM (
+{{ timeweave.timeweave__finalize_sql(
+    "(" ~ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, key | length) ~ ") __tw_mm",
+    left_columns, right_columns, output_right, how, predicate, left_alias, right_alias, valid_from, valid_to) }}
+) __tw_out
 {%- endmacro -%}
 
 {#- The whole event-time temporal join as one query (the batch doors' plan). -#}

@@ -2,13 +2,19 @@
 
 The state a temporal join carries over a time edge ``e`` is, per key, the newest version event before
 ``e`` (the version in force at ``e``, or the delete that ended it) — exactly what the streaming
-operator keeps after the watermark passes ``e``.  Each slice joins its left rows against
-``carried state ∪ its own right events`` with the shared batch plan, then stores the state for its end
-edge.  One look-ahead event per key (the first at or after the slice end) keeps ``valid_to`` equal to
-the one-shot result.  So the union of the slices equals one batch run over ``[start, end)``.
+operator keeps after the watermark passes ``e``.  A run of slices ``lo..hi`` starts from the state at
+``lo``'s start edge (carried: written by the run that did slice ``lo-1``; at the very start, the newest
+event per key before ``start``), and writes the states of the edges it passes in one job.
+
+The versioned side is small next to the probe side, so a run builds the right half of the shared
+plan once — per-key bucket statistics and the exploded validity intervals of ``carried state ∪ the
+run's events ∪ one look-ahead event per key`` (the look-ahead keeps ``valid_to`` equal to the one-shot
+result) — and each slice only scans its left rows, probes, and writes.  The union of the slices
+equals one batch run over ``[start, end)``.
 
 Layout under ``output``: ``slice=<start ISO>/`` parquet per slice (re-running a slice overwrites only
-it: idempotent), dead letters likewise under ``dead_letter``, state under ``state/edge=<ISO>/``.
+it: idempotent), dead letters likewise under ``dead_letter``, state under ``state/edge=<ISO>/`` (plus
+the run's ``_run_stats`` / ``_run_intervals``).
 """
 
 from __future__ import annotations
@@ -142,8 +148,9 @@ def run_slices(
     """Run the backfill; returns metrics.  ``only`` re-runs the given slice indexes (their start state must exist).
 
     Spark jobs: one for the states of all edges (written per edge with dynamic partition overwrite),
-    then per slice its join and its dead letters (each reads only the slice's rows where the input
-    layout allows pruning by time), and the metrics counts at the end.
+    two for the run's versions (statistics, intervals), then per slice its probe join and its dead
+    letters (each reads only the slice's rows where the input layout allows pruning by time), and the
+    metrics counts at the end.
 
     Example::
 
@@ -163,6 +170,7 @@ def run_slices(
     if unknown:
         raise SpecError("only", f"slice indexes {unknown} are outside 0..{len(plan) - 1}", where="backfill")
     done = [plan[i] for i in wanted]
+    stats_path, intervals_path = f"{state}/_run_stats", f"{state}/_run_intervals"
     if done:
         lo, hi = wanted[0], wanted[-1]
         # The state at the first slice's start edge: carried (persisted by an earlier run) or, at the very
@@ -176,15 +184,23 @@ def run_slices(
         # one row of NULLs per edge, so an edge where no key has state yet still exists (as "empty")
         edge_states = edge_states.unionByName(_edge_markers(spark, base.schema, [plan[k].end for k in range(lo, hi + 1)]))
         edge_states.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("edge").parquet(state)
+        # The versions every slice of this run probes, built once: the carried state, the run's events and
+        # one look-ahead event per key (so `valid_to` of a key's last version in the run is the one-shot
+        # value).  A slice then costs its scan, one probe join and its write.
+        lookahead = _newest_per_key(valid_right.where(F.col(v.time) >= F.lit(plan[hi].end)), v, descending=False)
+        run_events = base.unionByName(valid_right.where(span)).unionByName(lookahead)
+        for what, path in (("stats", stats_path), ("intervals", intervals_path)):
+            spark.sql(render.versions_sql(what, v, "{right}", right.columns), right=run_events).write.mode(
+                "overwrite"
+            ).parquet(path)
     for s in done:
-        carried = base if s.index == lo else _read_state(spark, valid_right, v, state, s)
-        in_slice = (F.col(v.time) >= F.lit(s.start)) & (F.col(v.time) < F.lit(s.end))
-        lookahead = _newest_per_key(valid_right.where(F.col(v.time) >= F.lit(s.end)), v, descending=False)
-        right_events = carried.unionByName(valid_right.where(in_slice)).unionByName(lookahead)
         left_in = (F.col(spec.left_time) >= F.lit(s.start)) & (F.col(spec.left_time) < F.lit(s.end))
-        sql = render.temporal_join_sql(spec, "{left}", "{right}", left.columns, right.columns)
         left_slice = left.where(left_in)
-        spark.sql(sql, left=left_slice, right=right_events).write.mode("overwrite").parquet(f"{output}/slice={s.label}")
+        sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
+        joined = spark.sql(sql, left=left_slice, stats=spark.read.parquet(stats_path),
+                           intervals=spark.read.parquet(intervals_path))
+        joined.write.mode("overwrite").parquet(f"{output}/slice={s.label}")
+        in_slice = (F.col(v.time) >= F.lit(s.start)) & (F.col(v.time) < F.lit(s.end))
         rejected = dead_letters(left_slice, right.where(in_slice), spec)
         rejected.write.mode("overwrite").parquet(f"{dead_letter}/slice={s.label}")
     # Rows with a NULL time belong to no slice: they are dead letters of the backfill as a whole.

@@ -93,6 +93,28 @@ def temporal_join_sql(
     )
 
 
+def versions_sql(what: str, spec: VersionedTableSpec, right: str, right_columns: Sequence[str]) -> str:
+    """The right half of the plan over ``right``: ``what="stats"`` (per-key bucket statistics) or ``"intervals"``.
+
+    >>> from runtime.core.spec import VersionedTableSpec
+    >>> "LEAD(__tw_t)" in versions_sql("intervals", VersionedTableSpec("k", "t"), "rates", ["k", "t", "rate"])
+    True
+    """
+    return macro(
+        "timeweave__versions_sql", what, right, list(right_columns), list(spec.key), spec.time, **_versioned_kwargs(spec)
+    )
+
+
+def probe_join_sql(
+    spec: TemporalJoinSpec, left: str, stats: str, intervals: str, left_columns: Sequence[str], right_columns: Sequence[str]
+) -> str:
+    """The left half: ``left`` joined against relations :func:`versions_sql` built (same rows as the one-query plan)."""
+    return macro(
+        "timeweave__probe_join_sql", left, stats, intervals, list(left_columns), list(right_columns), list(spec.left_key),
+        spec.left_time, list(spec.versioned.key), **_finalize_kwargs(spec, right_columns, "l", "r"),
+    )
+
+
 def finalize_sql(
     spec: TemporalJoinSpec,
     matched: str,
