@@ -618,20 +618,20 @@ class StreamingJoin:
         """Main (finalized), late and dead-letter DataFrames of one micro-batch of :attr:`stream`."""
         kind = F.col(KIND)
         joined = batch.where(kind == JOINED).select(
-            F.from_json(F.col(L_ROW), self.left_schema, JSON_OPTIONS).alias("__tw_l"),
+            _from_wire(F.col(L_ROW), self.left_schema).alias("__tw_l"),
             F.when(F.col(V_ROW).isNull(), F.lit(None)).otherwise(
                 F.struct(
                     # The core never matches a delete (version_at returns None inside a deleted span).
                     F.lit(False).alias("deleted"),
                     F.timestamp_micros(F.col(V_FROM)).alias("valid_from"),
                     F.when(F.col(V_TO) != OPEN, F.timestamp_micros(F.col(V_TO))).alias("valid_to"),
-                    F.from_json(F.col(V_ROW), self.right_schema, JSON_OPTIONS).alias("p"),
+                    _from_wire(F.col(V_ROW), self.right_schema).alias("p"),
                 )
             ).alias("__tw_v"),
         )
         main = plan.finalize(joined, self.spec, self.left_schema.fieldNames(), self.right_schema.fieldNames())
         late = batch.where(kind == LATE).select(
-            F.from_json(F.col(L_ROW), self.left_schema, JSON_OPTIONS).alias("__tw_l"),
+            _from_wire(F.col(L_ROW), self.left_schema).alias("__tw_l"),
             F.col(REASON).alias("reason"),
             F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
         ).select("__tw_l.*", "reason", "watermark")
@@ -715,8 +715,38 @@ def temporal_join_stream(
     return StreamingJoin(joined.unionByName(dead), spec, left.schema, right.schema, mode)
 
 
+# The payload travels through the operator as JSON (Python passes it on untouched).  Timestamps and
+# dates go as numbers (µs / days since epoch): exact, and no date formatting or parsing per value,
+# which was most of the JSON cost.
+_WIRE_TYPES: dict[type, tuple[T.DataType, Any, Any]] = {
+    T.TimestampType: (T.LongType(), F.unix_micros, F.timestamp_micros),
+    T.DateType: (T.IntegerType(), F.unix_date, F.date_from_unix_date),
+}
+
+
 def _json(df: DataFrame) -> Column:
-    return F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]), JSON_OPTIONS)
+    """The row as the operator's JSON payload (see :func:`_from_wire`)."""
+    fields = []
+    for field in df.schema.fields:
+        column = F.col(f"`{field.name}`")
+        wire = _WIRE_TYPES.get(type(field.dataType))
+        fields.append((wire[1](column) if wire else column).alias(field.name))
+    return F.to_json(F.struct(*fields), JSON_OPTIONS)
+
+
+def _from_wire(payload: Column, schema: T.StructType) -> Column:
+    """The struct of ``schema`` a :func:`_json` payload encodes (NULL payload: a struct of NULLs)."""
+    wire_schema = T.StructType([
+        T.StructField(f.name, _WIRE_TYPES[type(f.dataType)][0] if type(f.dataType) in _WIRE_TYPES else f.dataType)
+        for f in schema.fields
+    ])
+    parsed = F.from_json(payload, wire_schema, JSON_OPTIONS)
+    fields = []
+    for field in schema.fields:
+        value = parsed.getField(field.name)
+        wire = _WIRE_TYPES.get(type(field.dataType))
+        fields.append((wire[2](value) if wire else value).alias(field.name))
+    return F.struct(*fields)
 
 
 def _key_columns(df: DataFrame, key: tuple[str, ...] | list[str], buckets: int) -> list[Column]:
