@@ -226,6 +226,10 @@ class FastCompiler(ExpressionCompiler):
         if isinstance(node, E.Binary) and node.op in ("<", "<=", ">", ">=", "=", "<>") and isinstance(
                 node.right, E.Literal) and node.right.value is not None:
             return self._compare_literal(node.op, self._top(node.left), node.right.value)
+        if isinstance(node, E.Binary) and node.op in _COMPARE:
+            return _compare(_COMPARE[node.op], self._top(node.left), self._top(node.right))
+        if isinstance(node, E.Binary) and node.op in ("AND", "OR"):
+            return (_and if node.op == "AND" else _or)(self._top(node.left), self._top(node.right))
         return self._generic(node, self._top)  # type: ignore[arg-type]
 
     def _compare_literal(self, op: str, left: FastFn, value: Any) -> FastFn:
@@ -323,7 +327,49 @@ class FastCompiler(ExpressionCompiler):
 
 _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq, "<>": operator.ne,
+    "!=": operator.ne,
 }
+
+
+def _compare(compare: Callable[[Any, Any], Any], left: FastFn, right: FastFn) -> FastFn:
+    """SQL comparison (NULL on either side: NULL); both sides are evaluated, as in sql_compare."""
+
+    def comparison(f: Frame) -> Any:
+        a = left(f)
+        b = right(f)
+        return None if a is None or b is None else compare(a, b)
+
+    return comparison
+
+
+def _and(left: FastFn, right: FastFn) -> FastFn:
+    """Three-valued AND, short-circuiting on FALSE (expressions.py's _and, inlined)."""
+
+    def conjunction(f: Frame) -> Any:
+        a = left(f)
+        if a is False:
+            return False
+        b = right(f)
+        if b is False:
+            return False
+        return None if a is None or b is None else True
+
+    return conjunction
+
+
+def _or(left: FastFn, right: FastFn) -> FastFn:
+    """Three-valued OR, short-circuiting on TRUE (expressions.py's _or, inlined)."""
+
+    def disjunction(f: Frame) -> Any:
+        a = left(f)
+        if a is True:
+            return True
+        b = right(f)
+        if b is True:
+            return True
+        return None if a is None or b is None else False
+
+    return disjunction
 
 
 def _add(func: str, counts_rows: bool) -> Callable[[Any, Any], Any]:
@@ -446,6 +492,18 @@ class FastBinding:
                 elif len(positions) < width:
                     updated[slot] = (*positions, position)
             return tuple(updated)
+
+        if len(updates) == 1:  # the usual case (LAST(v, k) of one variable): no list round trip
+            only_slot, only_last, only_width = updates[0]
+            keep = only_width - 1
+
+            def update_nav(nav: tuple[tuple[int, ...], ...], position: int) -> tuple[tuple[int, ...], ...]:
+                positions = nav[only_slot]
+                if only_last:
+                    positions = (position, *positions[:keep])
+                elif len(positions) < only_width:
+                    positions = (*positions, position)
+                return (*nav[:only_slot], positions, *nav[only_slot + 1:])
 
         if condition is None and not feeds and not updates:
             return lambda position, state: ((label, state[0]), state[1], state[2])
