@@ -8,8 +8,8 @@ end with.  What the adapter does:
 1. **One internal schema for both sides.**  Valid rows (``plan.split_rejects``) of each side become
    ``tw_b`` (the key's bucket), ``tw_key`` (the key as one canonical string), ``tw_op`` (left row / upsert / delete, by ``plan.deleted_expression`` / heartbeat),
    ``tw_time`` (µs since epoch), ``tw_file`` (a version's input file), ``tw_seq`` (the versioned
-   spec's ``sequence`` column, only when it has one) and ``tw_row`` (the whole original row as JSON, rebuilt with its
-   exact types after the operator).
+   spec's ``sequence`` column, only when it has one) and ``tw_row`` (the whole original row as JSON, timestamps
+   and dates as numbers, rebuilt with its exact types after the operator).
 2. **One watermark per side.**  ``withWatermark`` on each side; Spark combines them with its default
    ``multipleWatermarkPolicy`` (min), the watermark of Flink's two-input operator.  Optional heartbeat
    rows (a timestamp stream) are unioned into *both* sides before the watermark, so they can move an
@@ -479,9 +479,23 @@ class TemporalJoinProcessor(StatefulProcessor):
         emit = outputs.extend
         process_left, process_right = op.process_left, op.process_right
         order = range(len(positions))
-        if self.mode == "processing_time":
-            # A micro-batch's rows arrive together: versions of the batch apply before its left rows look one up.
-            order = sorted(order, key=lambda j: ops[positions[j]] == LEFT_ROW)
+        if isinstance(op, EventTimeTemporalJoin):
+            # Event time: the handlers only buffer, and a key's versions and left rows touch separate
+            # state, so all left rows go in one call (same outputs and state as row by row).
+            lefts = []
+            for j in order:
+                i = positions[j]
+                if ops[i] == LEFT_ROW:
+                    lefts.append(LeftRow(times[i], first_seq + j, payloads[i]))
+                else:
+                    seq = _sequence(seqs[i]) if seqs is not None else first_seq + j
+                    emit(process_right(ctx, VersionEvent(times[i], seq, ops[i] == DELETE, payloads[i])))
+            if lefts:
+                emit(op.process_left_rows(ctx, lefts))
+            return
+        # Processing time: a micro-batch's rows arrive together; versions of the batch apply before
+        # its left rows look one up.
+        order = sorted(order, key=lambda j: ops[positions[j]] == LEFT_ROW)
         for j in order:
             i = positions[j]
             if ops[i] == LEFT_ROW:

@@ -190,3 +190,26 @@ def test_operator_with_all_versions_first_equals_brute_force_exactly(right, left
             h.left(row.key, row.time, row.ident, row.ident)
     h.advance(10**9)
     assert dict(h.joined()) == brute_force(lefts, right)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    before=st.lists(st.integers(0, 30), max_size=5),
+    rows=st.lists(st.integers(0, 30), max_size=12),
+    watermark=st.one_of(st.none(), st.integers(0, 30)),
+    retention=st.booleans(),
+)
+def test_process_left_rows_equals_process_left_row_by_row(before, rows, watermark, retention) -> None:
+    """The batched entry point adapters use: same outputs, same state, same timers as one row at a time."""
+    op = EventTimeTemporalJoin(SPEC, StateRetention(min_idle=5, max_idle=10) if retention else None)
+    contexts = [InMemoryKeyContext(), InMemoryKeyContext()]
+    for ctx in contexts:
+        for i, t in enumerate(before):  # rows buffered earlier, without a watermark
+            list(op.process_left(ctx, LeftRow(t, i)))
+        if watermark is not None:
+            ctx.current_watermark = watermark
+    batch = [LeftRow(t, len(before) + i) for i, t in enumerate(rows)]
+    one_by_one = [o for row in batch for o in op.process_left(contexts[0], row)]
+    assert op.process_left_rows(contexts[1], batch) == one_by_one
+    assert contexts[1].values == contexts[0].values
+    assert contexts[1].timers() == contexts[0].timers()
