@@ -1,13 +1,15 @@
 """Throughput of the streaming job (availableNow + flush) on a temporal-join workload.
 
-    .venv/bin/python bench/bench_streaming.py [--left 200000] [--versions 2000] [--keys 200] [--runs 2] [--format parquet]
+    .venv/bin/python bench/bench_streaming.py [--left 200000] [--versions 2000] [--keys 200] [--runs 3] [--format parquet]
 
 Generates left rows (``order_id, price, currency, order_time``, one every 10 ms) and versions
 (``currency, rate, update_time``) spread over the same range, round-robin over the keys, into a temp
 directory; then runs the streaming job ``--runs`` times on fresh checkpoints in one SparkSession (the
-first run is cold: JVM and Python workers start) and prints one JSON line per run: rows in/out,
-seconds (query start to stop, all batches, outputs written), input rows per second, and the CPU
-seconds the run used (driver, JVM, Python workers), which do not depend on other work on the machine.
+first run is cold: JVM and Python workers start; the JVM's JIT compiler keeps costing CPU into the
+second run, so the third is the closest to a long-running query) and prints one JSON line per run:
+rows in/out, seconds (query start to stop, all batches, outputs written), input rows per second,
+the CPU seconds the run used (driver, JVM, Python workers, also split by kind), which do not depend
+on other work on the machine, and the 1-minute load before and after the run.
 """
 
 from __future__ import annotations
@@ -54,33 +56,40 @@ def generate(root: Path, left_rows: int, versions: int, keys: int, fmt: str) -> 
                 part.to_csv(path, index=False, header=False, date_format="%Y-%m-%d %H:%M:%S.%f")
 
 
-def tree_cpu_seconds(root_pid: int) -> float:
-    """CPU seconds (user + system, including reaped children) of a process and all its descendants.
+def tree_cpu_split(root_pid: int) -> dict[str, float]:
+    """CPU seconds (user + system, including reaped children) of a process tree, by kind of process.
 
-    The machine is often shared: wall time then measures the neighbours too, CPU time does not.
+    ``driver`` (this process), ``jvm`` (Spark's JVM), ``python`` (the Python workers and their
+    daemon).  The machine is often shared: wall time then measures the neighbours too, CPU time does not.
     """
     children: dict[int, list[int]] = {}
-    stats: dict[int, list[str]] = {}
+    stats: dict[int, tuple[list[str], str]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             text = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
         except OSError:
             continue
         fields = text[text.rindex(")") + 2 :].split()
         pid = int(entry.name)
-        stats[pid] = fields
+        stats[pid] = (fields, "driver" if pid == root_pid else "jvm" if b"java" in command else "python")
         children.setdefault(int(fields[1]), []).append(pid)
     ticks = os.sysconf("SC_CLK_TCK")
-    total, todo = 0.0, [root_pid]
+    split, todo = {"driver": 0.0, "jvm": 0.0, "python": 0.0}, [root_pid]
     while todo:
         pid = todo.pop()
-        fields = stats.get(pid)
-        if fields:
-            total += sum(int(v) for v in fields[11:15]) / ticks  # utime stime cutime cstime
+        if pid in stats:
+            fields, kind = stats[pid]
+            split[kind] += sum(int(v) for v in fields[11:15]) / ticks  # utime stime cutime cstime
         todo.extend(children.get(pid, []))
-    return total
+    return split
+
+
+def tree_cpu_seconds(root_pid: int) -> float:
+    """CPU seconds of a process and all its descendants (see :func:`tree_cpu_split`)."""
+    return sum(tree_cpu_split(root_pid).values())
 
 
 def config(root: Path, run: int, fmt: str) -> dict:
@@ -103,7 +112,7 @@ def main() -> int:
     p.add_argument("--left", type=int, default=200_000)
     p.add_argument("--versions", type=int, default=2_000)
     p.add_argument("--keys", type=int, default=200)
-    p.add_argument("--runs", type=int, default=2)
+    p.add_argument("--runs", type=int, default=3)
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet")
     p.add_argument("--shuffle-partitions", default="4")
     args = p.parse_args()
@@ -118,9 +127,11 @@ def main() -> int:
     spark = get_session()
     session_seconds = time.monotonic() - t0
     for run in range(args.runs):
-        cpu_before = tree_cpu_seconds(os.getpid())
+        load_before = os.getloadavg()[0]
+        split_before = tree_cpu_split(os.getpid())
         metrics = run_streaming(config(root, run, args.format), spark, flush=True)
-        cpu = tree_cpu_seconds(os.getpid()) - cpu_before
+        split = {k: v - split_before.get(k, 0.0) for k, v in tree_cpu_split(os.getpid()).items()}
+        cpu = sum(split.values())
         load = os.getloadavg()[0]
         print(json.dumps({
             "run": run, "cold": run == 0, "session_start_s": round(session_seconds, 1) if run == 0 else 0,
@@ -131,7 +142,9 @@ def main() -> int:
             # would give if the run kept both busy (an upper bound for a quiet 2-core machine).
             "cpu_s": round(cpu, 1), "left_rows_per_cpu_s": round(metrics["rows_in_left"] / cpu) if cpu else None,
             "left_rows_per_s_2_idle_cores_bound": round(2 * metrics["rows_in_left"] / cpu) if cpu else None,
-            "batches": metrics["batches"], "load1": round(load, 1), "durations_ms": metrics["durations_ms"],
+            "cpu_split_s": {k: round(v, 1) for k, v in split.items()},
+            "batches": metrics["batches"], "load1_before": round(load_before, 1), "load1": round(load, 1),
+            "durations_ms": metrics["durations_ms"],
         }), flush=True)
     return 0
 
