@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runtime.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig, load_job_config, parse_utc_timestamp
+from runtime.spark.hadoop import HadoopFiles
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -89,39 +90,6 @@ def _timestamp(value: datetime | str, argument: str) -> datetime:
     return parse_utc_timestamp(value, argument, where="streaming job")
 
 
-class _Hadoop:
-    """The few file-system calls the exactly-once writer needs, on whatever file system a path is."""
-
-    def __init__(self, spark: SparkSession) -> None:
-        self._jvm = spark.sparkContext._jvm
-        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
-
-    def path(self, text: str) -> Any:
-        return self._jvm.org.apache.hadoop.fs.Path(text)
-
-    def fs(self, path: Any) -> Any:
-        return path.getFileSystem(self._conf)
-
-    def commit(self, staging: str, target: str, prefix: str) -> None:
-        """Replace ``target/prefix*`` by the data files of ``staging`` (named ``prefix<i><ext>``)."""
-        target_path = self.path(target)
-        fs = self.fs(target_path)
-        fs.mkdirs(target_path)
-        for status in fs.globStatus(self.path(f"{target}/{prefix}*")) or []:
-            fs.delete(status.getPath(), False)
-        staging_path = self.path(staging)
-        names = sorted(
-            s.getPath().getName() for s in fs.listStatus(staging_path) if s.getPath().getName().startswith("part-")
-        )
-        for i, name in enumerate(names):
-            ext = name[name.index(".") :] if "." in name else ""
-            fs.rename(self.path(f"{staging}/{name}"), self.path(f"{target}/{prefix}{i:05d}{ext}"))
-        fs.delete(staging_path, True)
-        parent = staging_path.getParent()
-        if not fs.listStatus(parent):
-            fs.delete(parent, False)
-
-
 class _BatchWriter:
     """The ``foreachBatch`` function: split a micro-batch, write its outputs exactly once, count."""
 
@@ -131,7 +99,7 @@ class _BatchWriter:
         self._join = join
         self._paths = paths
         self._metrics = metrics
-        self._fs = _Hadoop(spark)
+        self._fs = HadoopFiles(spark)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         from pyspark.sql import functions as F
@@ -325,7 +293,7 @@ def _await_processing_time(query: StreamingQuery, timeout: float | None, until_i
 
 
 def _hadoop_mkdirs(spark: SparkSession, path: str) -> None:
-    hadoop = _Hadoop(spark)
+    hadoop = HadoopFiles(spark)
     p = hadoop.path(path)
     hadoop.fs(p).mkdirs(p)
 

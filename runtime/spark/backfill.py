@@ -31,6 +31,7 @@ from runtime.core.errors import SpecError
 from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
 from runtime.spark import render
 from runtime.spark.dataframe import dead_letters
+from runtime.spark.hadoop import HadoopFiles
 from runtime.spark.plan import reject_reason
 from runtime.spark.schema import schema_kinds
 
@@ -148,9 +149,10 @@ def run_slices(
     """Run the backfill; returns metrics.  ``only`` re-runs the given slice indexes (their start state must exist).
 
     Spark jobs: one for the states of all edges (written per edge with dynamic partition overwrite),
-    two for the run's versions (statistics, intervals), then per slice its probe join and its dead
-    letters (each reads only the slice's rows where the input layout allows pruning by time), and the
-    metrics counts at the end.
+    two for the run's versions (statistics, intervals), one probe join per slice (reading only the
+    slice's rows where the input layout allows pruning by time), one for the dead letters of all
+    slices, and the metrics counts at the end.  Needs a classic session (it clears the dead-letter
+    directories of the slices it runs through the driver's Hadoop file system).
 
     Example::
 
@@ -200,24 +202,32 @@ def run_slices(
         joined = spark.sql(sql, left=left_slice, stats=spark.read.parquet(stats_path),
                            intervals=spark.read.parquet(intervals_path))
         joined.write.mode("overwrite").parquet(f"{output}/slice={s.label}")
-        in_slice = (F.col(v.time) >= F.lit(s.start)) & (F.col(v.time) < F.lit(s.end))
-        rejected = dead_letters(left_slice, right.where(in_slice), spec)
-        rejected.write.mode("overwrite").parquet(f"{dead_letter}/slice={s.label}")
-    # Rows with a NULL time belong to no slice: they are dead letters of the backfill as a whole.
-    untimed = dead_letters(left.where(F.col(spec.left_time).isNull()), right.where(F.col(v.time).isNull()), spec)
-    untimed.write.mode("overwrite").parquet(f"{dead_letter}/slice=none")
+    # Dead letters of all slices run, plus the rows with a NULL time (they belong to no slice: `slice=none`),
+    # in one job: the run's slice directories are cleared first, then written by partition, so re-running
+    # a slice still replaces exactly its dead letters.
     ran = F.lit(False)
+    label = F.lit("none")
     for s in done:
-        ran = ran | ((F.col("__tw_t") >= F.lit(s.start)) & (F.col("__tw_t") < F.lit(s.end)))
+        inside = (F.col("__tw_t") >= F.lit(s.start)) & (F.col("__tw_t") < F.lit(s.end))
+        ran = ran | inside
+        label = F.when(inside, F.lit(s.label)).otherwise(label)
+    files = HadoopFiles(spark)
+    for name in [*(s.label for s in done), "none"]:
+        files.delete(f"{dead_letter}/slice={name}")
+    sides = [
+        df.withColumn("__tw_t", F.col(t)).where(ran | F.col("__tw_t").isNull()).withColumn("__tw_slice", label).drop("__tw_t")
+        for df, t in ((left, spec.left_time), (right, v.time))
+    ]
+    rejected = dead_letters(*sides, spec, carry="__tw_slice").withColumnRenamed("__tw_slice", "slice")
+    rejected.write.mode("append").partitionBy("slice").parquet(dead_letter)
     # Metrics once at the end (one job each), not per slice.
     metrics["slices"] = len(done)
     metrics["rows_in_left"] = left.select(F.col(spec.left_time).alias("__tw_t")).where(ran).count()
     metrics["rows_in_right"] = right.select(F.col(v.time).alias("__tw_t")).where(ran).count()
     labels = [s.label for s in done]
     metrics["rows_out"] = spark.read.parquet(*[f"{output}/slice={label}" for label in labels]).count() if labels else 0
-    metrics["dead_letter"] = spark.read.parquet(
-        *[f"{dead_letter}/slice={label}" for label in [*labels, "none"]]
-    ).count()
+    written = [f"{dead_letter}/slice={name}" for name in [*labels, "none"] if files.exists(f"{dead_letter}/slice={name}")]
+    metrics["dead_letter"] = spark.read.parquet(*written).count() if written else 0
     metrics["watermark"] = end.isoformat()
     return metrics
 

@@ -169,15 +169,21 @@ def temporal_join_with_rejects(left: DataFrame, right: DataFrame, left_time: str
     return joined, dead_letters(left, source.df, spec)
 
 
-def dead_letters(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec) -> DataFrame:
-    """Rows of both sides that cannot take part in ``spec``'s join: ``side``, ``reason``, ``row`` (JSON)."""
+def dead_letters(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, carry: str | None = None) -> DataFrame:
+    """Rows of both sides that cannot take part in ``spec``'s join: ``side``, ``reason``, ``row`` (JSON).
+
+    ``carry`` names a column both sides have that stays a column of its own instead of going into
+    ``row`` (the backfill's slice label).
+    """
     session = _session(left)
+    hidden = f"reason, {carry}" if carry else "reason"
+    kept = f", {carry}" if carry else ""
     parts = []
     for side, df in (("left", left), ("right", right)):
         reason = reject_reason(spec, side)
         parts.append(session.sql(
-            f"SELECT '{side}' AS side, reason, to_json(struct(*)) AS row FROM "
-            f"(SELECT *, {reason} AS reason FROM {{df}}) WHERE reason IS NOT NULL".replace("struct(*)", "struct(* EXCEPT (reason))"),
+            f"SELECT '{side}' AS side, reason, to_json(struct(* EXCEPT ({hidden}))) AS row{kept} FROM "
+            f"(SELECT *, {reason} AS reason FROM {{df}}) WHERE reason IS NOT NULL",
             df=df,
         ))
     return parts[0].unionByName(parts[1])

@@ -1,0 +1,58 @@
+"""Hadoop file-system calls through the driver's JVM (any scheme Spark can write: file, hdfs, s3a, ...)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class HadoopFiles:
+    """The few file-system calls the exactly-once writers need, on whatever file system a path is.
+
+    Classic sessions only (it goes through the driver's JVM): the streaming job's ``foreachBatch``
+    writer and the backfill driver.
+
+    Example::
+
+        HadoopFiles(spark).delete("s3a://bucket/out/dead_letter/slice=2020-01-01T00-00-00")
+    """
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._jvm = spark.sparkContext._jvm
+        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+
+    def path(self, text: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(text)
+
+    def fs(self, path: Any) -> Any:
+        return path.getFileSystem(self._conf)
+
+    def delete(self, text: str) -> None:
+        """Remove ``text`` (a file or a directory tree) if it exists."""
+        path = self.path(text)
+        self.fs(path).delete(path, True)
+
+    def exists(self, text: str) -> bool:
+        path = self.path(text)
+        return bool(self.fs(path).exists(path))
+
+    def commit(self, staging: str, target: str, prefix: str) -> None:
+        """Replace ``target/prefix*`` by the data files of ``staging`` (named ``prefix<i><ext>``)."""
+        target_path = self.path(target)
+        fs = self.fs(target_path)
+        fs.mkdirs(target_path)
+        for status in fs.globStatus(self.path(f"{target}/{prefix}*")) or []:
+            fs.delete(status.getPath(), False)
+        staging_path = self.path(staging)
+        names = sorted(
+            s.getPath().getName() for s in fs.listStatus(staging_path) if s.getPath().getName().startswith("part-")
+        )
+        for i, name in enumerate(names):
+            ext = name[name.index(".") :] if "." in name else ""
+            fs.rename(self.path(f"{staging}/{name}"), self.path(f"{target}/{prefix}{i:05d}{ext}"))
+        fs.delete(staging_path, True)
+        parent = staging_path.getParent()
+        if not fs.listStatus(parent):
+            fs.delete(parent, False)
