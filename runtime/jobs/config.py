@@ -74,6 +74,18 @@ def parse_duration(text: str | int, argument: str) -> int:
     return int(match.group(1)) * _UNIT_US[unit]
 
 
+def _output_paths(data: Mapping[str, Any]) -> dict[str, str]:
+    """``output.path`` and the late / dead-letter paths (defaulting to ``<path>_late`` / ``<path>_dead_letter``)."""
+    out = data["output"]
+    if not out.get("path"):
+        raise SpecError("output.path", "an output path is required", where="job config")
+    return {
+        "output_path": out["path"],
+        "late_path": out.get("late_path") or f"{out['path']}_late",
+        "dead_letter_path": out.get("dead_letter_path") or f"{out['path']}_dead_letter",
+    }
+
+
 def parse_utc_timestamp(value: datetime | str, argument: str, where: str = "job") -> datetime:
     """A naive UTC datetime from an ISO string or a datetime (Spark sessions here run in UTC).
 
@@ -166,16 +178,11 @@ class JobConfig:
                 parse_duration(r.get("min_idle", 0), "retention.min_idle"),
                 parse_duration(r.get("max_idle", r.get("min_idle", 0)), "retention.max_idle"),
             )
-        out = data["output"]
-        if not out.get("path"):
-            raise SpecError("output.path", "an output path is required", where="job config")
         return cls(
             left=SourceConfig.from_dict(data["left"], "left"),
             right=SourceConfig.from_dict(data["right"], "right"),
             join=join,
-            output_path=out["path"],
-            late_path=out.get("late_path") or f"{out['path']}_late",
-            dead_letter_path=out.get("dead_letter_path") or f"{out['path']}_dead_letter",
+            **_output_paths(data),
             checkpoint=data.get("checkpoint"),
             available_now=bool(trigger.get("available_now")),
             processing_time=trigger.get("processing_time"),
@@ -301,16 +308,11 @@ class MatchRecognizeJobConfig:
         clause = mr.get("clause")
         spec = streaming_clause(clause)
         available_now, processing_time = _trigger(data)
-        out = data["output"]
-        if not out.get("path"):
-            raise SpecError("output.path", "an output path is required", where="job config")
         return cls(
             clause=clause,
             spec=spec,
             input=SourceConfig.from_dict(data["input"], "input"),
-            output_path=out["path"],
-            late_path=out.get("late_path") or f"{out['path']}_late",
-            dead_letter_path=out.get("dead_letter_path") or f"{out['path']}_dead_letter",
+            **_output_paths(data),
             checkpoint=data.get("checkpoint"),
             available_now=available_now,
             processing_time=processing_time,

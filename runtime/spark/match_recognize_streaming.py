@@ -69,11 +69,11 @@ from runtime.jobs.config import parse_duration
 from runtime.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
 from runtime.spark.streaming import (
     _TS,
-    HEARTBEAT,
     JSON_OPTIONS,
     OP,
     SparkKeyContext,
     _heartbeat,
+    data_rows,
     watermark_us,
 )
 
@@ -281,15 +281,9 @@ class MatchRecognizeProcessor(StatefulProcessor):
         return SparkKeyContext(self._handle, self._state, watermark)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
-        frames = [f for f in rows if len(f)]
-        if not frames:
+        batch = data_rows(rows)
+        if batch is None:
             return
-        batch = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        heartbeats = batch[OP].to_numpy() == HEARTBEAT
-        if heartbeats.any():  # heartbeat rows only move the watermark
-            batch = batch[~heartbeats]
-            if batch.empty:
-                return
         ctx = self._context(timerValues)
         decode, process = self._decode, self._op.process_element
         matched: list[dict[str, Any]] = []

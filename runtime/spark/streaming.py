@@ -316,6 +316,22 @@ class SparkKeyContext:
 # =================================================================================================
 # The processor
 # =================================================================================================
+def data_rows(rows: Iterator[pd.DataFrame]) -> pd.DataFrame | None:
+    """One frame of a TWS invocation's input without the heartbeat rows (they only move the watermark).
+
+    ``None`` when nothing but heartbeats (or nothing) arrived.  Shared by the processors of every
+    streaming door.
+    """
+    frames = [f for f in rows if len(f)]
+    if not frames:
+        return None
+    batch = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    heartbeats = batch[OP].to_numpy() == HEARTBEAT
+    if heartbeats.any():
+        batch = batch[~heartbeats]
+    return None if batch.empty else batch
+
+
 def _frame(outputs: list[Output], n_left: int | None = None, n_right: int | None = None) -> pd.DataFrame:
     """The tagged output rows of one invocation (plus one ``stats`` row when counts are given).
 
@@ -429,15 +445,9 @@ class TemporalJoinProcessor(StatefulProcessor):
         return watermark_us(timer_values.getCurrentWatermarkInMs())
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
-        frames = [f for f in rows if len(f)]
-        if not frames:
+        batch = data_rows(rows)
+        if batch is None:
             return
-        batch = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        heartbeats = batch[OP].to_numpy() == HEARTBEAT
-        if heartbeats.any():  # heartbeat rows only move the watermark
-            batch = batch[~heartbeats]
-            if batch.empty:
-                return
         ops = batch[OP].tolist()
         n_left = ops.count(LEFT_ROW)
         n_right = len(ops) - n_left
