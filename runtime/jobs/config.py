@@ -168,9 +168,7 @@ class JobConfig:
         mode = data.get("mode", "event_time")
         if mode not in ("event_time", "processing_time"):
             raise SpecError("mode", f"unknown mode {mode!r}; use 'event_time' or 'processing_time'", where="job config")
-        trigger = data.get("trigger", {"available_now": True})
-        if bool(trigger.get("available_now")) == bool(trigger.get("processing_time")):
-            raise SpecError("trigger", "set exactly one of available_now / processing_time", where="job config")
+        available_now, processing_time = _trigger(data)
         retention = None
         if data.get("retention"):
             r = data["retention"]
@@ -184,8 +182,8 @@ class JobConfig:
             join=join,
             **_output_paths(data),
             checkpoint=data.get("checkpoint"),
-            available_now=bool(trigger.get("available_now")),
-            processing_time=trigger.get("processing_time"),
+            available_now=available_now,
+            processing_time=processing_time,
             mode=mode,
             retention=retention,
             raw=dict(data),
@@ -194,12 +192,7 @@ class JobConfig:
     @classmethod
     def load(cls, source: str | Path | Mapping[str, Any]) -> JobConfig:
         """From a dict, a JSON string or a path to a JSON file."""
-        if isinstance(source, Mapping):
-            return cls.from_dict(source)
-        text = str(source)
-        if text.lstrip().startswith("{"):
-            return cls.from_dict(json.loads(text))
-        return cls.from_dict(json.loads(Path(text).read_text()))
+        return cls.from_dict(_read_json(source))
 
 
 def _read_json(source: str | Path | Mapping[str, Any]) -> Mapping[str, Any]:
