@@ -71,6 +71,7 @@ from runtime.spark.streaming import (
     _TS,
     JSON_OPTIONS,
     OP,
+    BatchOutputs,
     SparkKeyContext,
     _heartbeat,
     data_rows,
@@ -333,15 +334,6 @@ def _time_of(row: Any) -> int:
 # =================================================================================================
 # Building the stream
 # =================================================================================================
-@dataclass(frozen=True)
-class BatchOutputs:
-    """One micro-batch split into its three outputs (lazy DataFrames over the batch)."""
-
-    main: DataFrame
-    late: DataFrame
-    dead_letter: DataFrame
-
-
 @dataclass(frozen=True)
 class StreamingMatch:
     """A streaming MATCH_RECOGNIZE: the tagged stream and how to split each of its micro-batches.
