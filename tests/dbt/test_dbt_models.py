@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,23 @@ def dbt_env(warehouse: Path, metastore: Path, derby_home: Path) -> dict[str, str
     }
 
 
+@contextmanager
+def session_dbt_env(spark_home: Path) -> Iterator[dict[str, str]]:
+    """:func:`dbt_env` on the suite session's directories (so dbt-spark's getOrCreate changes nothing), set
+    in ``os.environ`` for the block and restored after it."""
+    env = dbt_env(spark_home / "warehouse", spark_home / "metastore_db", spark_home)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield env
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 @dataclass
 class Built:
     """The project after seed + build, with what the tests inspect."""
@@ -73,16 +91,12 @@ def built(spark, spark_home, tmp_path_factory) -> Iterator[Built]:
     from dbt.cli.main import dbtRunner
 
     project = copy_project(tmp_path_factory.mktemp("dbt") / "project")
-    # The same directories as tests/conftest.py's session, so dbt-spark's getOrCreate changes nothing.
-    env = dbt_env(spark_home / "warehouse", spark_home / "metastore_db", spark_home)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
     runner = dbtRunner()
 
     def invoke(*args: str) -> Any:
         return runner.invoke([*args, "--project-dir", str(project), "--profiles-dir", str(project)])
 
-    try:
+    with session_dbt_env(spark_home):
         for step in (("deps",), ("seed",)):
             result = invoke(*step)
             assert result.success, f"dbt {step[0]} failed: {result.exception or result.result}"
@@ -97,12 +111,6 @@ def built(spark, spark_home, tmp_path_factory) -> Iterator[Built]:
         broken = [(r.node.name, r.message) for r in build.result if r.node.resource_type != "test" and str(r.status) != "success"]
         assert not broken, broken
         yield Built(project, invoke, first_rows, build)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def table_rows(spark, name: str, columns: list[str]) -> list[tuple]:

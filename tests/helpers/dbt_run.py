@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +14,11 @@ def run_dbt_project(spark_home: Path, tmp_path: Path, *args: str) -> tuple[str, 
     """
     from dbt.cli.main import dbtRunner
 
-    from tests.dbt.test_dbt_models import copy_project, dbt_env
+    from tests.dbt.test_dbt_models import copy_project, session_dbt_env
 
     project = copy_project(tmp_path / "dbt_project")
-    env = dbt_env(spark_home / "warehouse", spark_home / "metastore_db", spark_home)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
+    with session_dbt_env(spark_home) as env:
         runner = dbtRunner()
         common = ["--project-dir", str(project), "--profiles-dir", str(project)]
         assert runner.invoke(["deps", *common]).success
         return env["TIMEWEAVE_DBT_SCHEMA"], runner.invoke([*args, *common])
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
