@@ -146,15 +146,6 @@ class FastAggregate:
         return 0 if self.func == "COUNT" else (None, 0) if self.func == "AVG" else None
 
 
-def _result(func: str, state: Any) -> Any:
-    if func == "AVG":
-        total, count = state
-        if not count:
-            return None
-        return total / count if not isinstance(total, Integral) else float(total) / count
-    return state
-
-
 class FastCompiler(ExpressionCompiler):
     """Compiles DEFINE conditions for one candidate label at a time into ``fn(frame)`` closures.
 
