@@ -45,7 +45,7 @@ from typing import Any
 
 from runtime.core.pattern import expr as E
 from runtime.core.pattern.errors import MatchRuntimeError
-from runtime.core.pattern.expressions import ExpressionCompiler, LabelSet, RowSource
+from runtime.core.pattern.expressions import AggregateSpec, ExpressionCompiler, LabelSet, RowSource
 from runtime.core.pattern.matcher import MatchResult
 from runtime.core.pattern.program import Done, Jump, MatchLabel, Program, Split
 
@@ -590,7 +590,8 @@ def _average_compared(binding: FastBinding, label: int, spec: FastAggregate, com
     return consume
 
 
-def _chain_to_list(chain: Any) -> list[int]:
+def chain_to_list(chain: Any) -> list[int]:
+    """The label ids of a label chain (nested ``(label, previous)`` pairs), first row first."""
     out: list[int] = []
     while chain is not None:
         out.append(chain[0])
@@ -640,8 +641,15 @@ class FastRun:
         finally:
             self.rolling = rolling
 
-    def advance(self, limit: int) -> None:
-        """Consume rows ``position .. limit - 1`` (fewer if the attempt ends; rolling continues it)."""
+    def advance(self, limit: int, matches: list[tuple[int, list[int]]] | None = None, *,
+                past_last_row: bool = True) -> None:
+        """Consume rows ``position .. limit - 1`` (fewer if the attempt ends; rolling continues it).
+
+        With ``matches`` (a list; only with ``rolling``), a non-empty match does not end the call
+        either: its ``(start, labels)`` is appended, the match number advances, and the next attempt
+        starts after its last row (``past_last_row``) or at its second row (SKIP TO NEXT ROW), as
+        the driver would do; the driver then outputs the collected matches in order.
+        """
         frame = self.binding.frame
         start = frame.start = self.start
         frame.match_number = self.match_number
@@ -656,9 +664,19 @@ class FastRun:
         result = self.result
         while position < limit:
             if not threads:
-                if result is not None or not self.rolling:
+                if result is not None:
+                    if matches is None or result[0] is None:
+                        break  # the driver concludes it (empty matches always)
+                    labels = chain_to_list(result[0])
+                    matches.append((start, labels))
+                    self.match_number += 1
+                    frame.match_number = self.match_number
+                    start = start + len(labels) if past_last_row else start + 1
+                elif self.rolling:
+                    start += 1  # the next attempt, as the driver would
+                else:
                     break
-                start = frame.start = position = start + 1  # the next attempt, as the driver would
+                frame.start = position = start
                 threads, result = initial
                 if not scan:
                     continue
@@ -699,7 +717,7 @@ class FastRun:
     def match(self) -> MatchResult | None:
         if self.result is None:
             return None
-        return MatchResult(self.start, tuple(_chain_to_list(self.result[0])))
+        return MatchResult(self.start, tuple(chain_to_list(self.result[0])))
 
     def rebind(self, evaluator: Any, signature: Any) -> None:
         """Reattach the compiled part after unpickling (the arguments are the general VM's; unused)."""
@@ -709,8 +727,8 @@ class FastRun:
         return {
             "start": self.start, "position": self.position, "match_number": self.match_number,
             "rolling": self.rolling,
-            "threads": [(entry[3], (_chain_to_list(s[0]), s[1], s[2])) for entry, s in self.threads],
-            "result": None if self.result is None else (_chain_to_list(self.result[0]), self.result[1], self.result[2]),
+            "threads": [(entry[3], (chain_to_list(s[0]), s[1], s[2])) for entry, s in self.threads],
+            "result": None if self.result is None else (chain_to_list(self.result[0]), self.result[1], self.result[2]),
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -729,3 +747,157 @@ class FastRun:
         self.binding = binding
         self.threads = [(binding.entries[pc], state) for pc, state in self._pcs]
         del self._pcs
+
+
+# -- ONE ROW PER MATCH measures, compiled ---------------------------------------------------------------
+class MatchView:
+    """One finished, non-empty match as compiled measures read it (one per clause, refilled per match).
+
+    ``rows`` is the partition's buffered row list and ``shift`` the index in it of the match's first
+    row; ``labels`` holds one label id per matched row; ``offsets[k]`` lists the match-relative
+    offsets of the rows whose label is in the k-th label set the measures navigate over.
+    """
+
+    __slots__ = ("labels", "match_number", "offsets", "rows", "shift")
+
+    def __init__(self) -> None:
+        self.rows: list[Mapping[str, Any]] = []
+        self.shift = 0
+        self.labels: list[int] = []
+        self.match_number = 1
+        self.offsets: list[list[int]] = []
+
+
+MeasureFn = Callable[[MatchView], Any]
+
+
+class MeasureCompiler(ExpressionCompiler):
+    """Compiles ONE ROW PER MATCH measures into ``fn(view)`` closures over a :class:`MatchView`.
+
+    In ONE ROW PER MATCH every measure is evaluated at the match's last row, so RUNNING and FINAL
+    agree and a navigation is an index into the offsets of its label set.  Supported: column
+    references, FIRST/LAST of a column, aggregates of a column or ``COUNT(*)``, CLASSIFIER,
+    MATCH_NUMBER, MATCH_ROWTIME and the scalar operators over them; anything else (PREV/NEXT,
+    navigation or aggregate arguments that are expressions) raises :class:`Unsupported` and the
+    clause keeps the general :class:`~runtime.core.pattern.expressions.MeasureContext` evaluator.
+    """
+
+    def __init__(self, text: str, label_sets: Mapping[str | None, LabelSet], label_names: list[str],
+                 *, order_column: str | None) -> None:
+        super().__init__(text, label_sets, label_names, clause="MEASURES", order_column=order_column)
+        self.offset_sets: list[frozenset[int]] = []  # the label sets whose offsets a match view carries
+
+    def _offsets(self, labels: frozenset[int]) -> int:
+        if labels not in self.offset_sets:
+            self.offset_sets.append(labels)
+        return self.offset_sets.index(labels)
+
+    def _top(self, node: E.Expr) -> MeasureFn:  # type: ignore[override]
+        if isinstance(node, E.Column):
+            return self._read(True, self.label_sets[node.var], 0, node)
+        if isinstance(node, E.Navigation):
+            if node.kind not in ("FIRST", "LAST") or not isinstance(node.arg, E.Column):
+                raise Unsupported(str(node))
+            return self._read(node.kind == "LAST", self.label_sets[node.arg.var], node.offset, node.arg)
+        if isinstance(node, E.Aggregate):
+            return self._aggregate(node)
+        if isinstance(node, E.Classifier):
+            names = self.label_names
+            labels = self.label_sets[node.var]
+            if labels is None:
+                return lambda v: names[v.labels[-1]]
+            slot = self._offsets(labels)
+            return lambda v: names[v.labels[o[-1]]] if (o := v.offsets[slot]) else None
+        if isinstance(node, E.MatchRowtime):  # FINAL LAST(column) over every row: the match's last row
+            get = self._column_getter(node.column or E.Column(None, self.order_column or "", node.start))
+            return lambda v: get(v.rows[v.shift + len(v.labels) - 1])
+        return self._generic(node, self._top)  # type: ignore[arg-type,return-value]
+
+    def _read(self, last: bool, labels: LabelSet, offset: int, column: E.Column) -> MeasureFn:
+        """FIRST/LAST(labels.column, offset): the same rows as MeasureContext.resolve at the last row."""
+        get = self._column_getter(column)
+        if labels is None:  # every row of the match
+            if last:
+                return lambda v: get(v.rows[v.shift + n - 1 - offset]) if (n := len(v.labels)) > offset else None
+            return lambda v: get(v.rows[v.shift + offset]) if len(v.labels) > offset else None
+        slot = self._offsets(labels)
+        if last:
+            back = -1 - offset
+            return lambda v: get(v.rows[v.shift + o[back]]) if len(o := v.offsets[slot]) > offset else None
+        return lambda v: get(v.rows[v.shift + o[offset]]) if len(o := v.offsets[slot]) > offset else None
+
+    def _aggregate(self, node: E.Aggregate) -> MeasureFn:  # type: ignore[override]
+        if node.arg is None:  # COUNT(*) / COUNT(v.*)
+            labels = self.label_sets[node.star_var] if node.star_var else None
+            if labels is None:
+                return lambda v: len(v.labels)
+            slot = self._offsets(labels)
+            return lambda v: len(v.offsets[slot])
+        if not isinstance(node.arg, E.Column):
+            raise Unsupported(str(node))
+        labels = self.label_sets[node.arg.var]
+        get = self._column_getter(node.arg)
+        # the general evaluator's own add_many/result: the same additions in the same order
+        spec = AggregateSpec(node.func, labels, lambda ctx, position: None, get)
+        initial = spec.initial()
+        add_many, result = spec.add_many, spec.result
+        if labels is None:
+            return lambda v: result(add_many(initial, [get(row) for row in v.rows[v.shift: v.shift + len(v.labels)]]))
+        slot = self._offsets(labels)
+
+        def aggregate(v: MatchView) -> Any:
+            rows, shift = v.rows, v.shift
+            return result(add_many(initial, [get(rows[shift + i]) for i in v.offsets[slot]]))
+
+        return aggregate
+
+
+class FastMeasures:
+    """ONE ROW PER MATCH measures compiled for :class:`MatchView` (None from :meth:`build`: not supported).
+
+    >>> from runtime.core.pattern.parser import parse_clause
+    >>> spec = parse_clause("MEASURES FIRST(A.p) AS f, AVG(A.p) AS a, COUNT(*) AS n PATTERN (A+ B) DEFINE A AS A.p < 3")
+    >>> measures = FastMeasures.build(spec, {None: None, "A": frozenset({0}), "B": frozenset({1})}, ["A", "B"])
+    >>> measures.evaluate([{"p": 1}, {"p": 2}, {"p": 7}], 0, [0, 0, 1], 1)
+    {'f': 1, 'a': 1.5, 'n': 3}
+    """
+
+    def __init__(self, measures: list[tuple[str, MeasureFn, str]], offset_sets: list[frozenset[int]]) -> None:
+        self.measures = measures
+        self.offset_sets = offset_sets
+        # per label set: a single label is compared with ==, a set by membership
+        self._singles = [next(iter(s)) if len(s) == 1 else None for s in offset_sets]
+        self.view = MatchView()
+
+    @staticmethod
+    def build(spec: Any, label_sets: Mapping[str | None, LabelSet], label_names: list[str],
+              order_column: str | None = None) -> FastMeasures | None:
+        if spec.rows_per_match.all_rows:
+            return None
+        compiler = MeasureCompiler(spec.text, label_sets, label_names, order_column=order_column)
+        try:
+            measures = [(m.name, compiler._top(m.expr), str(m.expr)) for m in spec.measures]
+        except Unsupported:
+            return None
+        return FastMeasures(measures, compiler.offset_sets)
+
+    def evaluate(self, rows: list[Mapping[str, Any]], shift: int, labels: list[int],
+                 match_number: int) -> dict[str, Any]:
+        """The measures of the non-empty match whose first row is ``rows[shift]``, labelled ``labels``."""
+        view = self.view
+        view.rows = rows
+        view.shift = shift
+        view.labels = labels
+        view.match_number = match_number
+        view.offsets = [
+            [i for i, label in enumerate(labels) if label == single] if single is not None
+            else [i for i, label in enumerate(labels) if label in wanted]
+            for wanted, single in zip(self.offset_sets, self._singles, strict=True)
+        ]
+        out: dict[str, Any] = {}
+        for name, fn, source in self.measures:
+            try:
+                out[name] = fn(view)
+            except TypeError as error:  # e.g. comparing a string with a number: as CompiledClause words it
+                raise MatchRuntimeError(f"cannot evaluate {source}: {error}", match_number=match_number) from None
+        return out

@@ -34,7 +34,7 @@ from runtime.core.errors import SpecError
 from runtime.core.pattern.clause import CompiledClause
 from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
 from runtime.core.pattern.expressions import RowSource
-from runtime.core.pattern.fast import FastBinding, FastRun
+from runtime.core.pattern.fast import FastBinding, FastMeasures, FastRun, chain_to_list
 from runtime.core.pattern.matcher import MatchResult, Run
 from runtime.core.pattern.spec import ClauseSpec, RowsPerMatch, SkipMode
 
@@ -51,6 +51,14 @@ def compile_clause(spec: ClauseSpec) -> CompiledClause:
 @lru_cache(maxsize=64)
 def _compile(spec: ClauseSpec, text: str) -> CompiledClause:
     return CompiledClause(spec)
+
+
+@lru_cache(maxsize=64)
+def _fast_measures(spec: ClauseSpec, text: str) -> FastMeasures | None:
+    """The clause's compiled ONE ROW PER MATCH measures (None: the general evaluator); once per process."""
+    clause = compile_clause(spec)
+    return FastMeasures.build(spec, clause.label_sets, clause.label_names,
+                              spec.order_by[0].column if spec.order_by else None)
 
 
 def elapsed(later: Any, earlier: Any) -> timedelta:
@@ -81,6 +89,7 @@ class PartitionMatcher:
         self.next_start = 0
         self.use_fast = fast  # False: always the general VM (the differential tests compare both)
         self._fast: FastBinding | None = None
+        self._measures: FastMeasures | None = None  # compiled ONE ROW PER MATCH measures (fast path only)
         self.run: Run | FastRun | None = None
         self.match_number = 1
         self.last_matched = -1  # last row covered by an output match (WITH UNMATCHED ROWS)
@@ -127,11 +136,13 @@ class PartitionMatcher:
         state = dict(vars(self))
         del state["clause"]
         del state["_fast"]
+        state.pop("_measures", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("use_fast", True)  # states pickled before the fast path existed
         state.setdefault("_fast", None)
+        state.setdefault("_measures", None)
         vars(self).update(state)
         self.rebind()
 
@@ -148,6 +159,7 @@ class PartitionMatcher:
     def _fast_binding(self) -> FastBinding | None:
         if self._fast is None and self.use_fast and self.clause.fast is not None:
             self._fast = self.clause.fast.bind(self.rows)
+            self._measures = _fast_measures(self.spec, self.spec.text)
         return self._fast
 
     # -- the loop ------------------------------------------------------------------------------------
@@ -157,6 +169,10 @@ class PartitionMatcher:
         rows = self.rows
         fast = self._fast_binding()
         bulk = fast is not None and clause.within is None  # WITHIN is checked row by row below
+        # a bulk run may also roll past matches when their output needs no more than compiled measures
+        # and the next start cannot fail (SKIP TO FIRST/LAST v can: that is checked per match here)
+        collect = bulk and clause.rolling and self._measures is not None and (
+            self.spec.after_match_skip.mode in (SkipMode.PAST_LAST_ROW, SkipMode.TO_NEXT_ROW))
         while True:
             if self.run is None:
                 if self.next_start >= rows.available:
@@ -165,7 +181,14 @@ class PartitionMatcher:
             run = self.run
             if bulk:
                 assert isinstance(run, FastRun)
-                run.advance(rows.available if self.ended else rows.available - clause.lookahead)
+                limit = rows.available if self.ended else rows.available - clause.lookahead
+                if collect:
+                    matches: list[tuple[int, list[int]]] = []
+                    run.advance(limit, matches, past_last_row=clause.past_last_row)
+                    if matches:
+                        out.extend(self._collected(matches))
+                else:
+                    run.advance(limit)
                 if not run.finished:
                     if not self.ended or run.position < rows.available:
                         if run.position == run.start:  # rolled on to an attempt that has not begun
@@ -197,8 +220,23 @@ class PartitionMatcher:
         assert row is not None and self._time_column is not None  # validate: WITHIN needs ORDER BY
         return _column(row, self._time_column)
 
-    def _conclude(self, run: Run) -> list[dict[str, Any]]:
+    def _conclude(self, run: Run | FastRun) -> list[dict[str, Any]]:
         """Output for one finished attempt, and where the next one starts."""
+        measures = self._measures
+        if measures is not None and isinstance(run, FastRun) and run.result is not None and run.result[0] is not None:
+            # a non-empty fast-path match, ONE ROW PER MATCH: the compiled measures, no MeasureContext
+            start = run.start
+            labels = chain_to_list(run.result[0])
+            number = self.match_number
+            self.match_number += 1
+            rows = self.rows
+            out = [self._one_row(start, measures.evaluate(rows.rows, start - rows.base, labels, number))]
+            end = start + len(labels) - 1
+            if end > self.last_matched:
+                self.last_matched = end
+            self.next_start = (end + 1 if self.clause.past_last_row
+                               else self._skip(MatchResult(start, tuple(labels)), number))
+            return out
         spec = self.spec
         match = run.match()
         start = run.start
@@ -223,6 +261,23 @@ class PartitionMatcher:
         if end > self.last_matched:
             self.last_matched = end
         self.next_start = end + 1 if self.clause.past_last_row else self._skip(match, number)
+        return out
+
+    def _collected(self, matches: list[tuple[int, list[int]]]) -> list[dict[str, Any]]:
+        """Output rows of matches a fast run rolled past (non-empty, ONE ROW PER MATCH, compiled measures)."""
+        measures = self._measures
+        assert measures is not None
+        rows = self.rows
+        buffered, base = rows.rows, rows.base
+        out = []
+        for start, labels in matches:
+            number = self.match_number
+            self.match_number += 1
+            out.append(self._one_row(start, measures.evaluate(buffered, start - base, labels, number)))
+            end = start + len(labels) - 1
+            if end > self.last_matched:
+                self.last_matched = end
+            self.next_start = end + 1 if self.clause.past_last_row else start + 1
         return out
 
     def _skip(self, match: MatchResult, number: int) -> int:

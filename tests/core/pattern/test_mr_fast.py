@@ -49,6 +49,16 @@ CONDITIONS = [
 ]
 MEASURES = ("MEASURES MATCH_NUMBER() AS mn, COUNT(*) AS n, FIRST(p) AS f, LAST(p) AS l, AVG(p) AS a, "
             "SUM(A.p) AS sa, CLASSIFIER() AS cls")
+# extra measures ({w}: a variable of the pattern; U: the subset of the first two): every construct
+# the compiled ONE ROW PER MATCH measures (fast.MeasureCompiler) handle, and some they hand back
+EXTRA_MEASURES = [
+    "FIRST({w}.p) AS m", "LAST({w}.p, 1) AS m", "{w}.p AS m", "FIRST(p, 2) AS m", "LAST(p, 2) AS m",
+    "FIRST({w}.p, 1) AS m", "MIN({w}.p) AS m", "MAX(p) AS m", "COUNT({w}.*) AS m", "COUNT({w}.q) AS m",
+    "AVG({w}.p) AS m", "SUM(p) - COUNT(*) AS m", "CLASSIFIER({w}) AS m", "MATCH_ROWTIME() AS m",
+    "CASE WHEN LAST({w}.q) THEN MATCH_NUMBER() ELSE -1 END AS m", "COUNT(U.*) AS m", "LAST(U.p) AS m",
+    "SUM(U.p) AS m", "CLASSIFIER(U) AS m", "FIRST(U.p, 1) AS m", "p AS m", "{w}.p + 'x' AS m",
+    "PREV({w}.p) AS m", "SUM({w}.p * 2) AS m", "FIRST({w}.q) AND LAST({w}.p) > 1 AS m",
+]
 SKIPS = ["AFTER MATCH SKIP PAST LAST ROW", "AFTER MATCH SKIP TO NEXT ROW", "AFTER MATCH SKIP TO LAST A"]
 ROWS_PER_MATCH = ["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS",
                   "ALL ROWS PER MATCH OMIT EMPTY MATCHES"]
@@ -97,17 +107,22 @@ def run(clause: str, rows: list[dict[str, Any]], *, fast: bool, chunks: list[int
 @given(pattern=patterns(), rows=rows_strategy,
        picks=st.lists(st.tuples(st.integers(0, len(CONDITIONS) - 1), st.integers(0, 2)), min_size=3, max_size=3),
        skip=st.sampled_from(SKIPS), per_match=st.sampled_from(ROWS_PER_MATCH),
-       chunks=st.lists(st.integers(1, 5), max_size=4), pickled=st.booleans())
+       chunks=st.lists(st.integers(1, 5), max_size=4), pickled=st.booleans(),
+       extra=st.one_of(st.none(), st.tuples(st.integers(0, len(EXTRA_MEASURES) - 1), st.integers(0, 2))))
 def test_fast_path_equals_general_vm(pattern: ir.Node, rows: list[dict[str, Any]], picks: list[tuple[int, int]],
-                                     skip: str,
-                                     per_match: str, chunks: list[int], pickled: bool) -> None:
+                                     skip: str, per_match: str, chunks: list[int], pickled: bool,
+                                     extra: tuple[int, int] | None) -> None:
     used = pattern.labels()
     if skip.endswith(" A") and "A" not in used:
         skip = SKIPS[0]
     define = ", ".join(f"{v} AS {CONDITIONS[pick].format(v=v, w=used[other % len(used)])}"
                        for v, (pick, other) in zip(used, picks, strict=False))
     measures = MEASURES if "A" in used else MEASURES.replace("SUM(A.p)", "SUM(p)")
-    clause = f"ORDER BY id {measures} {per_match} {skip} PATTERN ({pattern}) DEFINE {define}"
+    subset = ""
+    if extra is not None:
+        measures += ", " + EXTRA_MEASURES[extra[0]].format(w=used[extra[1] % len(used)])
+        subset = f"SUBSET U = ({', '.join(used[:2])})"
+    clause = f"ORDER BY id {measures} {per_match} {skip} PATTERN ({pattern}) {subset} DEFINE {define}"
     general = run(clause, rows, fast=False)
     assert run(clause, rows, fast=True) == general, clause
     assert run(clause, rows, fast=True, chunks=chunks, pickled=pickled) == general, clause
@@ -152,6 +167,9 @@ AVG_BENCH = ("ORDER BY id MEASURES FIRST(A.id) AS s, LAST(A.id) AS e, AVG(A.p) A
     SEED_001,
     AVG_BENCH.format(limit=15),
     AVG_BENCH.format(limit=14),
+    AVG_BENCH.format(limit=14).replace("PAST LAST ROW", "TO NEXT ROW"),
+    AVG_BENCH.format(limit=10).replace("MEASURES", "MEASURES MATCH_NUMBER() AS mn, COUNT(B.*) AS nb,").replace(
+        "AVG(A.p) <", "(MOD(MATCH_NUMBER(), 7) <> 0 OR A.p < 3) AND AVG(A.p) <"),
     "ORDER BY id MEASURES COUNT(*) AS n ALL ROWS PER MATCH PATTERN (A{2,} B C?) "
     "DEFINE B AS B.p > LAST(A.p, 1) AND B.p < FIRST(A.p, 1), C AS C.p < PREV(C.p, 3)",
 ])
