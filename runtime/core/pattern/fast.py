@@ -40,12 +40,13 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import compress, count
 from numbers import Integral
 from typing import Any
 
 from runtime.core.pattern import expr as E
 from runtime.core.pattern.errors import MatchRuntimeError
-from runtime.core.pattern.expressions import AggregateSpec, ExpressionCompiler, LabelSet, RowSource
+from runtime.core.pattern.expressions import ExpressionCompiler, LabelSet, RowSource
 from runtime.core.pattern.matcher import MatchResult
 from runtime.core.pattern.program import Done, Jump, MatchLabel, Program, Split
 
@@ -837,19 +838,67 @@ class MeasureCompiler(ExpressionCompiler):
             raise Unsupported(str(node))
         labels = self.label_sets[node.arg.var]
         get = self._column_getter(node.arg)
-        # the general evaluator's own add_many/result: the same additions in the same order
-        spec = AggregateSpec(node.func, labels, lambda ctx, position: None, get)
-        initial = spec.initial()
-        add_many, result = spec.add_many, spec.result
         if labels is None:
-            return lambda v: result(add_many(initial, [get(row) for row in v.rows[v.shift: v.shift + len(v.labels)]]))
-        slot = self._offsets(labels)
+            def values(v: MatchView) -> list[Any]:
+                return [x for row in v.rows[v.shift: v.shift + len(v.labels)] if (x := get(row)) is not None]
+        else:
+            slot = self._offsets(labels)
 
-        def aggregate(v: MatchView) -> Any:
-            rows, shift = v.rows, v.shift
-            return result(add_many(initial, [get(rows[shift + i]) for i in v.offsets[slot]]))
+            def values(v: MatchView) -> list[Any]:
+                rows, shift = v.rows, v.shift
+                return [x for i in v.offsets[slot] if (x := get(rows[shift + i])) is not None]
 
-        return aggregate
+        return _FINAL_AGGREGATES[node.func](values)
+
+
+def _final_count(values: Callable[[MatchView], list[Any]]) -> MeasureFn:
+    return lambda v: len(values(v))
+
+
+def _final_sum(values: Callable[[MatchView], list[Any]]) -> MeasureFn:
+    def total(v: MatchView) -> Any:
+        present = values(v)
+        return _sum(present) if present else None
+
+    return total
+
+
+def _final_avg(values: Callable[[MatchView], list[Any]]) -> MeasureFn:
+    def average(v: MatchView) -> Any:
+        present = values(v)
+        if not present:
+            return None
+        total = _sum(present)
+        if total.__class__ is int or isinstance(total, Integral):  # AggregateSpec.result's rule
+            return float(total) / len(present)
+        return total / len(present)
+
+    return average
+
+
+def _final_min(values: Callable[[MatchView], list[Any]]) -> MeasureFn:
+    # builtin min compares ``value < best`` left to right and keeps the first of equals: AggregateSpec.add
+    return lambda v: min(present) if (present := values(v)) else None
+
+
+def _final_max(values: Callable[[MatchView], list[Any]]) -> MeasureFn:
+    return lambda v: max(present) if (present := values(v)) else None
+
+
+def _sum(present: list[Any]) -> Any:
+    """``v1 + v2 + ...`` left to right, as AggregateSpec.add_many adds (``present`` is not empty)."""
+    first = present[0]
+    if first.__class__ is int:  # integers are exact: builtin sum is the same additions, in C
+        return sum(present[1:], first) if len(present) > 1 else first
+    total = first
+    for value in present[1:]:  # floats (3.12's sum compensates rounding), decimals, intervals: plain +
+        total = total + value
+    return total
+
+
+_FINAL_AGGREGATES: dict[str, Callable[[Callable[[MatchView], list[Any]]], MeasureFn]] = {
+    "COUNT": _final_count, "SUM": _final_sum, "AVG": _final_avg, "MIN": _final_min, "MAX": _final_max,
+}
 
 
 class FastMeasures:
@@ -865,8 +914,9 @@ class FastMeasures:
     def __init__(self, measures: list[tuple[str, MeasureFn, str]], offset_sets: list[frozenset[int]]) -> None:
         self.measures = measures
         self.offset_sets = offset_sets
-        # per label set: a single label is compared with ==, a set by membership
-        self._singles = [next(iter(s)) if len(s) == 1 else None for s in offset_sets]
+        # per label set: the membership test of one label id (a single label: int equality)
+        self._tests: list[Callable[[int], bool]] = [
+            next(iter(s)).__eq__ if len(s) == 1 else s.__contains__ for s in offset_sets]
         self.view = MatchView()
 
     @staticmethod
@@ -889,11 +939,8 @@ class FastMeasures:
         view.shift = shift
         view.labels = labels
         view.match_number = match_number
-        view.offsets = [
-            [i for i, label in enumerate(labels) if label == single] if single is not None
-            else [i for i, label in enumerate(labels) if label in wanted]
-            for wanted, single in zip(self.offset_sets, self._singles, strict=True)
-        ]
+        # offsets by C-level iteration (compress over a membership test per label): no Python loop per row
+        view.offsets = [list(compress(count(), map(test, labels))) for test in self._tests]
         out: dict[str, Any] = {}
         for name, fn, source in self.measures:
             try:

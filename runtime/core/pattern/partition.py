@@ -269,11 +269,16 @@ class PartitionMatcher:
         assert measures is not None
         rows = self.rows
         buffered, base = rows.rows, rows.base
+        partition_by = self.spec.partition_by
         out = []
         for start, labels in matches:
             number = self.match_number
             self.match_number += 1
-            out.append(self._one_row(start, measures.evaluate(buffered, start - base, labels, number)))
+            values = measures.evaluate(buffered, start - base, labels, number)
+            first = buffered[start - base]  # _one_row, inlined: the partition columns, then the measures
+            row = {column: first[column] if column in first else _column(first, column) for column in partition_by}
+            row.update(values)
+            out.append(row)
             end = start + len(labels) - 1
             if end > self.last_matched:
                 self.last_matched = end
