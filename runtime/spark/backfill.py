@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -150,8 +150,8 @@ def run_slices(
 
     Spark jobs: one for the states of all edges (written per edge with dynamic partition overwrite),
     two for the run's versions (statistics, intervals), one probe join per slice (reading only the
-    slice's rows where the input layout allows pruning by time), one for the dead letters of all
-    slices, and the metrics counts at the end.  Needs a classic session (it clears the dead-letter
+    slice's rows where the input layout allows pruning by time) and one for the dead letters of all
+    slices.  The metrics are counted by those jobs as they write (``DataFrame.observe``), no extra job.  Needs a classic session (it clears the dead-letter
     directories of the slices it runs through the driver's Hadoop file system).
 
     Example::
@@ -195,12 +195,17 @@ def run_slices(
             spark.sql(render.versions_sql(what, v, "{right}", right.columns), right=run_events).write.mode(
                 "overwrite"
             ).parquet(path)
+    # Counts come out of the jobs that write (DataFrame.observe), not from extra jobs over inputs and outputs.
+    left_seen: list[Observation] = []
+    out_seen: list[Observation] = []
+    if done:
+        # read once per run: every slice probes the same two relations (no re-listing per slice)
+        stats, intervals = spark.read.parquet(stats_path), spark.read.parquet(intervals_path)
+        sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
     for s in done:
         left_in = (F.col(spec.left_time) >= F.lit(s.start)) & (F.col(spec.left_time) < F.lit(s.end))
-        left_slice = left.where(left_in)
-        sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
-        joined = spark.sql(sql, left=left_slice, stats=spark.read.parquet(stats_path),
-                           intervals=spark.read.parquet(intervals_path))
+        left_slice = _observed(left.where(left_in), left_seen)
+        joined = _observed(spark.sql(sql, left=left_slice, stats=stats, intervals=intervals), out_seen)
         joined.write.mode("overwrite").parquet(f"{output}/slice={s.label}")
     # Dead letters of all slices run, plus the rows with a NULL time (they belong to no slice: `slice=none`),
     # in one job: the run's slice directories are cleared first, then written by partition, so re-running
@@ -214,22 +219,36 @@ def run_slices(
     files = HadoopFiles(spark)
     for name in [*(s.label for s in done), "none"]:
         files.delete(f"{dead_letter}/slice={name}")
-    sides = [
-        df.withColumn("__tw_t", F.col(t)).where(ran | F.col("__tw_t").isNull()).withColumn("__tw_slice", label).drop("__tw_t")
+    left_side, right_side = (
+        df.withColumn("__tw_t", F.col(t)).where(ran | F.col("__tw_t").isNull()).withColumn("__tw_slice", label)
         for df, t in ((left, spec.left_time), (right, v.time))
-    ]
-    rejected = dead_letters(*sides, spec, carry="__tw_slice").withColumnRenamed("__tw_slice", "slice")
+    )
+    # The right side is small: counting its rows here (before the reject filter) reads it whole, which the
+    # left side's scan must not do (its reject filter prunes row groups without NULLs).
+    right_seen: list[Observation] = []
+    right_side = _observed(right_side, right_seen, F.count(F.col("__tw_t")))
+    dead_seen: list[Observation] = []
+    rejected = dead_letters(left_side.drop("__tw_t"), right_side.drop("__tw_t"), spec, carry="__tw_slice")
+    rejected = _observed(rejected.withColumnRenamed("__tw_slice", "slice"), dead_seen)
     rejected.write.mode("append").partitionBy("slice").parquet(dead_letter)
-    # Metrics once at the end (one job each), not per slice.
     metrics["slices"] = len(done)
-    metrics["rows_in_left"] = left.select(F.col(spec.left_time).alias("__tw_t")).where(ran).count()
-    metrics["rows_in_right"] = right.select(F.col(v.time).alias("__tw_t")).where(ran).count()
-    labels = [s.label for s in done]
-    metrics["rows_out"] = spark.read.parquet(*[f"{output}/slice={label}" for label in labels]).count() if labels else 0
-    written = [f"{dead_letter}/slice={name}" for name in [*labels, "none"] if files.exists(f"{dead_letter}/slice={name}")]
-    metrics["dead_letter"] = spark.read.parquet(*written).count() if written else 0
+    metrics["rows_in_left"] = _total(left_seen)
+    metrics["rows_in_right"] = _total(right_seen)
+    metrics["rows_out"] = _total(out_seen)
+    metrics["dead_letter"] = _total(dead_seen)
     metrics["watermark"] = end.isoformat()
     return metrics
+
+
+def _observed(df: DataFrame, seen: list[Observation], count: Column | None = None) -> DataFrame:
+    """``df`` counting its rows (or ``count``) into a new Observation appended to ``seen``, read after the action."""
+    observation = Observation()
+    seen.append(observation)
+    return df.observe(observation, (F.count(F.lit(1)) if count is None else count).alias("n"))
+
+
+def _total(seen: Sequence[Observation]) -> int:
+    return sum(int(o.get["n"]) for o in seen)
 
 
 def slice_label(at: datetime) -> str:
