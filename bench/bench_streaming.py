@@ -1,6 +1,7 @@
 """Throughput of the streaming job (availableNow + flush) on a temporal-join workload.
 
     .venv/bin/python bench/bench_streaming.py [--left 200000] [--versions 2000] [--keys 200] [--runs 3] [--format parquet]
+    .venv/bin/python bench/bench_streaming.py --steady [--left 1000000] [--versions 10000] [--keys 1000] [--files 20]
 
 Generates left rows (``order_id, price, currency, order_time``, one every 10 ms) and versions
 (``currency, rate, update_time``) spread over the same range, round-robin over the keys, into a temp
@@ -10,6 +11,16 @@ second run, so the third is the closest to a long-running query) and prints one 
 rows in/out, seconds (query start to stop, all batches, outputs written), input rows per second,
 the CPU seconds the run used (driver, JVM, Python workers, also split by kind), which do not depend
 on other work on the machine, and the 1-minute load before and after the run.
+
+``--steady`` measures the *marginal* rate of a running query instead (the issue's "steady" figure):
+the inputs are written as ``--files`` files per side, the query reads one file per side per
+micro-batch (``maxFilesPerTrigger=1``, ``availableNow``, no flush: the last file's rows stay
+buffered, as in a query that keeps running), and a query listener records every batch's input rows,
+``triggerExecution`` time and the process tree's CPU seconds at its end.  The steady rate is the
+left rows of the batches after the first ``--skip`` (cold start, JIT warm-up) divided by their
+summed trigger time; CPU seconds over the same batches give the load-independent rate.  Defaults in
+this mode: 1 M left rows x 10 k versions over 1,000 keys (the issue's Flink comparison), 20 files
+(50 k left rows per batch), ``--skip 5``, one run.  One JSON line per batch, then a summary line.
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,8 +40,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def generate(root: Path, left_rows: int, versions: int, keys: int, fmt: str) -> None:
-    """Write the two inputs (two files each) under ``root/left`` and ``root/right``."""
+def generate(root: Path, left_rows: int, versions: int, keys: int, fmt: str, files: int = 2) -> None:
+    """Write the two inputs (``files`` files each, in time order) under ``root/left`` and ``root/right``."""
     rng = np.random.default_rng(7)
     start = np.datetime64("2024-01-01T00:00:00", "ms")
     span = left_rows * 10  # ms
@@ -47,13 +59,17 @@ def generate(root: Path, left_rows: int, versions: int, keys: int, fmt: str) -> 
     })
     for name, frame in (("left", left), ("right", right)):
         (root / name).mkdir(parents=True)
-        half = len(frame) // 2
-        for i, part in enumerate((frame.iloc[:half], frame.iloc[half:])):
-            path = root / name / f"part-{i}.{fmt}"
+        edges = [len(frame) * i // files for i in range(files + 1)]
+        for i in range(files):
+            part = frame.iloc[edges[i] : edges[i + 1]]
+            path = root / name / f"part-{i:04d}.{fmt}"
+            # Distinct, increasing modification times: the file source reads the oldest files first.
+            stamp = 1_700_000_000 + i
             if fmt == "parquet":
                 part.to_parquet(path, index=False, coerce_timestamps="us", allow_truncated_timestamps=True)
             else:
                 part.to_csv(path, index=False, header=False, date_format="%Y-%m-%d %H:%M:%S.%f")
+            os.utime(path, (stamp, stamp))
 
 
 def tree_cpu_split(root_pid: int) -> dict[str, float]:
@@ -92,8 +108,10 @@ def tree_cpu_seconds(root_pid: int) -> float:
     return sum(tree_cpu_split(root_pid).values())
 
 
-def config(root: Path, run: int, fmt: str) -> dict:
+def config(root: Path, run: int, fmt: str, files_per_trigger: int | None = None) -> dict:
     options = {} if fmt == "parquet" else {"header": "false"}
+    if files_per_trigger:
+        options = {**options, "maxFilesPerTrigger": str(files_per_trigger)}
     return {
         "left": {"path": str(root / "left"), "format": fmt, "options": options,
                  "schema": "order_id BIGINT, price DOUBLE, currency STRING, order_time TIMESTAMP"},
@@ -107,25 +125,126 @@ def config(root: Path, run: int, fmt: str) -> dict:
     }
 
 
+class _BatchRecorder:
+    """Every progress event of the bench's query: batch id, left input rows, trigger ms, CPU at its end."""
+
+    def __init__(self, left_path: str) -> None:
+        self.left_path = left_path
+        self.batches: list[dict] = []
+
+    def listener(self) -> Any:
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        recorder = self
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:
+                progress = event.progress
+                left = sum(s.numInputRows for s in progress.sources if recorder.left_path in s.description)
+                recorder.batches.append({
+                    "batch": progress.batchId, "left_rows": left, "input_rows": progress.numInputRows,
+                    "trigger_ms": progress.durationMs.get("triggerExecution", 0),
+                    "planning_ms": progress.durationMs.get("queryPlanning", 0),
+                    "add_batch_ms": progress.durationMs.get("addBatch", 0),
+                    "cpu": tree_cpu_split(os.getpid()), "load1": round(os.getloadavg()[0], 1),
+                })
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                pass
+
+        return Listener()
+
+
+def steady(spark: Any, root: Path, args: argparse.Namespace) -> None:
+    """The ``--steady`` run: one file per side per batch, per-batch figures and the marginal rate."""
+    from runtime.jobs.streaming import run_streaming
+
+    recorder = _BatchRecorder(str(root / "left"))
+    listener = recorder.listener()
+    spark.streams.addListener(listener)
+    try:
+        load_before = os.getloadavg()[0]
+        cpu_before = tree_cpu_split(os.getpid())
+        metrics = run_streaming(config(root, 0, args.format, files_per_trigger=1), spark)
+        # Listener events are delivered asynchronously: wait until every batch has reported.
+        deadline = time.monotonic() + 30
+        while len(recorder.batches) < metrics["batches"] and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        spark.streams.removeListener(listener)
+    batches = sorted(recorder.batches, key=lambda b: b["batch"])
+    previous = cpu_before
+    for b in batches:
+        cpu = {k: round(v - previous.get(k, 0.0), 2) for k, v in b["cpu"].items()}
+        previous = b["cpu"]
+        print(json.dumps({**{k: v for k, v in b.items() if k != "cpu"}, "cpu_s": cpu,
+                          "left_rows_per_s": round(b["left_rows"] * 1000 / b["trigger_ms"]) if b["trigger_ms"] else None}),
+              flush=True)
+    data = [b for b in batches if b["left_rows"] > 0]
+    measured = data[args.skip :]
+    if not measured:
+        print(json.dumps({"error": f"only {len(data)} data batches; lower --skip or raise --files"}))
+        return
+    first = batches.index(measured[0])
+    start_cpu = batches[first - 1]["cpu"] if first > 0 else cpu_before
+    end = batches.index(measured[-1])
+    rows = sum(b["left_rows"] for b in batches[first : end + 1])
+    ms = sum(b["trigger_ms"] for b in batches[first : end + 1])
+    cpu = {k: batches[end]["cpu"][k] - start_cpu.get(k, 0.0) for k in batches[end]["cpu"]}
+    cpu_total = sum(cpu.values())
+    print(json.dumps({
+        "steady": True, "left": args.left, "versions": args.versions, "keys": args.keys, "files": args.files,
+        "batches": len(batches), "measured_batches": f"{measured[0]['batch']}..{measured[-1]['batch']}",
+        "measured_left_rows": rows, "measured_seconds": round(ms / 1000, 2),
+        "steady_left_rows_per_s": round(rows * 1000 / ms) if ms else None,
+        "cpu_s": round(cpu_total, 1), "cpu_split_s": {k: round(v, 1) for k, v in cpu.items()},
+        "left_rows_per_cpu_s": round(rows / cpu_total) if cpu_total else None,
+        "left_rows_per_s_2_idle_cores_bound": round(2 * rows / cpu_total) if cpu_total else None,
+        "run_seconds": metrics["seconds"], "rows_out": metrics["rows_out"], "late": metrics["late"],
+        "load1_before": round(load_before, 1), "load1": round(os.getloadavg()[0], 1),
+    }), flush=True)
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--left", type=int, default=200_000)
-    p.add_argument("--versions", type=int, default=2_000)
-    p.add_argument("--keys", type=int, default=200)
+    p.add_argument("--steady", action="store_true", help="marginal rate of a running query (see the docstring)")
+    p.add_argument("--left", type=int, default=None, help="left rows (200 k; --steady: 1 M)")
+    p.add_argument("--versions", type=int, default=None, help="versions (2 k; --steady: 10 k)")
+    p.add_argument("--keys", type=int, default=None, help="join keys (200; --steady: 1,000)")
+    p.add_argument("--files", type=int, default=None, help="files per side (2; --steady: 20)")
+    p.add_argument("--skip", type=int, default=5, help="--steady: data batches left out of the rate")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet")
     p.add_argument("--shuffle-partitions", default="4")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark SQL conf set on the session before the runs (repeatable)")
     args = p.parse_args()
+    defaults = (1_000_000, 10_000, 1_000, 20) if args.steady else (200_000, 2_000, 200, 2)
+    for name, default in zip(("left", "versions", "keys", "files"), defaults, strict=True):
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("TIMEWEAVE_SHUFFLE_PARTITIONS", args.shuffle_partitions)
     root = Path(tempfile.mkdtemp(prefix="tw-bench-stream-"))
-    generate(root, args.left, args.versions, args.keys, args.format)
+    generate(root, args.left, args.versions, args.keys, args.format, args.files)
     from runtime.jobs.session import get_session
     from runtime.jobs.streaming import run_streaming
 
     t0 = time.monotonic()
     spark = get_session()
     session_seconds = time.monotonic() - t0
+    for item in args.conf:
+        key, _, value = item.partition("=")
+        spark.conf.set(key, value)
+    if args.steady:
+        steady(spark, root, args)
+        return 0
     for run in range(args.runs):
         load_before = os.getloadavg()[0]
         split_before = tree_cpu_split(os.getpid())
