@@ -184,10 +184,12 @@ WHERE __tw_ok
 {%- endmacro -%}
 
 {#- The right side's half of the plan as two relations a sliced backfill builds once and every slice probes:
-    what="stats" gives the per-key statistics, what="intervals" the exploded validity intervals. -#}
-{%- macro timeweave__versions_sql(what, right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, upsert_ops=[], delete_ops=[]) -%}
+    what="stats" gives the per-key statistics, what="intervals" the exploded validity intervals.  `stats`
+    names an already built statistics relation of the same `right` for the intervals to use (so they do
+    not derive them again); `right_columns` are the columns the probe reads from a version (__tw_p). -#}
+{%- macro timeweave__versions_sql(what, right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, upsert_ops=[], delete_ops=[], stats=none) -%}
 WITH __tw_ev AS ({{ timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops) }}),
-__tw_st AS ({{ timeweave.timeweave__stats_sql('__tw_ev', key | length) }})
+__tw_st AS ({% if stats %}SELECT * FROM {{ stats }}{% else %}{{ timeweave.timeweave__stats_sql('__tw_ev', key | length) }}{% endif %})
 {% if what == 'stats' %}SELECT * FROM __tw_st{% else %}{{ timeweave.timeweave__intervals_sql('__tw_ev', '__tw_st', key | length) }}{% endif %}
 {%- endmacro -%}
 

@@ -19,13 +19,16 @@ the run's ``_run_stats`` / ``_run_intervals``).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.storagelevel import StorageLevel
 
 from runtime.core.errors import SpecError
 from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
@@ -151,8 +154,9 @@ def run_slices(
     Spark jobs: one for the states of all edges (written per edge with dynamic partition overwrite),
     two for the run's versions (statistics, intervals), one probe join per slice (reading only the
     slice's rows where the input layout allows pruning by time) and one for the dead letters of all
-    slices.  The metrics are counted by those jobs as they write (``DataFrame.observe``), no extra job.  Needs a classic session (it clears the dead-letter
-    directories of the slices it runs through the driver's Hadoop file system).
+    slices.  The metrics are counted by those jobs as they write (``DataFrame.observe``), no extra job.
+    Needs a classic session (it clears the dead-letter directories of the slices it runs through the
+    driver's Hadoop file system).
 
     Example::
 
@@ -161,16 +165,37 @@ def run_slices(
     """
     spark = left.sparkSession
     spec.bind(schema_kinds(left.schema), schema_kinds(right.schema))
-    spec, right = _with_sequence(spec, right)
-    v = spec.versioned
-    reject = reject_reason(spec, "right")
-    valid_right = right.where(F.expr(f"({reject}) IS NULL"))
-    metrics: dict = {"late": 0}
     plan = list(slices_of(start, end, slices))
     wanted = sorted(set(range(len(plan))) if only is None else set(only))
     unknown = [i for i in wanted if not 0 <= i < len(plan)]
     if unknown:
         raise SpecError("only", f"slice indexes {unknown} are outside 0..{len(plan) - 1}", where="backfill")
+    spec, right = _with_sequence(spec, right)
+    # Every run-level job reads the (small) versioned side: cache it once, with its input-order sequence
+    # computed once, instead of each job scanning it and computing the sequence again.
+    right = right.select("*").persist(StorageLevel.MEMORY_AND_DISK)  # our own cache entry: never unpersist the caller's
+    try:
+        return _run(spark, left, right, spec, plan, wanted, output, dead_letter, state, end)
+    finally:
+        right.unpersist()
+
+
+def _payload_columns(spec: TemporalJoinSpec, right_columns: Sequence[str]) -> list[str]:
+    """The right columns the probe reads from a version: the output ones, or all of them when a predicate may read any."""
+    if spec.predicate:
+        return list(right_columns)
+    chosen = {source for source, _ in spec.output_right_columns(dict.fromkeys(right_columns, "other"))}
+    return [c for c in right_columns if c in chosen] or list(spec.versioned.key[:1])  # named_struct() needs a field
+
+
+def _run(
+    spark: SparkSession, left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, plan: list[Slice],
+    wanted: list[int], output: str, dead_letter: str, state: str, end: datetime,
+) -> dict:
+    v = spec.versioned
+    reject = reject_reason(spec, "right")
+    valid_right = right.where(F.expr(f"({reject}) IS NULL"))
+    metrics: dict = {"late": 0}
     done = [plan[i] for i in wanted]
     stats_path, intervals_path = f"{state}/_run_stats", f"{state}/_run_intervals"
     if done:
@@ -178,7 +203,7 @@ def run_slices(
         # The state at the first slice's start edge: carried (persisted by an earlier run) or, at the very
         # start, the newest event per key before `start`.
         if lo == 0:
-            base = _newest_per_key(valid_right.where(F.col(v.time) < F.lit(start)), v)
+            base = _newest_per_key(valid_right.where(F.col(v.time) < F.lit(plan[0].start)), v)
         else:
             base = _read_state(spark, valid_right, v, state, plan[lo])
         span = (F.col(v.time) >= F.lit(plan[lo].start)) & (F.col(v.time) < F.lit(plan[hi].end))
@@ -188,19 +213,21 @@ def run_slices(
         edge_states.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("edge").parquet(state)
         # The versions every slice of this run probes, built once: the carried state, the run's events and
         # one look-ahead event per key (so `valid_to` of a key's last version in the run is the one-shot
-        # value).  A slice then costs its scan, one probe join and its write.
+        # value).  A slice then costs its scan, one probe join and its write.  The intervals reuse the
+        # written statistics, and versions carry only the columns the probe reads (smaller broadcasts).
         lookahead = _newest_per_key(valid_right.where(F.col(v.time) >= F.lit(plan[hi].end)), v, descending=False)
         run_events = base.unionByName(valid_right.where(span)).unionByName(lookahead)
-        for what, path in (("stats", stats_path), ("intervals", intervals_path)):
-            spark.sql(render.versions_sql(what, v, "{right}", right.columns), right=run_events).write.mode(
-                "overwrite"
-            ).parquet(path)
+        payload = _payload_columns(spec, right.columns)
+        spark.sql(render.versions_sql("stats", v, "{right}", payload), right=run_events).write.mode("overwrite").parquet(stats_path)
+        stats = spark.read.parquet(stats_path)
+        intervals_sql = render.versions_sql("intervals", v, "{right}", payload, stats="{stats}")
+        spark.sql(intervals_sql, right=run_events, stats=stats).write.mode("overwrite").parquet(intervals_path)
     # Counts come out of the jobs that write (DataFrame.observe), not from extra jobs over inputs and outputs.
     left_seen: list[Observation] = []
     out_seen: list[Observation] = []
     if done:
         # read once per run: every slice probes the same two relations (no re-listing per slice)
-        stats, intervals = spark.read.parquet(stats_path), spark.read.parquet(intervals_path)
+        intervals = spark.read.parquet(intervals_path)
         sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
     for s in done:
         left_in = (F.col(spec.left_time) >= F.lit(s.start)) & (F.col(spec.left_time) < F.lit(s.end))
@@ -223,8 +250,12 @@ def run_slices(
         df.withColumn("__tw_t", F.col(t)).where(ran | F.col("__tw_t").isNull()).withColumn("__tw_slice", label)
         for df, t in ((left, spec.left_time), (right, v.time))
     )
-    # The right side is small: counting its rows here (before the reject filter) reads it whole, which the
-    # left side's scan must not do (its reject filter prunes row groups without NULLs).
+    # A left row is rejected only for a NULL key or time column (timeweave__reject_reason): saying so as
+    # plain IS NULL tests lets the parquet scan skip every row group without NULLs (the CASE expression
+    # of the reason cannot be pushed down), so clean input costs no scan here.
+    nulls = [F.col(c).isNull() for c in (*spec.left_key, spec.left_time)]
+    left_side = left_side.where(reduce(operator.or_, nulls))
+    # The right side is small: counting its rows here (before the reject filter) reads it whole.
     right_seen: list[Observation] = []
     right_side = _observed(right_side, right_seen, F.count(F.col("__tw_t")))
     dead_seen: list[Observation] = []

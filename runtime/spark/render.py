@@ -93,15 +93,23 @@ def temporal_join_sql(
     )
 
 
-def versions_sql(what: str, spec: VersionedTableSpec, right: str, right_columns: Sequence[str]) -> str:
+def versions_sql(
+    what: str, spec: VersionedTableSpec, right: str, right_columns: Sequence[str], *, stats: str | None = None
+) -> str:
     """The right half of the plan over ``right``: ``what="stats"`` (per-key bucket statistics) or ``"intervals"``.
+
+    ``right_columns`` are the columns a version carries to the probe; ``stats`` (intervals only) names
+    statistics already built from the same ``right``, so the intervals do not derive them again.
 
     >>> from runtime.core.spec import VersionedTableSpec
     >>> "LEAD(__tw_t)" in versions_sql("intervals", VersionedTableSpec("k", "t"), "rates", ["k", "t", "rate"])
     True
+    >>> "FROM built_stats" in versions_sql("intervals", VersionedTableSpec("k", "t"), "rates", ["rate"], stats="built_stats")
+    True
     """
     return macro(
-        "timeweave__versions_sql", what, right, list(right_columns), list(spec.key), spec.time, **_versioned_kwargs(spec)
+        "timeweave__versions_sql", what, right, list(right_columns), list(spec.key), spec.time, stats=stats,
+        **_versioned_kwargs(spec),
     )
 
 
