@@ -24,6 +24,14 @@ candidate label is known at compile time, so ``A.price`` in A's condition *is* t
 
 :meth:`FastRun.advance` consumes many rows in one call and, when allowed, rolls forward over
 attempts that end without a match (the driver would only start the next one at ``start + 1``).
+With ``matches`` given (the driver does so for ONE ROW PER MATCH with SKIP PAST LAST ROW or TO
+NEXT ROW, whose next start cannot fail), it also rolls past non-empty matches, collecting
+``(start, labels)``; the driver then evaluates the measures compiled by :class:`MeasureCompiler`
+(:class:`FastMeasures`: at the match's last row RUNNING = FINAL, so a navigation is an index into
+the match's offsets of its label set and an aggregate one pass over them) instead of building a
+``MeasureContext`` per match.  Measures it does not compile (PREV/NEXT, expression arguments) keep
+the general evaluator for the whole clause.
+
 The differential test runs the fast and the general VM on random patterns and data and requires
 identical output rows.
 
