@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_match_recognize_streaming.py [--rows 100000] [--symbols 100] [--runs 2]
         [--files 2] [--price-max 40] [--batch-door]
+    .venv/bin/python bench/bench_match_recognize_streaming.py --steady [--rows 1000000] [--files 20] [--skip 5]
 
 Generates ``../shared/bench/gen_data.py``-shaped ticker rows (``symbol, rowtime, price, tax``; symbols
 round-robin, one row every 10 ms, uniform prices, seed 42) as parquet files in a temp directory, then
@@ -11,6 +12,17 @@ one JSON line per run: rows in/out, seconds (query start to stop, outputs writte
 seconds of the driver, JVM and Python workers (independent of other work on a shared machine) and the
 load average.  ``--batch-door`` also times the batch DataFrame door on the same files and checks that
 both produced the same number of rows.
+
+``--steady`` measures the *marginal* rate of a running query instead (the issue's "streaming" figure):
+the rows are written as ``--files`` files of consecutive time ranges (file i holds the i-th slice of
+the timeline, so each micro-batch moves the watermark and releases the previous batch's rows to
+matching, as a live ticker would), the query reads one file per micro-batch (``maxFilesPerTrigger=1``,
+``availableNow``, no flush: the last file's rows stay buffered, as in a query that keeps running), and
+a query listener records every batch's input rows, ``triggerExecution`` time and the process tree's
+CPU seconds at its end.  The steady rate is the rows of the data batches after the first ``--skip``
+(cold start, JIT warm-up) divided by their summed trigger time; CPU seconds over the same batches give
+the load-independent rate.  Defaults in this mode: 1 M rows, 20 files (50 k rows per batch), ``--skip
+5``.  One JSON line per batch, then a summary line.
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,13 +43,14 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_match_recognize import CLAUSE
-from bench.bench_streaming import tree_cpu_seconds
+from bench.bench_streaming import tree_cpu_split
 
 SCHEMA = "symbol STRING, rowtime TIMESTAMP, price BIGINT, tax BIGINT"
 
 
-def generate(root: Path, rows: int, symbols: int, price_max: int, files: int) -> None:
-    """Ticker rows as gen_data.py writes them, split round-robin into ``files`` parquet files."""
+def generate(root: Path, rows: int, symbols: int, price_max: int, files: int, by_time: bool = False) -> None:
+    """Ticker rows as gen_data.py writes them, split round-robin into ``files`` parquet files (``by_time``:
+    file i holds the i-th consecutive slice of the rows, i.e. of the timeline)."""
     rnd = random.Random(42)
     prices, taxes = [], []
     for _ in range(rows):
@@ -51,50 +65,151 @@ def generate(root: Path, rows: int, symbols: int, price_max: int, files: int) ->
     })
     (root / "ticker").mkdir(parents=True)
     for i in range(files):
-        frame.iloc[i::files].to_parquet(root / "ticker" / f"part-{i}.parquet", index=False,
+        part = frame.iloc[i * rows // files : (i + 1) * rows // files] if by_time else frame.iloc[i::files]
+        part.to_parquet(root / "ticker" / f"part-{i}.parquet", index=False,
                                         coerce_timestamps="us", allow_truncated_timestamps=True)
 
 
-def config(root: Path, run: int) -> dict:
+def config(root: Path, run: int, files_per_trigger: int | None = None) -> dict:
+    options = {"maxFilesPerTrigger": str(files_per_trigger)} if files_per_trigger else {}
     return {
         "match_recognize": {"clause": CLAUSE},
-        "input": {"path": str(root / "ticker"), "format": "parquet", "schema": SCHEMA},
+        "input": {"path": str(root / "ticker"), "format": "parquet", "schema": SCHEMA, "options": options},
         "output": {"path": str(root / f"out{run}")},
         "checkpoint": str(root / f"chk{run}"),
         "trigger": {"available_now": True},
     }
 
 
+class _BatchRecorder:
+    """Every progress event of the bench's query: batch id, ticker rows, trigger ms, CPU split at its end."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.batches: list[dict[str, Any]] = []
+
+    def listener(self) -> Any:
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        recorder = self
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:
+                progress = event.progress
+                # The input is read by two sources (the operator's rows and the dead letters): count it once.
+                rows = max((s.numInputRows for s in progress.sources if recorder.path in s.description), default=0)
+                recorder.batches.append({
+                    "batch": progress.batchId, "rows": rows,
+                    "trigger_ms": progress.durationMs.get("triggerExecution", 0),
+                    "planning_ms": progress.durationMs.get("queryPlanning", 0),
+                    "add_batch_ms": progress.durationMs.get("addBatch", 0),
+                    "state_ms": sum(int(o.allUpdatesTimeMs or 0) for o in progress.stateOperators),
+                    "cpu": tree_cpu_split(os.getpid()), "load1": round(os.getloadavg()[0], 1),
+                })
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                pass
+
+        return Listener()
+
+
+def steady(spark: Any, root: Path, args: argparse.Namespace) -> None:
+    """The ``--steady`` run: one file per micro-batch, per-batch figures and the marginal rate."""
+    from runtime.jobs.streaming import run_streaming
+
+    recorder = _BatchRecorder(str(root / "ticker"))
+    listener = recorder.listener()
+    spark.streams.addListener(listener)
+    try:
+        load_before = os.getloadavg()[0]
+        cpu_before = tree_cpu_split(os.getpid())
+        metrics = run_streaming(config(root, 0, files_per_trigger=1), spark)
+        # Listener events are delivered asynchronously: wait until every batch has reported.
+        deadline = time.monotonic() + 30
+        while len(recorder.batches) < metrics["batches"] and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        spark.streams.removeListener(listener)
+    batches = sorted(recorder.batches, key=lambda b: b["batch"])
+    previous = cpu_before
+    for b in batches:
+        cpu = {k: round(v - previous.get(k, 0.0), 2) for k, v in b["cpu"].items()}
+        previous = b["cpu"]
+        print(json.dumps({**{k: v for k, v in b.items() if k != "cpu"}, "cpu_s": cpu,
+                          "rows_per_s": round(b["rows"] * 1000 / b["trigger_ms"]) if b["trigger_ms"] else None}),
+              flush=True)
+    data = [b for b in batches if b["rows"] > 0]
+    measured = data[args.skip :]
+    if not measured:
+        print(json.dumps({"error": f"only {len(data)} data batches; lower --skip or raise --files"}))
+        return
+    first, end = batches.index(measured[0]), batches.index(measured[-1])
+    start_cpu = batches[first - 1]["cpu"] if first > 0 else cpu_before
+    rows = sum(b["rows"] for b in batches[first : end + 1])
+    ms = sum(b["trigger_ms"] for b in batches[first : end + 1])
+    planning_ms = sum(b["planning_ms"] for b in batches[first : end + 1])
+    cpu = {k: batches[end]["cpu"][k] - start_cpu.get(k, 0.0) for k in batches[end]["cpu"]}
+    cpu_total = sum(cpu.values())
+    print(json.dumps({
+        "steady": True, "rows": args.rows, "symbols": args.symbols, "files": args.files,
+        "batches": len(batches), "measured_batches": f"{measured[0]['batch']}..{measured[-1]['batch']}",
+        "measured_rows": rows, "measured_seconds": round(ms / 1000, 2), "planning_seconds": round(planning_ms / 1000, 2),
+        "steady_rows_per_s": round(rows * 1000 / ms) if ms else None,
+        "cpu_s": round(cpu_total, 1), "cpu_split_s": {k: round(v, 1) for k, v in cpu.items()},
+        "rows_per_cpu_s": round(rows / cpu_total) if cpu_total else None,
+        "rows_per_s_2_idle_cores_bound": round(2 * rows / cpu_total) if cpu_total else None,
+        "run_seconds": metrics["seconds"], "rows_out": metrics["rows_out"], "late": metrics["late"],
+        "load1_before": round(load_before, 1), "load1": round(os.getloadavg()[0], 1),
+    }), flush=True)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rows", type=int, default=100_000)
+    p.add_argument("--steady", action="store_true", help="marginal rate of a running query (see the docstring)")
+    p.add_argument("--rows", type=int, default=None, help="input rows (100 k; --steady: 1 M)")
     p.add_argument("--symbols", type=int, default=100)
     p.add_argument("--price-max", type=int, default=40)
-    p.add_argument("--files", type=int, default=2)
+    p.add_argument("--files", type=int, default=None, help="input files (2; --steady: 20)")
+    p.add_argument("--skip", type=int, default=5, help="--steady: data batches left out of the rate")
     p.add_argument("--runs", type=int, default=2)
     p.add_argument("--shuffle-partitions", default="4")
     p.add_argument("--batch-door", action="store_true", help="also time the batch DataFrame door")
     args = p.parse_args()
+    if args.rows is None:
+        args.rows = 1_000_000 if args.steady else 100_000
+    if args.files is None:
+        args.files = 20 if args.steady else 2
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("TIMEWEAVE_SHUFFLE_PARTITIONS", args.shuffle_partitions)
     root = Path(tempfile.mkdtemp(prefix="tw-bench-mr-stream-"))
-    generate(root, args.rows, args.symbols, args.price_max, args.files)
+    generate(root, args.rows, args.symbols, args.price_max, args.files, by_time=args.steady)
     from runtime.jobs.session import get_session
     from runtime.jobs.streaming import run_streaming
 
     t0 = time.monotonic()
     spark = get_session()
     session_seconds = time.monotonic() - t0
+    if args.steady:
+        steady(spark, root, args)
+        return 0
     for run in range(args.runs):
-        cpu_before = tree_cpu_seconds(os.getpid())
+        split_before = tree_cpu_split(os.getpid())
         load_before = os.getloadavg()[0]
         metrics = run_streaming(config(root, run), spark, flush=True)
-        cpu = tree_cpu_seconds(os.getpid()) - cpu_before
+        split = {k: v - split_before.get(k, 0.0) for k, v in tree_cpu_split(os.getpid()).items()}
+        cpu = sum(split.values())
         print(json.dumps({
             "run": run, "cold": run == 0, "session_start_s": round(session_seconds, 1) if run == 0 else 0,
             "rows_in": metrics["rows_in"], "rows_out": metrics["rows_out"], "late": metrics["late"],
             "seconds": metrics["seconds"], "rows_per_s": round(metrics["rows_in"] / metrics["seconds"]),
             "cpu_s": round(cpu, 1), "rows_per_cpu_s": round(metrics["rows_in"] / cpu) if cpu else None,
+            "cpu_split_s": {k: round(v, 1) for k, v in split.items()},
             "batches": metrics["batches"], "load1_before": round(load_before, 1),
             "load1_after": round(os.getloadavg()[0], 1), "durations_ms": metrics["durations_ms"],
         }), flush=True)
@@ -102,11 +217,11 @@ def main() -> int:
         from runtime.spark.match_recognize import match_recognize
 
         ticker = spark.read.schema(SCHEMA).parquet(str(root / "ticker"))
-        cpu_before = tree_cpu_seconds(os.getpid())
+        cpu_before = sum(tree_cpu_split(os.getpid()).values())
         start = time.monotonic()
         matches = match_recognize(ticker, CLAUSE).count()
         seconds = time.monotonic() - start
-        cpu = tree_cpu_seconds(os.getpid()) - cpu_before
+        cpu = sum(tree_cpu_split(os.getpid()).values()) - cpu_before
         streamed = spark.read.parquet(str(root / "out0")).count()
         print(json.dumps({
             "door": "batch", "rows": args.rows, "rows_out": matches, "same_count_as_stream": matches == streamed,
