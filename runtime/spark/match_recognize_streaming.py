@@ -6,20 +6,34 @@ the end of input are the core operator's; the output schema is the batch door's
 (:func:`runtime.spark.match_recognize.plan`).  What the adapter does:
 
 1. **Internal schema.**  Rows with a NULL event time go to the dead letter (they can never be ordered).
-   The others become ``tw_k<i>`` (the PARTITION BY values: the grouping key; NULL is an ordinary key, as
-   in batch), ``tw_op`` (data row or heartbeat), ``tw_time`` (event time, µs since the epoch) and
-   ``tw_row`` (the whole input row as JSON, decoded in Python with the input schema into the values
-   the batch door's Arrow conversion gives: session-local naive datetimes, ``Decimal``, NULL vs NaN kept).
-   Few columns matter: PySpark 4.3 converts the operator's input row by row.
+   The others become ``tw_b`` (the key's hash bucket: the grouping key), ``tw_key`` (the PARTITION BY
+   values as one canonical string; NULL is an ordinary key, as in batch), ``tw_op`` (data row or
+   heartbeat), ``tw_time`` (event time, µs since the epoch) and ``tw_row`` (the whole input row as
+   JSON in the temporal join's wire format, top-level timestamps and dates as numbers, decoded in
+   Python with the input schema into the values the batch door's Arrow conversion gives:
+   session-local naive datetimes, ``Decimal``, NULL vs NaN kept).  Few columns matter: PySpark
+   4.3 converts the operator's input row by row (typed payload columns measured 2.5x slower there than
+   one JSON column: a timestamp becomes a pandas ``Timestamp`` per row).
 2. **Watermark.**  ``withWatermark`` on the event time (``watermark_delay`` = allowed out-of-orderness);
    heartbeat rows (:mod:`runtime.spark.streaming`'s mechanism) are unioned in before it, so they move
    the watermark; the processor drops them.  As in the temporal join, the operator receives the time as
    ``BIGINT`` only, so Spark's silent ``event_time <= watermark`` filter does not apply and the core
    reports late rows itself (late output, counted).
-3. **State bridge.**  :class:`~runtime.spark.streaming.SparkKeyContext` (one pickled ValueState cell per
-   key, core timers as Spark event-time timers).  One invocation handles all rows a micro-batch brings
-   for a key: every row goes through ``process_element``, then ``on_watermark`` runs with Spark's
-   watermark; the state is written once.
+3. **Buckets and the state bridge.**  As in the temporal join (:mod:`runtime.spark.streaming`,
+   "Buckets"), the operator is grouped by ``tw_b = pmod(xxhash64(PARTITION BY values), buckets)``:
+   an invocation costs a fixed amount (state-server round trips, a pandas frame in, an Arrow batch
+   out), so one per bucket and micro-batch instead of one per key.  Inside a bucket the rows are split
+   by ``tw_key`` and each key runs its own core operator over its own state, exactly as before: a
+   :class:`~runtime.spark.streaming.SparkKeyContext` over the key's entry of the bucket's MapState
+   ``timeweave_mr_keys`` (buffered rows, matcher, counters and core timers pickled into one cell: one
+   read and at most one write per key and micro-batch).  A key's rows of the micro-batch go to the core
+   in one call (``process_elements``), then ``on_watermark`` runs with Spark's watermark and hands the
+   released rows to the matcher at once.  A bucket keeps one Spark timer at the smallest core timer of
+   its keys (ValueState ``timeweave_mr_index``, the temporal join's ``_Index``); when it fires, every
+   key of the bucket with a timer at or below the watermark runs ``on_watermark``.  Checkpoint state
+   format: these two state variables, grouped by ``tw_b`` (the earlier per-key ValueState
+   ``timeweave_mr`` layout cannot be resumed: start such jobs from a fresh checkpoint; ``buckets`` must
+   stay the same for a checkpoint).
 4. **End of input.**  A watermark at or past :data:`runtime.jobs.streaming.END_OF_INPUT` (the job's
    ``flush`` heartbeat, 9999-12-31) minus the watermark delay (the watermark a flush heartbeat produces)
    is the final watermark: it reaches the core as ``END_OF_TIME``, so the
@@ -38,7 +52,7 @@ Outputs (one tagged stream split per micro-batch by :meth:`StreamingMatch.split`
 * main: exactly the batch door's output schema and rows (ONE ROW or ALL ROWS PER MATCH);
 * late: the input columns + ``reason`` + ``watermark``;
 * dead letter: ``side`` (``input``), ``reason``, ``row`` (the input row as JSON), the temporal join's shape;
-* one ``stats`` row per invocation with the key's input count (the job's ``rows_in`` metric).
+* one ``stats`` row per invocation with the bucket's input count (the job's ``rows_in`` metric).
 """
 
 from __future__ import annotations
@@ -47,7 +61,7 @@ import base64
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -55,31 +69,37 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from runtime.core.errors import SpecError
-from runtime.core.pattern import ClauseSpec, LateRow, MatchRecognizeOperator, parse_clause
+from runtime.core.pattern import ClauseSpec, MatchRecognizeOperator, parse_clause
 from runtime.core.pattern.operator import BUFFER, END_OF_TIME, MATCHER, SEQUENCE
 from runtime.core.state import NO_WATERMARK
 from runtime.jobs.config import parse_duration
 from runtime.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
 from runtime.spark.streaming import (
     _TS,
+    BUCKET,
+    DEFAULT_BUCKETS,
     JSON_OPTIONS,
+    KEY_TEXT,
     OP,
     BatchOutputs,
     SparkKeyContext,
+    _from_wire,
     _heartbeat,
+    _Index,
+    _json,
+    _MapEntry,
     data_rows,
     watermark_us,
 )
 
 # -- the internal (operator input) schema: plain identifiers (PySpark rebuilds input rows as namedtuples) --
-KEY = "tw_k"
 TIME = "tw_time"
 ROW = "tw_row"
 DATA_ROW = 0
@@ -102,7 +122,11 @@ END_OF_INPUT_US = int((datetime(9999, 12, 31, tzinfo=UTC) - datetime(1970, 1, 1,
 #: The hidden key under which a decoded row carries its event time in µs (what the core's ``time_of`` reads).
 _TIME_KEY = "\x00tw_time_us"
 
-_STATE_NAME = "timeweave_mr"
+#: Per bucket: PARTITION BY key (``tw_key``) -> the key's pickled :class:`SparkKeyContext` cell.
+_KEYS_STATE = "timeweave_mr_keys"
+_KEYS_SCHEMA = T.StructType([T.StructField("k", T.StringType(), True)])
+#: Per bucket: each key's smallest core timer and the bucket's one Spark timer (``streaming._Index``).
+_INDEX_STATE = "timeweave_mr_index"
 _STATE_SCHEMA = T.StructType([T.StructField("v", T.BinaryType(), True)])
 #: The core's state names: a key holds state while any is set.
 _CORE_STATE = (BUFFER, MATCHER, SEQUENCE)
@@ -166,23 +190,43 @@ def _json_key(text: str, data_type: T.DataType) -> Any:
     return text
 
 
+def _wire_decoder(data_type: T.DataType, zone: Any) -> Callable[[Any], Any] | None:
+    """:func:`_decoder` for a top-level column of the wire format (``streaming._json``: TIMESTAMP as µs
+    since the epoch, DATE as days: no date text to format in the JVM and parse here, per row)."""
+    if isinstance(data_type, T.TimestampType):
+        if zone is UTC:
+            return lambda v: _EPOCH_NAIVE + timedelta(microseconds=v)
+        return lambda v: (_EPOCH + timedelta(microseconds=v)).astimezone(zone).replace(tzinfo=None)
+    if isinstance(data_type, T.DateType):
+        return lambda v: date.fromordinal(_EPOCH_ORDINAL + v)
+    return _decoder(data_type, zone)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH_NAIVE = datetime(1970, 1, 1)
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+
+
 def row_decoder(schema: T.StructType, timezone: str) -> Callable[[str], dict[str, Any]]:
-    """The function turning one ``tw_row`` JSON text into the row dict the core matches on.
+    """The function turning one ``tw_row`` JSON text (``streaming._json``'s wire format: top-level
+    timestamps as µs, dates as days since the epoch) into the row dict the core matches on.
 
     >>> s = T.StructType([T.StructField("t", T.TimestampType()), T.StructField("p", T.DecimalType(5, 2)),
-    ...                   T.StructField("w", T.DoubleType())])
-    >>> row_decoder(s, "UTC")('{"t":"2024-01-01T01:00:00.000000+01:00","p":1.50,"w":NaN}')
-    {'t': datetime.datetime(2024, 1, 1, 0, 0), 'p': Decimal('1.50'), 'w': nan}
+    ...                   T.StructField("w", T.DoubleType()), T.StructField("d", T.DateType())])
+    >>> row_decoder(s, "Europe/Paris")('{"t":1704067200000001,"p":1.50,"w":NaN,"d":19723}')
+    {'t': datetime.datetime(2024, 1, 1, 1, 0, 0, 1), 'p': Decimal('1.50'), 'w': nan, 'd': datetime.date(2024, 1, 1)}
     """
     zone = UTC if timezone.upper() in ("UTC", "Z", "GMT", "ETC/UTC") else ZoneInfo(timezone)
     names = [f.name for f in schema.fields]
-    decoders = [(f.name, d) for f in schema.fields if (d := _decoder(f.dataType, zone)) is not None]
-    loads = json.JSONDecoder(parse_float=Decimal).decode  # one decoder: json.loads(**kw) builds one per call
+    decoders = [(f.name, d) for f in schema.fields if (d := _wire_decoder(f.dataType, zone)) is not None]
+    # One decoder (json.loads(**kw) builds one per call); raw_decode skips decode()'s two whitespace scans
+    # (to_json writes none).
+    raw_decode = json.JSONDecoder(parse_float=Decimal).raw_decode
     template = dict.fromkeys(names)
 
     def decode(text: str) -> dict[str, Any]:
         row = template.copy()
-        row.update(loads(text))  # NULL fields are absent (ignoreNullFields): the template's None stays
+        row.update(raw_decode(text)[0])  # NULL fields are absent (ignoreNullFields): the template's None stays
         for name, convert in decoders:
             value = row[name]
             if value is not None:
@@ -255,7 +299,8 @@ def _frame(output: _Output, matched: list[dict[str, Any]], late: list[tuple[str,
 # The processor
 # =================================================================================================
 class MatchRecognizeProcessor(StatefulProcessor):
-    """``transformWithStateInPandas`` processor: one core :class:`MatchRecognizeOperator` per key.
+    """``transformWithStateInPandas`` processor: one bucket of PARTITION BY keys, one core
+    :class:`MatchRecognizeOperator` state per key.
 
     Picklable and small: the clause text and the input schema (JSON); the operator, the row decoder
     and the output layout are rebuilt in :meth:`init` on the executor.  Spark passes the handler
@@ -272,56 +317,80 @@ class MatchRecognizeProcessor(StatefulProcessor):
         schema = T.StructType.fromJson(json.loads(self.input_json))
         bound = plan(parse_clause(self.clause), schema)
         self._handle = handle
-        self._state = handle.getValueState(_STATE_NAME, _STATE_SCHEMA)
+        self._keys = handle.getMapState(_KEYS_STATE, _KEYS_SCHEMA, _STATE_SCHEMA)
+        self._index_state = handle.getValueState(_INDEX_STATE, _STATE_SCHEMA)
         self._op = MatchRecognizeOperator(bound.spec, time_of=_time_of)
         self._decode = row_decoder(schema, self.timezone)
         self._output = _Output.of(bound, self.timezone)
 
-    def _context(self, timer_values: TimerValues) -> SparkKeyContext:
-        watermark = core_watermark(timer_values.getCurrentWatermarkInMs(), self.end_us)
-        return SparkKeyContext(self._handle, self._state, watermark)
+    def _watermark(self, timer_values: TimerValues) -> int:
+        return core_watermark(timer_values.getCurrentWatermarkInMs(), self.end_us)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         batch = data_rows(rows)
         if batch is None:
             return
-        ctx = self._context(timerValues)
-        decode, process = self._decode, self._op.process_element
+        texts = batch[ROW].tolist()
+        times = batch[TIME].tolist()
+        # The bucket's rows by PARTITION BY key, each key's rows in input order (their arrival order).
+        by_key: dict[str, list[int]] = {}
+        for i, text in enumerate(batch[KEY_TEXT].tolist()):
+            positions = by_key.get(text)
+            if positions is None:
+                by_key[text] = [i]
+            else:
+                positions.append(i)
+        watermark = self._watermark(timerValues)
+        index = _Index.load(self._index_state)
+        decode, process = self._decode, self._op.process_elements
         matched: list[dict[str, Any]] = []
         late: list[tuple[str, str, int]] = []
-        texts = batch[ROW].tolist()
-        for time, text in zip(batch[TIME].tolist(), texts, strict=True):
-            row = decode(text)
-            row[_TIME_KEY] = time
-            for out in process(ctx, row):
-                if out.__class__ is LateRow:
-                    late.append((text, out.reason, out.watermark))
-                else:
-                    matched.append(out.row)
-        self._watermark(ctx, matched)
+        for key_text, positions in by_key.items():
+            ctx = SparkKeyContext(None, _MapEntry(self._keys, key_text), watermark)
+            key_rows = []
+            for i in positions:
+                row = decode(texts[i])
+                row[_TIME_KEY] = times[i]
+                key_rows.append(row)
+            late_rows = process(ctx, key_rows)
+            if late_rows:
+                # The late output carries the input row's JSON text: find it by the row object.
+                text_of = {id(row): texts[i] for row, i in zip(key_rows, positions, strict=True)}
+                late.extend((text_of[id(out.row)], out.reason, out.watermark) for out in late_rows)
+            self._advance(ctx, key_text, index, matched)
+        self._due(watermark, index, by_key, matched)
+        index.store(self._index_state, self._handle)
         yield _frame(self._output, matched, late, len(texts))
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
-        ctx = self._context(timerValues)
-        ctx.fired(expiredTimerInfo.getExpiryTimeInMs())
+        index = _Index.load(self._index_state)
+        index.fired(expiredTimerInfo.getExpiryTimeInMs())
         matched: list[dict[str, Any]] = []
-        self._watermark(ctx, matched)
+        self._due(self._watermark(timerValues), index, {}, matched)
+        index.store(self._index_state, self._handle)
         if matched:
             yield _frame(self._output, matched, [], None)
 
-    def _watermark(self, ctx: SparkKeyContext, matched: list[dict[str, Any]]) -> None:
-        """The core's ``on_watermark``, then the end-of-input timer, then one state write."""
+    def _due(self, watermark: int, index: _Index, done: dict[str, Any], matched: list[dict[str, Any]]) -> None:
+        """Run the watermark for every other key of the bucket with a core timer at or below it."""
+        for key_text in index.due(watermark):
+            if key_text not in done:
+                self._advance(SparkKeyContext(None, _MapEntry(self._keys, key_text), watermark), key_text, index, matched)
+
+    def _advance(self, ctx: SparkKeyContext, key_text: str, index: _Index, matched: list[dict[str, Any]]) -> None:
+        """The core's ``on_watermark``, the end-of-input timer, one state write, the key's entry in the index."""
         matched.extend(out.row for out in self._op.on_watermark(ctx))
         # A key holding state must see the final watermark (the core then finishes the partition); the
         # core's own timers cover buffered rows and WITHIN deadlines only.
-        holds_state = any(ctx.get(name) is not None for name in _CORE_STATE)
-        if holds_state:
+        if any(ctx.get(name) is not None for name in _CORE_STATE):
             ctx.register_timer(self.end_us)
-        elif self.end_us in ctx.timers():
+        else:
             ctx.delete_timer(self.end_us)
+        ctx.expire_timers()  # on_watermark has run for every timer at or below the watermark
         ctx.commit()
+        index.set(key_text, ctx.smallest_timer())
 
     def close(self) -> None:
         pass
@@ -361,7 +430,7 @@ class StreamingMatch:
             F.col(f"{COLUMN}{i}").alias(f.name) for i, f in enumerate(self.plan.schema.fields)
         ])
         late = batch.where(kind == LATE).select(
-            F.from_json(F.col(IN_ROW), self.plan.input_schema, JSON_OPTIONS).alias("__tw_in"),
+            _from_wire(F.col(IN_ROW), self.plan.input_schema).alias("__tw_in"),
             F.col(REASON).alias("reason"),
             F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
         ).select("__tw_in.*", "reason", "watermark")
@@ -375,19 +444,45 @@ def _quoted(name: str) -> str:
     return f"`{name.replace('`', '``')}`"
 
 
+def _key_columns(df: DataFrame, columns: tuple[str, ...] | list[str], buckets: int) -> list[Column]:
+    """``tw_b`` (the PARTITION BY values' hash bucket) and ``tw_key`` (the values as one string, never NULL).
+
+    Equal keys (as the batch door groups them) give equal strings: one string column is taken as is
+    behind a marker (NULL is its own key, ``n``); anything else is the JSON of the values, floating
+    point values with ``+ 0.0`` first so that -0.0 and 0.0 are one key.  No PARTITION BY: one key.
+    """
+    if not columns:
+        return [F.lit(0).alias(BUCKET), F.lit("").alias(KEY_TEXT)]
+    parts = []
+    for name in columns:
+        column = F.col(_quoted(name))
+        data_type = df.schema[name].dataType
+        if isinstance(data_type, (T.FloatType, T.DoubleType)):
+            column = column + F.lit(0.0).cast(data_type)
+        parts.append(column)
+    if len(parts) == 1 and isinstance(df.schema[columns[0]].dataType, T.StringType):
+        text = F.when(parts[0].isNull(), F.lit("n")).otherwise(F.concat(F.lit("s"), parts[0]))
+    else:
+        text = F.to_json(F.struct(*[c.alias(f"k{i}") for i, c in enumerate(parts)]), JSON_OPTIONS)
+    return [F.pmod(F.xxhash64(*parts), F.lit(buckets)).cast("int").alias(BUCKET), text.alias(KEY_TEXT)]
+
+
 def match_recognize_stream(
     df: DataFrame,
     clause: str | ClauseSpec,
     *,
     watermark: str = "0 seconds",
     heartbeat: DataFrame | None = None,
+    buckets: int = DEFAULT_BUCKETS,
 ) -> StreamingMatch:
     """The streaming ``MATCH_RECOGNIZE (clause)`` of a streaming DataFrame (see the module docstring).
 
     The first ORDER BY column is the event time (TIMESTAMP, TIMESTAMP_NTZ, or integer µs), ascending;
     ``watermark`` is its allowed out-of-orderness (one ``<n> <unit>`` delay, e.g. ``"5 seconds"``); ``heartbeat`` is an optional
     stream with one timestamp column whose rows move the watermark (the job's ``flush`` writes one at
-    9999-12-31: the end of input).  The clause and its columns are checked now, before any Spark job.
+    9999-12-31: the end of input).  ``buckets`` is how many hash buckets the PARTITION BY keys are
+    spread over (the operator's grouping key; part of the state layout: resume a checkpoint with the
+    same value).  The clause and its columns are checked now, before any Spark job.
 
     Example::
 
@@ -400,6 +495,8 @@ def match_recognize_stream(
         m.stream.writeStream.foreachBatch(write).option("checkpointLocation", "chk").start()
     """
     spec = clause if isinstance(clause, ClauseSpec) else parse_clause(clause)
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
+        raise SpecError("buckets", f"must be a positive integer, found {buckets!r}", where="match_recognize")
     bound = plan(spec, df.schema)
     MatchRecognizeOperator(spec)  # the core's own checks: ORDER BY present, event time ascending
     time_column, _, _ = bound.order_columns[0]
@@ -417,21 +514,23 @@ def match_recognize_stream(
     end_us = END_OF_INPUT_US - parse_duration(watermark, "watermark")
     time = F.col(_quoted(time_column))
     event_ts = F.timestamp_micros(time.cast("long")) if isinstance(time_type, T.IntegralType) else time.cast("timestamp")
-    row_json = F.to_json(F.struct(*[F.col(_quoted(c)) for c in df.columns]), JSON_OPTIONS)
-    keys = [F.col(_quoted(c)).alias(f"{KEY}{i}") for i, c in enumerate(bound.partition_columns)]
-    if not keys:  # no PARTITION BY: one partition, one grouping key
-        keys = [F.lit(0).alias(f"{KEY}0")]
     internal = df.where(time.isNotNull()).select(
-        *keys, F.lit(DATA_ROW).cast("tinyint").alias(OP), event_ts.alias(_TS), row_json.alias(ROW)
+        *_key_columns(df, bound.partition_columns, buckets), F.lit(DATA_ROW).cast("tinyint").alias(OP),
+        event_ts.alias(_TS), _json(df).alias(ROW),
     )
     if heartbeat is not None:
-        internal = internal.unionByName(_heartbeat(heartbeat, internal))
+        # Heartbeats go to bucket 0 (the processor drops them), never to a NULL bucket: PySpark builds the
+        # grouping keys from pandas, where one NULL in an Arrow batch turns the batch's integer bucket
+        # column into floats, and a key 10.0 addresses other state than the key 10 (measured: a flush
+        # batch's data then started new, empty partitions).
+        beats = _heartbeat(heartbeat, internal).withColumn(BUCKET, F.lit(0).cast("int"))
+        internal = internal.unionByName(beats)
     internal = internal.withWatermark(_TS, watermark)
     # The operator gets the event time as BIGINT µs only: no input column carries watermark metadata,
     # so Spark's late-row filter (event_time <= watermark) does not apply; the core decides lateness.
     internal = internal.withColumn(TIME, F.unix_micros(F.col(_TS))).drop(_TS)
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
-    matched = internal.groupBy(*[c for c in internal.columns if c.startswith(KEY)]).transformWithStateInPandas(
+    matched = internal.groupBy(BUCKET).transformWithStateInPandas(
         statefulProcessor=MatchRecognizeProcessor(spec.text or str(spec), df.schema.json(), timezone, end_us),
         outputStructType=tagged_schema(bound),
         outputMode="Append",

@@ -137,9 +137,10 @@ def test_within_concludes_attempts_on_the_watermark_and_prunes_state(spark, tmp_
     assert metrics["rows_out"] == 1
     # x's state no longer holds the rows the concluded attempt used (PREV's reach may keep the last one);
     # y's state still holds its row (its attempt is open): the check can see rows in state.
+    # State layout: per hash bucket a MapState from the key's text ("s" + a STRING key) to its pickled cell.
     state = spark.read.format("statestore").option("path", f"{config['checkpoint']}/query") \
-        .option("stateVarName", "timeweave_mr").load().collect()
-    by_key = {r["key"][0]: bytes(r["value"][0]) for r in state}
+        .option("stateVarName", "timeweave_mr_keys").load().collect()
+    by_key = {r["user_map_key"][0].removeprefix("s"): bytes(r["user_map_value"][0]) for r in state}
     assert [i for i in range(4) if f"row-x-{i}".encode() in by_key["x"]] in ([], [3])
     assert b"row-y-0" in by_key["y"]
 

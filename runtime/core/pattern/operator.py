@@ -21,7 +21,7 @@ All state is picklable: rows as given (dicts), counters, and the matcher's threa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from numbers import Integral
@@ -128,6 +128,52 @@ class MatchRecognizeOperator:
             ctx.register_timer(time)
             ctx.put(TIMER, time)
 
+    def process_elements(self, ctx: KeyContext, rows: Iterable[Mapping[str, Any]]) -> list[LateRow]:
+        """:meth:`process_element` for each of ``rows`` in arrival order, with one state update for all.
+
+        Same late rows, buffer, arrival numbers and timer as row by row (the handlers only buffer), so
+        an adapter can hand over everything a key received in a micro-batch at once.
+
+        >>> from runtime.core.pattern.parser import parse_clause
+        >>> from runtime.core.state import InMemoryKeyContext
+        >>> op = MatchRecognizeOperator(parse_clause("ORDER BY t PATTERN (A) DEFINE A AS A.v > 0"))
+        >>> ctx = InMemoryKeyContext(); ctx.current_watermark = 2
+        >>> [late.time for late in op.process_elements(ctx, [{"t": 3, "v": 1}, {"t": 2, "v": 1}, {"t": 5, "v": 0}])]
+        [2]
+        >>> [(time, seq) for time, seq, _ in ctx.get(BUFFER)], ctx.timers()
+        ([(3, 0), (5, 1)], [3])
+        """
+        watermark = ctx.watermark
+        has_watermark = watermark != NO_WATERMARK
+        time_of = self.time_of
+        late: list[LateRow] = []
+        buffered: list[tuple[int, int, Mapping[str, Any]]] | None = None
+        sequence = smallest = 0
+        for row in rows:
+            time = time_of(row)
+            if has_watermark and time <= watermark:
+                late.append(LateRow(time, row, watermark))
+                continue
+            if buffered is None:
+                buffered = ctx.get(BUFFER) or []
+                sequence = ctx.get(SEQUENCE) or 0
+                smallest = time
+            elif time < smallest:
+                smallest = time
+            buffered.append((time, sequence, row))
+            sequence += 1
+        if buffered is None:
+            return late
+        ctx.put(SEQUENCE, sequence)
+        ctx.put(BUFFER, buffered)
+        current: int | None = ctx.get(TIMER)
+        if current is None or smallest < current:
+            if current is not None:
+                ctx.delete_timer(current)
+            ctx.register_timer(smallest)
+            ctx.put(TIMER, smallest)
+        return late
+
     # -- the watermark produces output -------------------------------------------------------------------
     def on_watermark(self, ctx: KeyContext) -> Iterator[Output]:
         """Match every buffered row the watermark has passed; conclude attempts WITHIN rules out."""
@@ -136,8 +182,9 @@ class MatchRecognizeOperator:
             yield from self.finish(ctx)
             return
         matcher = self._matcher(ctx)
-        for row in self._release(ctx, watermark):
-            yield from map(Matched, matcher.push(row))
+        ready = self._release(ctx, watermark)
+        if ready:  # one drive of the matcher for all released rows (same output as row by row)
+            yield from map(Matched, matcher.push_many(ready))
         if self.spec.within is not None:
             yield from map(Matched, self._prune_within(matcher, watermark))
         ctx.put(MATCHER, matcher)
@@ -146,8 +193,9 @@ class MatchRecognizeOperator:
     def finish(self, ctx: KeyContext) -> Iterator[Output]:
         """End of input: match everything buffered and close the partition."""
         matcher = self._matcher(ctx)
-        for row in self._release(ctx, None):
-            yield from map(Matched, matcher.push(row))
+        ready = self._release(ctx, None)
+        if ready:
+            yield from map(Matched, matcher.push_many(ready))
         yield from map(Matched, matcher.finish())
         for name in (BUFFER, MATCHER, SEQUENCE, TIMER):
             ctx.clear(name)
@@ -169,7 +217,10 @@ class MatchRecognizeOperator:
             ctx.put(BUFFER, waiting)
         else:
             ctx.clear(BUFFER)
-        ready.sort(key=lambda b: (b[0], self._tie_key(b[2]), b[1]))
+        if len(self.spec.order_by) == 1:
+            ready.sort(key=_time_and_arrival)  # the time is the whole ORDER BY: no per-row key to build
+        else:
+            ready.sort(key=lambda b: (b[0], self._tie_key(b[2]), b[1]))
         return [b[2] for b in ready]
 
     def _prune_within(self, matcher: PartitionMatcher, watermark: int) -> list[dict[str, Any]]:
@@ -208,3 +259,6 @@ class MatchRecognizeOperator:
             ctx.register_timer(wanted)
             ctx.put(TIMER, wanted)
 
+
+def _time_and_arrival(buffered: tuple[int, int, Mapping[str, Any]]) -> tuple[int, int]:
+    return buffered[0], buffered[1]
