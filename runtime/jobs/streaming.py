@@ -102,35 +102,74 @@ class _BatchWriter:
         self._fs = HadoopFiles(spark)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
         from runtime.spark import streaming as S
 
-        # Persist: three outputs and the counts read the batch; recomputing would re-run the operator.
+        # Persist: the late and dead-letter outputs read the batch again; recomputing would re-run the operator.
         batch = batch.persist()
         try:
-            counts = batch.groupBy(S.KIND, S.OUT_SIDE).agg(
-                F.count(F.lit(1)).alias("n"), F.sum(S.N_LEFT).alias("nl"), F.sum(S.N_RIGHT).alias("nr")
-            ).collect()
-            by_kind: dict[str, int] = {}
+            # The batch's counts ride on the main output's write (an observation over the whole batch,
+            # below the split's filters) instead of a query of their own: one Spark job per micro-batch
+            # fewer, each with its own planning, code generation and tasks.
+            kind, side = F.col(S.KIND), F.col(S.OUT_SIDE)
+            counts = Observation(f"tw_counts_{batch_id}")
+            observed = batch.observe(
+                counts,
+                F.count_if(kind == S.JOINED).alias("joined"),
+                F.count_if(kind == S.LATE).alias("late"),
+                F.count_if((kind == S.DEAD) & (side == "left")).alias("dead_left"),
+                F.count_if((kind == S.DEAD) & (side != "left")).alias("dead_right"),
+                F.coalesce(F.sum(S.N_LEFT), F.lit(0)).alias("n_left"),
+                F.coalesce(F.sum(S.N_RIGHT), F.lit(0)).alias("n_right"),
+            )
+            outputs = self._join.split(observed)
+            written = self._write_observed(outputs.main, "main", batch_id, counts, "joined")
+            c = counts.get
             m = self._metrics
-            for row in counts:
-                by_kind[row[S.KIND]] = by_kind.get(row[S.KIND], 0) + row["n"]
-                if row[S.KIND] == S.STATS:
-                    m["rows_in_left"] += row["nl"] or 0
-                    m["rows_in_right"] += row["nr"] or 0
-                elif row[S.KIND] == S.DEAD:
-                    m["rows_in_left" if row[S.OUT_SIDE] == "left" else "rows_in_right"] += row["n"]
-            outputs = self._join.split(batch)
-            if by_kind.get(S.JOINED):
-                m["rows_out"] += self._write(outputs.main, "main", batch_id)
-            if by_kind.get(S.LATE):
+            m["rows_in_left"] += int(c["n_left"]) + int(c["dead_left"])
+            m["rows_in_right"] += int(c["n_right"]) + int(c["dead_right"])
+            m["rows_out"] += written
+            if c["late"]:
                 m["late"] += self._write(outputs.late, "late", batch_id)
-            if by_kind.get(S.DEAD):
+            if c["dead_left"] or c["dead_right"]:
                 m["dead_letter"] += self._write(outputs.dead_letter, "dead_letter", batch_id)
             m["batches"] += 1
         finally:
             batch.unpersist()
+
+    def _write_observed(
+        self, df: DataFrame, output: str, batch_id: int, batch_counts: Any, present: str
+    ) -> int:
+        """Write ``df`` as :meth:`_write` does, but keep its files only if ``batch_counts[present]`` is nonzero.
+
+        The first write of a batch also computes the batch (and ``batch_counts``, an observation on
+        it), so it cannot be skipped up front; when the batch turns out to have no rows for this
+        output, the staged files are dropped, leaving the output as a skipped write would (a replay's
+        files of the batch are removed either way).
+        """
+        target = self._paths[output]
+        staging = f"{target}/_tw_staging/batch-{batch_id:012d}"
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        observed = Observation(f"tw_{output}_{batch_id}")
+        df.observe(observed, F.count(F.lit(1)).alias("rows")).write.mode("overwrite").parquet(staging)
+        written = int(observed.get["rows"])
+        prefix = f"part-b{batch_id:012d}-"
+        if batch_counts.get[present]:
+            self._fs.commit(staging, target, prefix)
+            return written
+        staging_path = self._fs.path(staging)
+        fs = self._fs.fs(staging_path)
+        for status in fs.globStatus(self._fs.path(f"{target}/{prefix}*")) or []:
+            fs.delete(status.getPath(), False)
+        fs.delete(staging_path, True)
+        parent = staging_path.getParent()
+        if not fs.listStatus(parent):
+            fs.delete(parent, False)
+        return written
 
     def _write(self, df: DataFrame, output: str, batch_id: int) -> int:
         """Write ``df`` as output ``output`` of batch ``batch_id`` (replacing a replay's files); its row count."""
