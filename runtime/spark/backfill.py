@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import reduce
+from functools import partial, reduce
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
@@ -148,8 +149,11 @@ def run_slices(
     dead_letter: str,
     state: str,
     only: Sequence[int] | None = None,
+    concurrent_slices: int = 2,
 ) -> dict:
     """Run the backfill; returns metrics.  ``only`` re-runs the given slice indexes (their start state must exist).
+
+    ``concurrent_slices`` slice jobs run at a time (each writes only its own directory).
 
     Spark jobs: one for the states of all edges (written per edge with dynamic partition overwrite),
     two for the run's versions (statistics, intervals), one probe join per slice (reading only the
@@ -175,7 +179,7 @@ def run_slices(
     # computed once, instead of each job scanning it and computing the sequence again.
     right = right.select("*").persist(StorageLevel.MEMORY_AND_DISK)  # our own cache entry: never unpersist the caller's
     try:
-        return _run(spark, left, right, spec, plan, wanted, output, dead_letter, state, end)
+        return _run(spark, left, right, spec, plan, wanted, output, dead_letter, state, end, concurrent_slices)
     finally:
         right.unpersist()
 
@@ -190,7 +194,7 @@ def _payload_columns(spec: TemporalJoinSpec, right_columns: Sequence[str]) -> li
 
 def _run(
     spark: SparkSession, left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, plan: list[Slice],
-    wanted: list[int], output: str, dead_letter: str, state: str, end: datetime,
+    wanted: list[int], output: str, dead_letter: str, state: str, end: datetime, concurrent_slices: int,
 ) -> dict:
     v = spec.versioned
     reject = reject_reason(spec, "right")
@@ -229,11 +233,19 @@ def _run(
         # read once per run: every slice probes the same two relations (no re-listing per slice)
         intervals = spark.read.parquet(intervals_path)
         sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
+    writes = []
     for s in done:
         left_in = (F.col(spec.left_time) >= F.lit(s.start)) & (F.col(spec.left_time) < F.lit(s.end))
         left_slice = _observed(left.where(left_in), left_seen)
         joined = _observed(spark.sql(sql, left=left_slice, stats=stats, intervals=intervals), out_seen)
-        joined.write.mode("overwrite").parquet(f"{output}/slice={s.label}")
+        writes.append(partial(joined.write.mode("overwrite").parquet, f"{output}/slice={s.label}"))
+    # Slices are independent once the edge states and the run's versions exist, so `concurrent_slices` of
+    # them run at a time: with input sorted by time a slice's rows sit in one or two parquet row groups,
+    # which one task each reads, so a lone slice job keeps one core busy where the one-shot run keeps all
+    # busy; a second job also overlaps one slice's fixed costs (broadcasts, commit) with another's work.
+    with ThreadPoolExecutor(max_workers=max(1, concurrent_slices)) as pool:
+        for finished in [pool.submit(write) for write in writes]:
+            finished.result()  # the first failure propagates; slices already written stay (each is idempotent)
     # Dead letters of all slices run, plus the rows with a NULL time (they belong to no slice: `slice=none`),
     # in one job: the run's slice directories are cleared first, then written by partition, so re-running
     # a slice still replaces exactly its dead letters.
