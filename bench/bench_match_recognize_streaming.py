@@ -99,10 +99,11 @@ class _BatchRecorder:
 
             def onQueryProgress(self, event: Any) -> None:
                 progress = event.progress
-                # The input is read by two sources (the operator's rows and the dead letters): count it once.
-                rows = max((s.numInputRows for s in progress.sources if recorder.path in s.description), default=0)
+                # Spark's count for the input source, which the plan scans twice (the operator's rows and
+                # the dead letters), so it counts every row twice; steady() uses the file sizes instead.
+                scanned = sum(s.numInputRows for s in progress.sources if recorder.path in s.description)
                 recorder.batches.append({
-                    "batch": progress.batchId, "rows": rows,
+                    "batch": progress.batchId, "scanned_rows": scanned,
                     "trigger_ms": progress.durationMs.get("triggerExecution", 0),
                     "planning_ms": progress.durationMs.get("queryPlanning", 0),
                     "add_batch_ms": progress.durationMs.get("addBatch", 0),
@@ -137,6 +138,9 @@ def steady(spark: Any, root: Path, args: argparse.Namespace) -> None:
     finally:
         spark.streams.removeListener(listener)
     batches = sorted(recorder.batches, key=lambda b: b["batch"])
+    per_file = args.rows // args.files  # every file has this many rows; a data batch reads one file
+    for b in batches:
+        b["rows"] = per_file if b["scanned_rows"] else 0
     previous = cpu_before
     for b in batches:
         cpu = {k: round(v - previous.get(k, 0.0), 2) for k, v in b["cpu"].items()}
@@ -185,6 +189,8 @@ def main() -> int:
         args.rows = 1_000_000 if args.steady else 100_000
     if args.files is None:
         args.files = 20 if args.steady else 2
+    if args.steady and args.rows % args.files:
+        p.error("--steady needs --rows divisible by --files (every micro-batch reads one file of equal size)")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("TIMEWEAVE_SHUFFLE_PARTITIONS", args.shuffle_partitions)
     root = Path(tempfile.mkdtemp(prefix="tw-bench-mr-stream-"))
