@@ -16,7 +16,9 @@
   as in batch.  Then a stream with no late rows gives the same rows as
   :func:`~runtime.core.pattern.partition.match_recognize` (the cross-door invariant).
 
-All state is picklable: rows as given (dicts), counters, and the matcher's threads.
+All state is picklable: rows as given (dicts), counters, and the matcher's threads.  The matcher is
+held in state without its clause (:class:`HeldMatcher`): the operator re-attaches its own, so a state
+written per key and micro-batch does not carry the clause's object tree each time.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from runtime.core.state import NO_WATERMARK, KeyContext
 
 # State names, declared once.
 BUFFER = "mr-buffer"  # list[tuple[int, int, dict]]: (event time µs, arrival seq, row) waiting for the watermark
-MATCHER = "mr-matcher"  # PartitionMatcher: rows released to matching, the attempt in progress, match number
+MATCHER = "mr-matcher"  # HeldMatcher: rows released to matching, the attempt in progress, match number
 SEQUENCE = "mr-seq"  # int: next arrival sequence number (ties between equal times keep arrival order)
 TIMER = "mr-timer"  # int: the one registered event-time timer
 
@@ -187,8 +189,8 @@ class MatchRecognizeOperator:
             yield from map(Matched, matcher.push_many(ready))
         if self.spec.within is not None:
             yield from map(Matched, self._prune_within(matcher, watermark))
-        ctx.put(MATCHER, matcher)
-        self._schedule(ctx)
+        ctx.put(MATCHER, HeldMatcher(matcher))
+        self._schedule(ctx, matcher)
 
     def finish(self, ctx: KeyContext) -> Iterator[Output]:
         """End of input: match everything buffered and close the partition."""
@@ -204,8 +206,12 @@ class MatchRecognizeOperator:
 
     # -- helpers -------------------------------------------------------------------------------------------
     def _matcher(self, ctx: KeyContext) -> PartitionMatcher:
-        matcher: PartitionMatcher | None = ctx.get(MATCHER)
-        return matcher if matcher is not None else PartitionMatcher(self.spec)
+        held: HeldMatcher | PartitionMatcher | None = ctx.get(MATCHER)
+        if held is None:
+            return PartitionMatcher(self.spec)
+        if isinstance(held, PartitionMatcher):  # a state written before HeldMatcher
+            return held
+        return held.get(self.spec)
 
     def _release(self, ctx: KeyContext, watermark: int | None) -> list[Mapping[str, Any]]:
         buffered: list[tuple[int, int, Mapping[str, Any]]] = ctx.get(BUFFER) or []
@@ -240,11 +246,10 @@ class MatchRecognizeOperator:
             out.extend(matcher.close_attempt())
         return out
 
-    def _schedule(self, ctx: KeyContext) -> None:
+    def _schedule(self, ctx: KeyContext, matcher: PartitionMatcher) -> None:
         """Keep one timer: the smallest buffered time, or the WITHIN deadline of the attempt in progress."""
         candidates = [b[0] for b in ctx.get(BUFFER) or []]
-        matcher: PartitionMatcher | None = ctx.get(MATCHER)
-        if self.spec.within is not None and matcher is not None and matcher.run is not None:
+        if self.spec.within is not None and matcher.run is not None:
             start_row = matcher.rows.get(matcher.run.start)
             if start_row is not None:
                 candidates.append(self.time_of(start_row) + self.spec.within // _MICROSECOND)
@@ -258,6 +263,44 @@ class MatchRecognizeOperator:
         if wanted is not None:
             ctx.register_timer(wanted)
             ctx.put(TIMER, wanted)
+
+
+class HeldMatcher:
+    """A key's :class:`PartitionMatcher` as the operator keeps it in state.
+
+    Pickles as the matcher's own state without its :class:`ClauseSpec` (an object tree that cost more
+    to pickle and unpickle than the rest of a key's state); :meth:`get` re-attaches the operator's spec.
+
+    >>> import pickle
+    >>> from runtime.core.pattern.parser import parse_clause
+    >>> spec = parse_clause("MEASURES COUNT(*) AS n PATTERN (A B) DEFINE B AS B.x > A.x")
+    >>> matcher = PartitionMatcher(spec); _ = matcher.push({"x": 1})
+    >>> restored = pickle.loads(pickle.dumps(HeldMatcher(matcher))).get(spec)
+    >>> restored.push({"x": 2})
+    [{'n': 2}]
+    """
+
+    __slots__ = ("matcher", "state")
+
+    def __init__(self, matcher: PartitionMatcher | None = None, state: dict[str, Any] | None = None) -> None:
+        self.matcher = matcher
+        self.state = state
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self.matcher is None:
+            return HeldMatcher, (None, self.state)
+        state = self.matcher.__getstate__()  # the matcher's pickled form (no compiled parts)
+        del state["spec"]
+        return HeldMatcher, (None, state)
+
+    def get(self, spec: ClauseSpec) -> PartitionMatcher:
+        """The matcher, rebuilt with ``spec`` (the clause it was created with) after unpickling."""
+        if self.matcher is None:
+            assert self.state is not None
+            matcher = PartitionMatcher.__new__(PartitionMatcher)
+            matcher.__setstate__({**self.state, "spec": spec})
+            self.matcher, self.state = matcher, None
+        return self.matcher
 
 
 def _time_and_arrival(buffered: tuple[int, int, Mapping[str, Any]]) -> tuple[int, int]:

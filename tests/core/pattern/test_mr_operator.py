@@ -148,7 +148,7 @@ def test_within_prunes_attempts_when_the_watermark_passes_the_deadline() -> None
         ctx.current_watermark = second * SECOND
         if any(t <= ctx.current_watermark for t in ctx.timers()):
             assert list(op.on_watermark(ctx)) == []
-        most_rows = max(most_rows, len(ctx.get(MATCHER).rows.rows))
+        most_rows = max(most_rows, len(ctx.get(MATCHER).matcher.rows.rows))
     assert most_rows <= 12  # about `within` worth of rows, not 1000
     assert len(ctx.timers()) == 1
 
