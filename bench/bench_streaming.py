@@ -143,7 +143,9 @@ class _BatchRecorder:
 
             def onQueryProgress(self, event: Any) -> None:
                 progress = event.progress
-                left = sum(s.numInputRows for s in progress.sources if recorder.left_path in s.description)
+                # max, not sum: the job's plan reads each input twice (valid rows and dead letters are
+                # two branches, and Spark gives each its own source), so the left files appear twice.
+                left = max((s.numInputRows for s in progress.sources if recorder.left_path in s.description), default=0)
                 recorder.batches.append({
                     "batch": progress.batchId, "left_rows": left, "input_rows": progress.numInputRows,
                     "trigger_ms": progress.durationMs.get("triggerExecution", 0),
