@@ -143,8 +143,8 @@ class _BatchRecorder:
 
             def onQueryProgress(self, event: Any) -> None:
                 progress = event.progress
-                # max, not sum: the job's plan reads each input twice (valid rows and dead letters are
-                # two branches, and Spark gives each its own source), so the left files appear twice.
+                # max, not sum: a plan that reads one streaming DataFrame in two branches gets one source
+                # per branch (the job's did before its dead letters went through the operator).
                 left = max((s.numInputRows for s in progress.sources if recorder.left_path in s.description), default=0)
                 recorder.batches.append({
                     "batch": progress.batchId, "left_rows": left, "input_rows": progress.numInputRows,

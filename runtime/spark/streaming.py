@@ -55,6 +55,13 @@ with a reason.  The watermark itself still advances and fires timers (it is trac
 Spark reports watermark 0 until the first batch ends; 0 is read as "no watermark yet" (core's
 ``NO_WATERMARK``), so rows before 1970 are never late in the first batch.
 
+**Dead letters** (NULL key or time, ``plan.reject_reason``) travel through the operator too, as rows with
+op ``DEAD_LEFT``/``DEAD_RIGHT``, their reason in ``tw_reason`` and the original row as ``to_json`` in ``tw_row``; the
+processor emits them at once, untouched.  A separate dead-letter branch over the same input would make Spark
+read every input file twice per micro-batch (each branch of a plan that reads one streaming DataFrame twice
+gets its own source).  Their ``tw_ts`` is year 1, so they never move a watermark.  Checkpoint layout: one
+source per input (plus the heartbeat); checkpoints of the earlier two-branch plan cannot be resumed.
+
 Outputs: one tagged stream (``__tw_kind`` = ``joined`` / ``late`` / ``dead`` / ``stats``) that a
 ``foreachBatch`` splits with :meth:`StreamingJoin.split` into the main output (``finalize``d), the late
 output (left columns + ``reason`` + ``watermark``) and the dead letter (``side``, ``reason``, ``row``
@@ -105,8 +112,11 @@ TIME = "tw_time"
 SEQ = "tw_seq"
 FILE = "tw_file"
 ROW = "tw_row"
+REJECT = "tw_reason"  # why a row is a dead letter (NULL for every other row; see "Dead letters" above)
 _TS = "tw_ts"  # the watermarked timestamp, dropped before the operator (see the module docstring)
-LEFT_ROW, UPSERT, DELETE, HEARTBEAT = 0, 1, 2, 3
+LEFT_ROW, UPSERT, DELETE, HEARTBEAT, DEAD_LEFT, DEAD_RIGHT = 0, 1, 2, 3, 4, 5
+#: ``tw_ts`` of a dead letter: below any event time, so it never moves a watermark (Spark takes the maximum).
+_DEAD_TS = "0001-01-01 00:00:00"
 
 # -- the tagged (operator output) schema -----------------------------------------------------------
 KIND = "__tw_kind"
@@ -394,6 +404,23 @@ def _frame(outputs: list[Output], n_left: int | None = None, n_right: int | None
     return frame
 
 
+def _dead_frame(rows: pd.DataFrame) -> pd.DataFrame:
+    """The tagged ``dead`` output rows of an invocation's dead letters (see :func:`_internal_with_dead`)."""
+    n = len(rows)
+    return pd.DataFrame({
+        KIND: pd.array([DEAD] * n, dtype=object),
+        L_ROW: pd.array(rows[ROW].tolist(), dtype=object),
+        V_ROW: pd.array([None] * n, dtype=object),
+        V_FROM: np.zeros(n, dtype=np.int64),
+        V_TO: np.full(n, OPEN, dtype=np.int64),
+        REASON: pd.array(rows[REJECT].tolist(), dtype=object),
+        WATERMARK: np.zeros(n, dtype=np.int64),
+        N_LEFT: np.zeros(n, dtype=np.int64),
+        N_RIGHT: np.zeros(n, dtype=np.int64),
+        OUT_SIDE: pd.array(["left" if op == DEAD_LEFT else "right" for op in rows[OP].tolist()], dtype=object),
+    })
+
+
 class _MapEntry:
     """One key's cell of the bucket's MapState, with the ValueState calls :class:`SparkKeyContext` makes."""
 
@@ -448,6 +475,12 @@ class TemporalJoinProcessor(StatefulProcessor):
         batch = data_rows(rows)
         if batch is None:
             return
+        dead = batch[OP].to_numpy() >= DEAD_LEFT
+        if dead.any():
+            yield _dead_frame(batch[dead])
+            batch = batch[~dead]
+            if batch.empty:
+                return
         ops = batch[OP].tolist()
         n_left = ops.count(LEFT_ROW)
         n_right = len(ops) - n_left
@@ -713,10 +746,8 @@ def temporal_join_stream(
             f"found {right.schema[spec.versioned.sequence].dataType.simpleString()}",
             where=spec.versioned.where,
         )
-    left_valid, left_rejected = plan.split_rejects(left, spec, "left")
-    right_valid, right_rejected = plan.split_rejects(right, spec, "right")
-    left_in = _internal(left_valid, spec, "left", buckets)
-    right_in = _internal(right_valid, spec, "right", buckets)
+    left_in = _internal_with_dead(left, spec, "left", buckets)
+    right_in = _internal_with_dead(right, spec, "right", buckets)
     if mode == "event_time":
         if heartbeat is not None:
             left_in = left_in.unionByName(_heartbeat(heartbeat, left_in))
@@ -733,10 +764,7 @@ def temporal_join_stream(
         outputMode="Append",
         timeMode="EventTime" if mode == "event_time" else "None",
     )
-    dead = _dead_letters(left_rejected, left.columns, "left").unionByName(
-        _dead_letters(right_rejected, right.columns, "right")
-    )
-    return StreamingJoin(joined.unionByName(dead), spec, left.schema, right.schema, mode)
+    return StreamingJoin(joined, spec, left.schema, right.schema, mode)
 
 
 # The payload travels through the operator as JSON (Python passes it on untouched).  Timestamps and
@@ -795,6 +823,11 @@ def _key_columns(df: DataFrame, key: tuple[str, ...] | list[str], buckets: int) 
 
 def _internal(df: DataFrame, spec: TemporalJoinSpec, side: str, buckets: int = DEFAULT_BUCKETS) -> DataFrame:
     """One side's valid rows in the internal schema (the watermark column ``tw_ts`` still a timestamp)."""
+    return df.select(*[column.alias(name) for name, column in _internal_columns(df, spec, side, buckets)])
+
+
+def _internal_columns(df: DataFrame, spec: TemporalJoinSpec, side: str, buckets: int) -> list[tuple[str, Column]]:
+    """(name, expression over ``df``) of each internal column of one side (see :func:`_internal`)."""
     sequence = spec.versioned.sequence
     if side == "right":
         key, time = spec.versioned.key, spec.versioned.time
@@ -804,16 +837,42 @@ def _internal(df: DataFrame, spec: TemporalJoinSpec, side: str, buckets: int = D
     else:
         key, time = spec.left_key, spec.left_time
         op, seq, source = F.lit(LEFT_ROW), F.lit(None).cast("long"), F.lit(None).cast("string")
+    bucket, text = _key_columns(df, key, buckets)
     columns = [
-        *_key_columns(df, key, buckets),
-        op.cast("tinyint").alias(OP),
-        F.col(f"`{time}`").cast("timestamp").alias(_TS),
-        source.alias(FILE),
-        _json(df).alias(ROW),
+        (BUCKET, bucket),
+        (KEY_TEXT, text),
+        (OP, op.cast("tinyint")),
+        (_TS, F.col(f"`{time}`").cast("timestamp")),
+        (FILE, source),
+        (ROW, _json(df)),
     ]
     if sequence:  # only then: every column costs a conversion per row in the operator's input
-        columns.append(seq.alias(SEQ))
-    return df.select(*columns)
+        columns.append((SEQ, seq))
+    return columns
+
+
+def _internal_with_dead(df: DataFrame, spec: TemporalJoinSpec, side: str, buckets: int) -> DataFrame:
+    """All of one side's rows in the internal schema: :func:`_internal`'s for valid rows, dead letters tagged.
+
+    One projection over the input (see "Dead letters" in the module docstring): a dead letter's op
+    is ``DEAD_LEFT``/``DEAD_RIGHT``, ``tw_reason`` its reason, ``tw_row`` the original row as the batch
+    door's ``dead_letters`` writes it, ``tw_ts`` year 1 (never moves the watermark).
+    """
+    reason = F.expr(plan.reject_reason(spec, side))
+    dead = reason.isNotNull()
+    original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+    replaced = {
+        OP: F.lit(DEAD_LEFT if side == "left" else DEAD_RIGHT),
+        _TS: F.lit(_DEAD_TS).cast("timestamp"),
+        ROW: original,
+    }
+    columns = []
+    for name, column in _internal_columns(df, spec, side, buckets):
+        if name in replaced:
+            column = F.when(dead, replaced[name]).otherwise(column)
+            column = column.cast("tinyint") if name == OP else column
+        columns.append(column.alias(name))
+    return df.select(*columns, reason.cast("string").alias(REJECT))
 
 
 def _heartbeat(heartbeat: DataFrame, like: DataFrame) -> DataFrame:
@@ -828,18 +887,6 @@ def _heartbeat(heartbeat: DataFrame, like: DataFrame) -> DataFrame:
         else:
             columns.append(F.lit(None).cast(field.dataType).alias(field.name))
     return heartbeat.select(*columns)
-
-
-def _dead_letters(rejected: DataFrame, original: list[str], side: str) -> DataFrame:
-    """Rejected rows in the tagged schema; ``row`` is ``to_json(struct(*))`` as the batch door writes it."""
-    row = F.to_json(F.struct(*[F.col(f"`{c}`") for c in original]))
-    columns = {
-        KIND: F.lit(DEAD), L_ROW: row, REASON: F.col("reason"), OUT_SIDE: F.lit(side),
-    }
-    return rejected.select(*[
-        (columns[f.name] if f.name in columns else F.lit(None)).cast(f.dataType).alias(f.name)
-        for f in OUTPUT_SCHEMA.fields
-    ])
 
 
 __all__ = [
