@@ -149,15 +149,7 @@ class _BatchWriter:
         output, the staged files are dropped, leaving the output as a skipped write would (a replay's
         files of the batch are removed either way).
         """
-        target = self._paths[output]
-        staging = f"{target}/_tw_staging/batch-{batch_id:012d}"
-        from pyspark.sql import Observation
-        from pyspark.sql import functions as F
-
-        observed = Observation(f"tw_{output}_{batch_id}")
-        df.observe(observed, F.count(F.lit(1)).alias("rows")).write.mode("overwrite").parquet(staging)
-        written = int(observed.get["rows"])
-        prefix = f"part-b{batch_id:012d}-"
+        staging, target, prefix, written = self._stage(df, output, batch_id)
         if batch_counts.get[present]:
             self._fs.commit(staging, target, prefix)
             return written
@@ -173,16 +165,20 @@ class _BatchWriter:
 
     def _write(self, df: DataFrame, output: str, batch_id: int) -> int:
         """Write ``df`` as output ``output`` of batch ``batch_id`` (replacing a replay's files); its row count."""
-        target = self._paths[output]
-        staging = f"{target}/_tw_staging/batch-{batch_id:012d}"
+        staging, target, prefix, written = self._stage(df, output, batch_id)
+        self._fs.commit(staging, target, prefix)
+        return written
+
+    def _stage(self, df: DataFrame, output: str, batch_id: int) -> tuple[str, str, str, int]:
+        """Write ``df`` to the batch's staging directory of ``output``: (staging, target, file prefix, rows)."""
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
+        target = self._paths[output]
+        staging = f"{target}/_tw_staging/batch-{batch_id:012d}"
         observed = Observation(f"tw_{output}_{batch_id}")
         df.observe(observed, F.count(F.lit(1)).alias("rows")).write.mode("overwrite").parquet(staging)
-        written = int(observed.get["rows"])
-        self._fs.commit(staging, target, f"part-b{batch_id:012d}-")
-        return written
+        return staging, target, f"part-b{batch_id:012d}-", int(observed.get["rows"])
 
 
 class _MatchWriter(_BatchWriter):
@@ -190,22 +186,32 @@ class _MatchWriter(_BatchWriter):
     :mod:`runtime.spark.match_recognize_streaming`)."""
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
         from runtime.spark import match_recognize_streaming as M
 
         batch = batch.persist()
         try:
-            counts = batch.groupBy(M.KIND).agg(F.count(F.lit(1)).alias("n"), F.sum(M.N_IN).alias("n_in")).collect()
-            by_kind = {row[M.KIND]: row["n"] for row in counts}
+            # The counts ride on the main output's write, as in the temporal-join writer: no query of their own.
+            kind = F.col(M.KIND)
+            counts = Observation(f"tw_mr_counts_{batch_id}")
+            observed = batch.observe(
+                counts,
+                F.count_if(kind == M.MATCHED).alias("matched"),
+                F.count_if(kind == M.LATE).alias("late"),
+                F.count_if(kind == M.DEAD).alias("dead"),
+                F.coalesce(F.sum(F.when(kind == M.STATS, F.col(M.N_IN))), F.lit(0)).alias("n_in"),
+            )
+            outputs = self._join.split(observed)
+            written = self._write_observed(outputs.main, "main", batch_id, counts, "matched")
+            c = counts.get
             m = self._metrics
-            m["rows_in"] += sum(row["n_in"] or 0 for row in counts if row[M.KIND] == M.STATS) + by_kind.get(M.DEAD, 0)
-            outputs = self._join.split(batch)
-            if by_kind.get(M.MATCHED):
-                m["rows_out"] += self._write(outputs.main, "main", batch_id)
-            if by_kind.get(M.LATE):
+            m["rows_in"] += int(c["n_in"]) + int(c["dead"])
+            m["rows_out"] += written
+            if c["late"]:
                 m["late"] += self._write(outputs.late, "late", batch_id)
-            if by_kind.get(M.DEAD):
+            if c["dead"]:
                 m["dead_letter"] += self._write(outputs.dead_letter, "dead_letter", batch_id)
             m["batches"] += 1
         finally:
