@@ -143,8 +143,8 @@ class _BatchRecorder:
 
             def onQueryProgress(self, event: Any) -> None:
                 progress = event.progress
-                # max, not sum: a plan that reads one streaming DataFrame in two branches gets one source
-                # per branch (the job's did before its dead letters went through the operator).
+                # Before 996cbc1 the job's plan scanned each input twice (valid rows and dead letters were two
+                # branches): the left source's numInputRows then counts every row twice; halve such figures.
                 left = max((s.numInputRows for s in progress.sources if recorder.left_path in s.description), default=0)
                 recorder.batches.append({
                     "batch": progress.batchId, "left_rows": left, "input_rows": progress.numInputRows,
