@@ -58,9 +58,9 @@ Spark reports watermark 0 until the first batch ends; 0 is read as "no watermark
 **Dead letters** (NULL key or time, ``plan.reject_reason``) travel through the operator too, as rows with
 op ``DEAD_LEFT``/``DEAD_RIGHT``, their reason in ``tw_reason`` and the original row as ``to_json`` in ``tw_row``; the
 processor emits them at once, untouched.  A separate dead-letter branch over the same input would make Spark
-read every input file twice per micro-batch (each branch of a plan that reads one streaming DataFrame twice
-gets its own source).  Their ``tw_ts`` is year 1, so they never move a watermark.  Checkpoint layout: one
-source per input (plus the heartbeat); checkpoints of the earlier two-branch plan cannot be resumed.
+scan every input file twice per micro-batch (both branches read the source's batch; its ``numInputRows``
+counted each row twice).  Their ``tw_ts`` is year 1, so they never move a watermark.  The operator's input
+gained the ``tw_reason`` column; resuming a checkpoint written by the earlier two-branch plan is untested.
 
 Outputs: one tagged stream (``__tw_kind`` = ``joined`` / ``late`` / ``dead`` / ``stats``) that a
 ``foreachBatch`` splits with :meth:`StreamingJoin.split` into the main output (``finalize``d), the late
