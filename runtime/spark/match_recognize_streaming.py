@@ -519,11 +519,9 @@ def match_recognize_stream(
         event_ts.alias(_TS), _json(df).alias(ROW),
     )
     if heartbeat is not None:
-        # Heartbeats go to bucket 0 (the processor drops them), never to a NULL bucket: PySpark builds the
-        # grouping keys from pandas, where one NULL in an Arrow batch turns the batch's integer bucket
-        # column into floats, and a key 10.0 addresses other state than the key 10 (measured: a flush
-        # batch's data then started new, empty partitions).
-        beats = _heartbeat(heartbeat, internal).withColumn(BUCKET, F.lit(0).cast("int"))
+        # Heartbeats travel in bucket 0, never a NULL bucket (see _heartbeat; measured here: a flush
+        # batch's data started new, empty partitions when the heartbeat's bucket was NULL).
+        beats = _heartbeat(heartbeat, internal)
         internal = internal.unionByName(beats)
     internal = internal.withWatermark(_TS, watermark)
     # The operator gets the event time as BIGINT µs only: no input column carries watermark metadata,

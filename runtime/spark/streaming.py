@@ -876,12 +876,20 @@ def _internal_with_dead(df: DataFrame, spec: TemporalJoinSpec, side: str, bucket
 
 
 def _heartbeat(heartbeat: DataFrame, like: DataFrame) -> DataFrame:
-    """Heartbeat rows in ``like``'s internal schema: NULL key, side ``H``, the heartbeat's time."""
+    """Heartbeat rows in ``like``'s internal schema: NULL key in bucket 0, side ``H``, the heartbeat's time.
+
+    Bucket 0, never a NULL bucket: PySpark builds the grouping keys from pandas, where one NULL in an
+    Arrow batch turns the batch's integer bucket column into floats, and a key 10.0 addresses other
+    state than the key 10 (a later batch then misses the bucket's state).  The processors drop
+    heartbeat rows (:func:`data_rows`), so bucket 0 only sees the watermark move.
+    """
     (time_column,) = heartbeat.columns
     columns = []
     for field in like.schema.fields:
         if field.name == OP:
             columns.append(F.lit(HEARTBEAT).cast(field.dataType).alias(OP))
+        elif field.name == BUCKET:
+            columns.append(F.lit(0).cast(field.dataType).alias(BUCKET))
         elif field.name == _TS:
             columns.append(F.col(f"`{time_column}`").cast("timestamp").alias(_TS))
         else:

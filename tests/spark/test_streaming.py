@@ -142,3 +142,32 @@ def test_processing_time_trigger_bounded_run_from_the_cli(spark, tmp_path: Path,
     metrics = json.loads(line[len(cli.METRICS_PREFIX):])
     assert metrics["rows_out"] == len(expected) and metrics["batches"] >= 2
     assert _main_rows(spark, config, header) == expected
+
+
+def test_state_survives_a_heartbeat_in_the_same_micro_batch(spark, tmp_path: Path) -> None:
+    """Versions stored in one run are found in a later micro-batch that also carries the flush heartbeat.
+
+    PySpark takes a grouping key from a pandas frame of the whole Arrow batch: a NULL grouping key
+    in that batch turns the integer buckets beside it into floats, which address other state.
+    Heartbeats therefore travel in a real bucket; with 64 keys over every bucket, a bucket sharing
+    an Arrow batch with the heartbeat would lose its versions here.
+    """
+    keys = [f"K{i:02d}" for i in range(64)]
+    left_header, right_header = "id,currency,order_time", "currency,rate,update_time"
+    _write_csv(tmp_path / "left" / "a.csv", left_header, ["early,K00,2020-01-01 08:00:00"])
+    _write_csv(tmp_path / "right" / "a.csv", right_header, [f"{k},{i}.5,2020-01-01 09:00:00" for i, k in enumerate(keys)])
+    config = {
+        "left": {"path": str(tmp_path / "left"), "format": "csv", "options": {"header": "true"},
+                 "schema": "id STRING, currency STRING, order_time TIMESTAMP"},
+        "right": {"path": str(tmp_path / "right"), "format": "csv", "options": {"header": "true"},
+                  "schema": "currency STRING, rate DOUBLE, update_time TIMESTAMP"},
+        "versioned": {"key": "currency", "time": "update_time"},
+        "join": {"left_time": "order_time", "how": "left"},
+        "output": {"path": str(tmp_path / "out")},
+        "checkpoint": str(tmp_path / "chk"),
+    }
+    run_streaming(config, spark)
+    _write_csv(tmp_path / "left" / "b.csv", left_header, [f"o{k},{k},2020-01-01 10:00:00" for k in keys])
+    run_streaming(config, spark, flush=True)
+    out = {r["id"]: r["rate"] for r in spark.read.parquet(config["output"]["path"]).collect()}
+    assert out == {"early": None, **{f"o{k}": float(f"{i}.5") for i, k in enumerate(keys)}}
