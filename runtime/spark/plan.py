@@ -66,4 +66,11 @@ def finalize(
     view = f"__tw_matched_{next(_counter)}"
     matched.createOrReplaceTempView(view)
     sql = render.finalize_sql(spec, view, left_columns, right_columns, left_alias=left_alias, right_alias=right_alias)
-    return matched.sparkSession.sql(sql)
+    spark = matched.sparkSession
+    result = spark.sql(sql)
+    if hasattr(spark, "_jsparkSession"):
+        # A classic session has analyzed the query, so the view can go: a streaming job calls this
+        # once per micro-batch and would otherwise keep every batch's view (and plan) for its lifetime.
+        # A Spark Connect DataFrame resolves the view when it runs, so there it stays (uniquely named).
+        spark.catalog.dropTempView(view)
+    return result
