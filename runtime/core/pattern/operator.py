@@ -111,24 +111,8 @@ class MatchRecognizeOperator:
 
     # -- element handler: buffer or report late ----------------------------------------------------------
     def process_element(self, ctx: KeyContext, row: Mapping[str, Any]) -> Iterator[Output]:
-        time = self.time_of(row)
-        if ctx.watermark != NO_WATERMARK and time <= ctx.watermark:
-            yield LateRow(time, row, ctx.watermark)
-            return
-        sequence = ctx.get(SEQUENCE) or 0
-        ctx.put(SEQUENCE, sequence + 1)
-        buffered: list[tuple[int, int, Mapping[str, Any]]] = ctx.get(BUFFER) or []
-        buffered.append((time, sequence, row))
-        ctx.put(BUFFER, buffered)
-        # A new row can only lower the wanted timer (the minimum over buffered times and the WITHIN
-        # deadline), so compare with the registered one instead of rescanning the buffer: linear, not
-        # quadratic, in the rows a key receives between watermarks.
-        current: int | None = ctx.get(TIMER)
-        if current is None or time < current:
-            if current is not None:
-                ctx.delete_timer(current)
-            ctx.register_timer(time)
-            ctx.put(TIMER, time)
+        """Buffer ``row`` until the watermark passes it, or report it late (one rule: :meth:`process_elements`)."""
+        yield from self.process_elements(ctx, (row,))
 
     def process_elements(self, ctx: KeyContext, rows: Iterable[Mapping[str, Any]]) -> list[LateRow]:
         """:meth:`process_element` for each of ``rows`` in arrival order, with one state update for all.

@@ -89,7 +89,8 @@ def test_stream_ends_with_the_batch_rows(clause: str, stream: tuple[list[dict[st
 def test_bulk_elements_equal_row_by_row(clause: str, stream: tuple[list[dict[str, Any]], list[Any]],
                                         cuts: list[bool]) -> None:
     """``process_elements`` over runs of rows (as an adapter hands over a micro-batch) leaves the same
-    state and timers and reports the same late rows as ``process_element`` row by row; the output is the same."""
+    state and timers and reports the same late rows as ``process_element`` row by row (runs of one row);
+    the output is the same."""
     spec = parse_clause(clause)
     _, events = stream
     one, bulk = MatchRecognizeOperator(spec), MatchRecognizeOperator(spec)
