@@ -43,7 +43,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_match_recognize import CLAUSE
-from bench.bench_streaming import tree_cpu_split
+from bench.bench_streaming import BatchRecorder, steady_rate, tree_cpu_split
 
 SCHEMA = "symbol STRING, rowtime TIMESTAMP, price BIGINT, tax BIGINT"
 
@@ -81,93 +81,22 @@ def config(root: Path, run: int, files_per_trigger: int | None = None) -> dict:
     }
 
 
-class _BatchRecorder:
-    """Every progress event of the bench's query: batch id, ticker rows, trigger ms, CPU split at its end."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.batches: list[dict[str, Any]] = []
-
-    def listener(self) -> Any:
-        from pyspark.sql.streaming import StreamingQueryListener
-
-        recorder = self
-
-        class Listener(StreamingQueryListener):
-            def onQueryStarted(self, event: Any) -> None:
-                pass
-
-            def onQueryProgress(self, event: Any) -> None:
-                progress = event.progress
-                # Spark's count for the input source, which the plan scans twice (the operator's rows and
-                # the dead letters), so it counts every row twice; steady() uses the file sizes instead.
-                scanned = sum(s.numInputRows for s in progress.sources if recorder.path in s.description)
-                recorder.batches.append({
-                    "batch": progress.batchId, "scanned_rows": scanned,
-                    "trigger_ms": progress.durationMs.get("triggerExecution", 0),
-                    "planning_ms": progress.durationMs.get("queryPlanning", 0),
-                    "add_batch_ms": progress.durationMs.get("addBatch", 0),
-                    "state_ms": sum(int(o.allUpdatesTimeMs or 0) for o in progress.stateOperators),
-                    "cpu": tree_cpu_split(os.getpid()), "load1": round(os.getloadavg()[0], 1),
-                })
-
-            def onQueryIdle(self, event: Any) -> None:
-                pass
-
-            def onQueryTerminated(self, event: Any) -> None:
-                pass
-
-        return Listener()
-
-
 def steady(spark: Any, root: Path, args: argparse.Namespace) -> None:
     """The ``--steady`` run: one file per micro-batch, per-batch figures and the marginal rate."""
     from runtime.jobs.streaming import run_streaming
 
-    recorder = _BatchRecorder(str(root / "ticker"))
-    listener = recorder.listener()
-    spark.streams.addListener(listener)
-    try:
-        load_before = os.getloadavg()[0]
-        cpu_before = tree_cpu_split(os.getpid())
-        metrics = run_streaming(config(root, 0, files_per_trigger=1), spark)
-        # Listener events are delivered asynchronously: wait until every batch has reported.
-        deadline = time.monotonic() + 30
-        while len(recorder.batches) < metrics["batches"] and time.monotonic() < deadline:
-            time.sleep(0.2)
-    finally:
-        spark.streams.removeListener(listener)
-    batches = sorted(recorder.batches, key=lambda b: b["batch"])
+    recorder = BatchRecorder(str(root / "ticker"))
+    metrics, load_before, cpu_before = recorder.record(
+        spark, lambda: run_streaming(config(root, 0, files_per_trigger=1), spark))
     per_file = args.rows // args.files  # every file has this many rows; a data batch reads one file
-    for b in batches:
-        b["rows"] = per_file if b["scanned_rows"] else 0
-    previous = cpu_before
-    for b in batches:
-        cpu = {k: round(v - previous.get(k, 0.0), 2) for k, v in b["cpu"].items()}
-        previous = b["cpu"]
-        print(json.dumps({**{k: v for k, v in b.items() if k != "cpu"}, "cpu_s": cpu,
-                          "rows_per_s": round(b["rows"] * 1000 / b["trigger_ms"]) if b["trigger_ms"] else None}),
-              flush=True)
-    data = [b for b in batches if b["rows"] > 0]
-    measured = data[args.skip :]
-    if not measured:
-        print(json.dumps({"error": f"only {len(data)} data batches; lower --skip or raise --files"}))
+    for b in recorder.batches:
+        # Spark's count (source_rows) is twice the rows: the plan scans the input for the operator and the dead letters.
+        b["rows"] = per_file if b["source_rows"] else 0
+    summary = steady_rate(recorder.batches, cpu_before, "rows", args.skip)
+    if summary is None:
         return
-    first, end = batches.index(measured[0]), batches.index(measured[-1])
-    start_cpu = batches[first - 1]["cpu"] if first > 0 else cpu_before
-    rows = sum(b["rows"] for b in batches[first : end + 1])
-    ms = sum(b["trigger_ms"] for b in batches[first : end + 1])
-    planning_ms = sum(b["planning_ms"] for b in batches[first : end + 1])
-    cpu = {k: batches[end]["cpu"][k] - start_cpu.get(k, 0.0) for k in batches[end]["cpu"]}
-    cpu_total = sum(cpu.values())
     print(json.dumps({
-        "steady": True, "rows": args.rows, "symbols": args.symbols, "files": args.files,
-        "batches": len(batches), "measured_batches": f"{measured[0]['batch']}..{measured[-1]['batch']}",
-        "measured_rows": rows, "measured_seconds": round(ms / 1000, 2), "planning_seconds": round(planning_ms / 1000, 2),
-        "steady_rows_per_s": round(rows * 1000 / ms) if ms else None,
-        "cpu_s": round(cpu_total, 1), "cpu_split_s": {k: round(v, 1) for k, v in cpu.items()},
-        "rows_per_cpu_s": round(rows / cpu_total) if cpu_total else None,
-        "rows_per_s_2_idle_cores_bound": round(2 * rows / cpu_total) if cpu_total else None,
+        "steady": True, "rows": args.rows, "symbols": args.symbols, "files": args.files, **summary,
         "run_seconds": metrics["seconds"], "rows_out": metrics["rows_out"], "late": metrics["late"],
         "load1_before": round(load_before, 1), "load1": round(os.getloadavg()[0], 1),
     }), flush=True)

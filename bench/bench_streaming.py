@@ -31,6 +31,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,12 +126,16 @@ def config(root: Path, run: int, fmt: str, files_per_trigger: int | None = None)
     }
 
 
-class _BatchRecorder:
-    """Every progress event of the bench's query: batch id, left input rows, trigger ms, CPU at its end."""
+class BatchRecorder:
+    """Every progress event of a bench query: batch id, rows read from ``path``, durations, CPU and load at its end.
 
-    def __init__(self, left_path: str) -> None:
-        self.left_path = left_path
-        self.batches: list[dict] = []
+    Shared by the streaming benches (temporal join here, MATCH_RECOGNIZE in
+    ``bench_match_recognize_streaming.py``).
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.batches: list[dict[str, Any]] = []
 
     def listener(self) -> Any:
         from pyspark.sql.streaming import StreamingQueryListener
@@ -143,14 +148,15 @@ class _BatchRecorder:
 
             def onQueryProgress(self, event: Any) -> None:
                 progress = event.progress
-                # Before 996cbc1 the job's plan scanned each input twice (valid rows and dead letters were two
-                # branches): the left source's numInputRows then counts every row twice; halve such figures.
-                left = max((s.numInputRows for s in progress.sources if recorder.left_path in s.description), default=0)
+                # Summed over the plan's sources reading `path`: a plan that scans an input twice (the MATCH_RECOGNIZE
+                # job's operator and dead-letter branches; the temporal join's before 996cbc1) counts every row twice.
+                source_rows = sum(s.numInputRows for s in progress.sources if recorder.path in s.description)
                 recorder.batches.append({
-                    "batch": progress.batchId, "left_rows": left, "input_rows": progress.numInputRows,
+                    "batch": progress.batchId, "source_rows": source_rows, "input_rows": progress.numInputRows,
                     "trigger_ms": progress.durationMs.get("triggerExecution", 0),
                     "planning_ms": progress.durationMs.get("queryPlanning", 0),
                     "add_batch_ms": progress.durationMs.get("addBatch", 0),
+                    "state_ms": sum(int(o.allUpdatesTimeMs or 0) for o in progress.stateOperators),
                     "cpu": tree_cpu_split(os.getpid()), "load1": round(os.getloadavg()[0], 1),
                 })
 
@@ -162,52 +168,79 @@ class _BatchRecorder:
 
         return Listener()
 
+    def record(self, spark: Any, run: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], float, dict[str, float]]:
+        """Run ``run()`` (a streaming job returning its metrics) under the listener.
 
-def steady(spark: Any, root: Path, args: argparse.Namespace) -> None:
-    """The ``--steady`` run: one file per side per batch, per-batch figures and the marginal rate."""
-    from runtime.jobs.streaming import run_streaming
+        Returns the metrics, the 1-minute load and the process tree's CPU split before the run;
+        :attr:`batches` then holds every batch, in batch order.
+        """
+        listener = self.listener()
+        spark.streams.addListener(listener)
+        try:
+            load_before = os.getloadavg()[0]
+            cpu_before = tree_cpu_split(os.getpid())
+            metrics = run()
+            # Listener events are delivered asynchronously: wait until every batch has reported.
+            deadline = time.monotonic() + 30
+            while len(self.batches) < metrics["batches"] and time.monotonic() < deadline:
+                time.sleep(0.2)
+        finally:
+            spark.streams.removeListener(listener)
+        self.batches.sort(key=lambda b: b["batch"])
+        return metrics, load_before, cpu_before
 
-    recorder = _BatchRecorder(str(root / "left"))
-    listener = recorder.listener()
-    spark.streams.addListener(listener)
-    try:
-        load_before = os.getloadavg()[0]
-        cpu_before = tree_cpu_split(os.getpid())
-        metrics = run_streaming(config(root, 0, args.format, files_per_trigger=1), spark)
-        # Listener events are delivered asynchronously: wait until every batch has reported.
-        deadline = time.monotonic() + 30
-        while len(recorder.batches) < metrics["batches"] and time.monotonic() < deadline:
-            time.sleep(0.2)
-    finally:
-        spark.streams.removeListener(listener)
-    batches = sorted(recorder.batches, key=lambda b: b["batch"])
+
+def steady_rate(batches: list[dict[str, Any]], cpu_before: dict[str, float], rows: str, skip: int) -> dict[str, Any] | None:
+    """Print one JSON line per batch; the marginal rate over the data batches after the first ``skip``.
+
+    ``rows`` names the per-batch row count (``left_rows``, ``rows``); ``None`` (after printing why)
+    when fewer data batches ran than ``skip``.
+    """
     previous = cpu_before
     for b in batches:
         cpu = {k: round(v - previous.get(k, 0.0), 2) for k, v in b["cpu"].items()}
         previous = b["cpu"]
         print(json.dumps({**{k: v for k, v in b.items() if k != "cpu"}, "cpu_s": cpu,
-                          "left_rows_per_s": round(b["left_rows"] * 1000 / b["trigger_ms"]) if b["trigger_ms"] else None}),
+                          f"{rows}_per_s": round(b[rows] * 1000 / b["trigger_ms"]) if b["trigger_ms"] else None}),
               flush=True)
-    data = [b for b in batches if b["left_rows"] > 0]
-    measured = data[args.skip :]
+    data = [b for b in batches if b[rows] > 0]
+    measured = data[skip:]
     if not measured:
         print(json.dumps({"error": f"only {len(data)} data batches; lower --skip or raise --files"}))
-        return
-    first = batches.index(measured[0])
+        return None
+    first, end = batches.index(measured[0]), batches.index(measured[-1])
     start_cpu = batches[first - 1]["cpu"] if first > 0 else cpu_before
-    end = batches.index(measured[-1])
-    rows = sum(b["left_rows"] for b in batches[first : end + 1])
+    count = sum(b[rows] for b in batches[first : end + 1])
     ms = sum(b["trigger_ms"] for b in batches[first : end + 1])
+    planning_ms = sum(b["planning_ms"] for b in batches[first : end + 1])
     cpu = {k: batches[end]["cpu"][k] - start_cpu.get(k, 0.0) for k in batches[end]["cpu"]}
     cpu_total = sum(cpu.values())
+    return {
+        "batches": len(batches), "measured_batches": f"{measured[0]['batch']}..{measured[-1]['batch']}",
+        f"measured_{rows}": count, "measured_seconds": round(ms / 1000, 2),
+        "planning_seconds": round(planning_ms / 1000, 2),
+        f"steady_{rows}_per_s": round(count * 1000 / ms) if ms else None,
+        "cpu_s": round(cpu_total, 1), "cpu_split_s": {k: round(v, 1) for k, v in cpu.items()},
+        f"{rows}_per_cpu_s": round(count / cpu_total) if cpu_total else None,
+        f"{rows}_per_s_2_idle_cores_bound": round(2 * count / cpu_total) if cpu_total else None,
+    }
+
+
+def steady(spark: Any, root: Path, args: argparse.Namespace) -> None:
+    """The ``--steady`` run: one file per side per batch, per-batch figures and the marginal rate."""
+    from runtime.jobs.streaming import run_streaming
+
+    recorder = BatchRecorder(str(root / "left"))
+    metrics, load_before, cpu_before = recorder.record(
+        spark, lambda: run_streaming(config(root, 0, args.format, files_per_trigger=1), spark))
+    for b in recorder.batches:
+        b["left_rows"] = b["source_rows"]  # the plan scans the left input once
+    summary = steady_rate(recorder.batches, cpu_before, "left_rows", args.skip)
+    if summary is None:
+        return
     print(json.dumps({
         "steady": True, "left": args.left, "versions": args.versions, "keys": args.keys, "files": args.files,
-        "batches": len(batches), "measured_batches": f"{measured[0]['batch']}..{measured[-1]['batch']}",
-        "measured_left_rows": rows, "measured_seconds": round(ms / 1000, 2),
-        "steady_left_rows_per_s": round(rows * 1000 / ms) if ms else None,
-        "cpu_s": round(cpu_total, 1), "cpu_split_s": {k: round(v, 1) for k, v in cpu.items()},
-        "left_rows_per_cpu_s": round(rows / cpu_total) if cpu_total else None,
-        "left_rows_per_s_2_idle_cores_bound": round(2 * rows / cpu_total) if cpu_total else None,
+        **summary,
         "run_seconds": metrics["seconds"], "rows_out": metrics["rows_out"], "late": metrics["late"],
         "load1_before": round(load_before, 1), "load1": round(os.getloadavg()[0], 1),
     }), flush=True)
