@@ -178,7 +178,8 @@ class EventTimeTemporalJoin:
     def _register_smallest_timer(self, ctx: KeyContext, time: int) -> None:
         current = ctx.get(NEXT_TIMER)
         if current is None or time < current:
-            if current is not None:
+            # A key has one timer per time (as in Flink and Spark): keep it when the cleanup shares it.
+            if current is not None and current != ctx.get(CLEANUP):
                 ctx.delete_timer(current)
             ctx.register_timer(time)
             ctx.put(NEXT_TIMER, time)
@@ -190,7 +191,7 @@ class EventTimeTemporalJoin:
         now = ctx.watermark
         current = ctx.get(CLEANUP)
         if current is None or now + self.retention.min_idle > current:
-            if current is not None:
+            if current is not None and current != ctx.get(NEXT_TIMER):  # the emission timer may share it
                 ctx.delete_timer(current)
             cleanup = now + self.retention.max_idle
             ctx.register_timer(cleanup)
