@@ -501,9 +501,9 @@ class ExpressionCompiler:
             left, right = sub(node.left), sub(node.right)
             op = node.op
             if op == "AND":
-                return lambda ctx: _and(left, right, ctx)
+                return lambda ctx: sql_and(left, right, ctx)
             if op == "OR":
-                return lambda ctx: _or(left, right, ctx)
+                return lambda ctx: sql_or(left, right, ctx)
             if op in ("=", "<>", "<", "<=", ">", ">="):
                 return lambda ctx: sql_compare(op, left(ctx), right(ctx))
             return lambda ctx: sql_arith(op, left(ctx), right(ctx))
@@ -652,14 +652,28 @@ def _and_values(a: Any, b: Any) -> Any:
     return True
 
 
-def _and(left: Fn, right: Fn, ctx: Context) -> Any:
+def sql_and(left: Callable[[Any], Any], right: Callable[[Any], Any], ctx: Any) -> Any:
+    """Three-valued ``left AND right`` on ``ctx`` (FALSE wins, then NULL), short-circuiting on FALSE.
+
+    The one AND rule: the general evaluator and the fast path (:mod:`.fast`) both call it.
+
+    >>> sql_and(lambda c: None, lambda c: False, None), sql_and(lambda c: None, lambda c: True, None)
+    (False, None)
+    """
     a = left(ctx)
     if a is False:
         return False
     return _and_values(a, right(ctx))
 
 
-def _or(left: Fn, right: Fn, ctx: Context) -> Any:
+def sql_or(left: Callable[[Any], Any], right: Callable[[Any], Any], ctx: Any) -> Any:
+    """Three-valued ``left OR right`` on ``ctx`` (TRUE wins, then NULL), short-circuiting on TRUE.
+
+    The one OR rule: the general evaluator and the fast path (:mod:`.fast`) both call it.
+
+    >>> sql_or(lambda c: None, lambda c: True, None), sql_or(lambda c: None, lambda c: False, None)
+    (True, None)
+    """
     a = left(ctx)
     if a is True:
         return True

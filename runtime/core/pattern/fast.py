@@ -54,7 +54,7 @@ from typing import Any
 
 from runtime.core.pattern import expr as E
 from runtime.core.pattern.errors import MatchRuntimeError
-from runtime.core.pattern.expressions import ExpressionCompiler, LabelSet, RowSource
+from runtime.core.pattern.expressions import ExpressionCompiler, LabelSet, RowSource, sql_and, sql_or
 from runtime.core.pattern.matcher import MatchResult
 from runtime.core.pattern.program import Done, Jump, MatchLabel, Program, Split
 
@@ -229,7 +229,9 @@ class FastCompiler(ExpressionCompiler):
         if isinstance(node, E.Binary) and node.op in _COMPARE:
             return _compare(_COMPARE[node.op], self._top(node.left), self._top(node.right))
         if isinstance(node, E.Binary) and node.op in ("AND", "OR"):
-            return (_and if node.op == "AND" else _or)(self._top(node.left), self._top(node.right))
+            left, right = self._top(node.left), self._top(node.right)
+            rule = sql_and if node.op == "AND" else sql_or
+            return lambda f: rule(left, right, f)
         return self._generic(node, self._top)  # type: ignore[arg-type]
 
     def _compare_literal(self, op: str, left: FastFn, value: Any) -> FastFn:
@@ -340,36 +342,6 @@ def _compare(compare: Callable[[Any, Any], Any], left: FastFn, right: FastFn) ->
         return None if a is None or b is None else compare(a, b)
 
     return comparison
-
-
-def _and(left: FastFn, right: FastFn) -> FastFn:
-    """Three-valued AND, short-circuiting on FALSE (expressions.py's _and, inlined)."""
-
-    def conjunction(f: Frame) -> Any:
-        a = left(f)
-        if a is False:
-            return False
-        b = right(f)
-        if b is False:
-            return False
-        return None if a is None or b is None else True
-
-    return conjunction
-
-
-def _or(left: FastFn, right: FastFn) -> FastFn:
-    """Three-valued OR, short-circuiting on TRUE (expressions.py's _or, inlined)."""
-
-    def disjunction(f: Frame) -> Any:
-        a = left(f)
-        if a is True:
-            return True
-        b = right(f)
-        if b is True:
-            return True
-        return None if a is None or b is None else False
-
-    return disjunction
 
 
 def _add(func: str, counts_rows: bool) -> Callable[[Any, Any], Any]:
