@@ -226,13 +226,12 @@ def _run(
         stats = spark.read.parquet(stats_path)
         intervals_sql = render.versions_sql("intervals", v, "{right}", payload, stats="{stats}")
         spark.sql(intervals_sql, right=run_events, stats=stats).write.mode("overwrite").parquet(intervals_path)
-    # Counts come out of the jobs that write (DataFrame.observe), not from extra jobs over inputs and outputs.
-    left_seen: list[Observation] = []
-    out_seen: list[Observation] = []
-    if done:
         # read once per run: every slice probes the same two relations (no re-listing per slice)
         intervals = spark.read.parquet(intervals_path)
         sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
+    # Counts come out of the jobs that write (DataFrame.observe), not from extra jobs over inputs and outputs.
+    left_seen: list[Observation] = []
+    out_seen: list[Observation] = []
     writes = []
     for s in done:
         left_in = (F.col(spec.left_time) >= F.lit(s.start)) & (F.col(spec.left_time) < F.lit(s.end))
