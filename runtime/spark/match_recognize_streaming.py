@@ -95,7 +95,9 @@ from runtime.spark.streaming import (
     _Index,
     _json,
     _MapEntry,
+    check_buckets,
     data_rows,
+    positions_by_key,
     watermark_us,
 )
 
@@ -332,14 +334,7 @@ class MatchRecognizeProcessor(StatefulProcessor):
             return
         texts = batch[ROW].tolist()
         times = batch[TIME].tolist()
-        # The bucket's rows by PARTITION BY key, each key's rows in input order (their arrival order).
-        by_key: dict[str, list[int]] = {}
-        for i, text in enumerate(batch[KEY_TEXT].tolist()):
-            positions = by_key.get(text)
-            if positions is None:
-                by_key[text] = [i]
-            else:
-                positions.append(i)
+        by_key = positions_by_key(batch)  # each PARTITION BY key's rows in arrival order
         watermark = self._watermark(timerValues)
         index = _Index.load(self._index_state)
         decode, process = self._decode, self._op.process_elements
@@ -495,8 +490,7 @@ def match_recognize_stream(
         m.stream.writeStream.foreachBatch(write).option("checkpointLocation", "chk").start()
     """
     spec = clause if isinstance(clause, ClauseSpec) else parse_clause(clause)
-    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
-        raise SpecError("buckets", f"must be a positive integer, found {buckets!r}", where="match_recognize")
+    check_buckets(buckets, "match_recognize")
     bound = plan(spec, df.schema)
     MatchRecognizeOperator(spec)  # the core's own checks: ORDER BY present, event time ascending
     time_column, _, _ = bound.order_columns[0]

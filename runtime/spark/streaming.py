@@ -326,6 +326,28 @@ class SparkKeyContext:
 # =================================================================================================
 # The processor
 # =================================================================================================
+def positions_by_key(batch: pd.DataFrame) -> dict[str, list[int]]:
+    """The positions of a bucket's rows by ``tw_key``, each key's rows in input order (shared by the processors).
+
+    >>> positions_by_key(pd.DataFrame({KEY_TEXT: ["a", "b", "a"]}))
+    {'a': [0, 2], 'b': [1]}
+    """
+    by_key: dict[str, list[int]] = {}
+    for i, text in enumerate(batch[KEY_TEXT].tolist()):
+        positions = by_key.get(text)
+        if positions is None:
+            by_key[text] = [i]
+        else:
+            positions.append(i)
+    return by_key
+
+
+def check_buckets(buckets: Any, where: str) -> None:
+    """``buckets`` (the operator's number of key-hash buckets) must be a positive integer."""
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
+        raise SpecError("buckets", f"must be a positive integer, found {buckets!r}", where=where)
+
+
 def data_rows(rows: Iterator[pd.DataFrame]) -> pd.DataFrame | None:
     """One frame of a TWS invocation's input without the heartbeat rows (they only move the watermark).
 
@@ -492,14 +514,7 @@ class TemporalJoinProcessor(StatefulProcessor):
         times = batch[TIME].tolist()
         payloads = batch[ROW].tolist()
         seqs = batch[SEQ].tolist() if self._has_sequence else None
-        # The bucket's rows by join key, each key's rows in input order.
-        by_key: dict[str, list[int]] = {}
-        for i, text in enumerate(batch[KEY_TEXT].tolist()):
-            rows_of_key = by_key.get(text)
-            if rows_of_key is None:
-                by_key[text] = [i]
-            else:
-                rows_of_key.append(i)
+        by_key = positions_by_key(batch)
         watermark = self._watermark(timerValues)
         index = _Index.load(self._index_state)
         outputs: list[Output] = []
@@ -728,8 +743,7 @@ def temporal_join_stream(
     """
     if mode not in MODES:
         raise SpecError("mode", f"unknown mode {mode!r}; use one of {list(MODES)}", where=spec.where)
-    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
-        raise SpecError("buckets", f"must be a positive integer, found {buckets!r}", where=spec.where)
+    check_buckets(buckets, spec.where)
     spec.bind(schema_kinds(left.schema), schema_kinds(right.schema))
     EventTimeTemporalJoin(spec) if mode == "event_time" else ProcessingTimeTemporalJoin(spec)  # validates
     for name in LATE_COLUMNS:
@@ -904,6 +918,8 @@ __all__ = [
     "SparkKeyContext",
     "StreamingJoin",
     "TemporalJoinProcessor",
+    "check_buckets",
+    "positions_by_key",
     "spark_timer_ms",
     "temporal_join_stream",
     "watermark_us",
