@@ -90,7 +90,8 @@ def steady(spark: Any, root: Path, args: argparse.Namespace) -> None:
         spark, lambda: run_streaming(config(root, 0, files_per_trigger=1), spark))
     per_file = args.rows // args.files  # every file has this many rows; a data batch reads one file
     for b in recorder.batches:
-        # Spark's count (source_rows) is twice the rows: the plan scans the input for the operator and the dead letters.
+        # The plan scans the input once (dead letters travel through the operator), so source_rows is
+        # the file's rows; count them from the file size anyway (the figure does not depend on the plan).
         b["rows"] = per_file if b["source_rows"] else 0
     summary = steady_rate(recorder.batches, cpu_before, "rows", args.skip)
     if summary is None:

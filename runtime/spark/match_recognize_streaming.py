@@ -5,8 +5,7 @@ The adapter translates and decides nothing: lateness, the order rows are matched
 the end of input are the core operator's; the output schema is the batch door's
 (:func:`runtime.spark.match_recognize.plan`).  What the adapter does:
 
-1. **Internal schema.**  Rows with a NULL event time go to the dead letter (they can never be ordered).
-   The others become ``tw_b`` (the key's hash bucket: the grouping key), ``tw_key`` (the PARTITION BY
+1. **Internal schema.**  Every input row becomes ``tw_b`` (the key's hash bucket: the grouping key), ``tw_key`` (the PARTITION BY
    values as one canonical string; NULL is an ordinary key, as in batch), ``tw_op`` (data row or
    heartbeat), ``tw_time`` (event time, µs since the epoch) and ``tw_row`` (the whole input row as
    JSON in the temporal join's wire format, top-level timestamps and dates as numbers, decoded in
@@ -41,6 +40,12 @@ the end of input are the core operator's; the output schema is the batch door's
    greedy attempts settle, WITH UNMATCHED ROWS emits the tail) exactly as the batch door does at the end of
    a partition.  Every key holding state keeps an extra core timer at that time, so each key sees it.
    Rows arriving after the flush are late.
+
+**Dead letters** (rows with a NULL event time: they can never be ordered) travel through the operator
+too, in the same projection of the input: ``tw_op`` ``DEAD_ROW``, ``tw_row`` the original row as ``to_json``
+(the dead-letter shape), ``tw_ts`` year 1 (never moves the watermark); the processor emits them at once
+with the reason.  A separate dead-letter branch over the same input made Spark scan every input file
+twice per micro-batch (the temporal join's door does the same, :mod:`runtime.spark.streaming`).
 
 **Partial matches at end of input.**  Flink discards a partial match when its input ends (only completed
 matches are ever emitted).  timeweave closes the partition instead, so a streaming job flushed at end of
@@ -104,7 +109,10 @@ from runtime.spark.streaming import (
 # -- the internal (operator input) schema: plain identifiers (PySpark rebuilds input rows as namedtuples) --
 TIME = "tw_time"
 ROW = "tw_row"
-DATA_ROW = 0
+#: ``tw_op`` of an input row / of a dead letter (NULL event time; ``streaming.HEARTBEAT`` is 3).
+DATA_ROW, DEAD_ROW = 0, 4
+#: ``tw_ts`` of a dead letter: below any event time, so it never moves the watermark (Spark takes the maximum).
+_DEAD_TS = "0001-01-01 00:00:00"
 
 # -- the tagged (operator output) schema ---------------------------------------------------------------
 KIND = "__tw_kind"
@@ -297,6 +305,22 @@ def _frame(output: _Output, matched: list[dict[str, Any]], late: list[tuple[str,
     return pd.DataFrame(columns)
 
 
+def _dead_frame(output: _Output, rows: list[str], reason: str) -> pd.DataFrame:
+    """The tagged ``dead`` rows of an invocation's dead letters (``rows``: each input row's ``to_json``)."""
+    n = len(rows)
+    columns: dict[str, Any] = {
+        KIND: pd.array([DEAD] * n, dtype=object),
+        REASON: pd.array([reason] * n, dtype=object),
+        WATERMARK: np.zeros(n, dtype=np.int64),
+        N_IN: np.zeros(n, dtype=np.int64),
+        IN_ROW: pd.array(rows, dtype=object),
+        SIDE: pd.array(["input"] * n, dtype=object),
+    }
+    for name, arrow_type in zip(output.names, output.types, strict=True):
+        columns[name] = pd.arrays.ArrowExtensionArray(pa.nulls(n, arrow_type))
+    return pd.DataFrame(columns)
+
+
 # =================================================================================================
 # The processor
 # =================================================================================================
@@ -324,6 +348,7 @@ class MatchRecognizeProcessor(StatefulProcessor):
         self._op = MatchRecognizeOperator(bound.spec, time_of=_time_of)
         self._decode = row_decoder(schema, self.timezone)
         self._output = _Output.of(bound, self.timezone)
+        self._dead_reason = f"NULL event time column {bound.order_columns[0][0]}"
 
     def _watermark(self, timer_values: TimerValues) -> int:
         return core_watermark(timer_values.getCurrentWatermarkInMs(), self.end_us)
@@ -332,6 +357,12 @@ class MatchRecognizeProcessor(StatefulProcessor):
         batch = data_rows(rows)
         if batch is None:
             return
+        dead = batch[OP].to_numpy() == DEAD_ROW
+        if dead.any():
+            yield _dead_frame(self._output, batch[ROW][dead].tolist(), self._dead_reason)
+            batch = batch[~dead]
+            if batch.empty:
+                return
         texts = batch[ROW].tolist()
         times = batch[TIME].tolist()
         by_key = positions_by_key(batch)  # each PARTITION BY key's rows in arrival order
@@ -508,9 +539,14 @@ def match_recognize_stream(
     end_us = END_OF_INPUT_US - parse_duration(watermark, "watermark")
     time = F.col(_quoted(time_column))
     event_ts = F.timestamp_micros(time.cast("long")) if isinstance(time_type, T.IntegralType) else time.cast("timestamp")
-    internal = df.where(time.isNotNull()).select(
-        *_key_columns(df, bound.partition_columns, buckets), F.lit(DATA_ROW).cast("tinyint").alias(OP),
-        event_ts.alias(_TS), _json(df).alias(ROW),
+    # One projection over the input, dead letters included (see "Dead letters" in the module docstring).
+    dead = time.isNull()
+    original = F.to_json(F.struct(*[F.col(_quoted(c)) for c in df.columns]))
+    internal = df.select(
+        *_key_columns(df, bound.partition_columns, buckets),
+        F.when(dead, F.lit(DEAD_ROW)).otherwise(F.lit(DATA_ROW)).cast("tinyint").alias(OP),
+        F.when(dead, F.lit(_DEAD_TS).cast("timestamp")).otherwise(event_ts).alias(_TS),
+        F.when(dead, original).otherwise(_json(df)).alias(ROW),
     )
     if heartbeat is not None:
         # Heartbeats travel in bucket 0, never a NULL bucket (see _heartbeat; measured here: a flush
@@ -528,16 +564,7 @@ def match_recognize_stream(
         outputMode="Append",
         timeMode="EventTime",
     )
-    tagged = tagged_schema(bound)
-    dead_columns = {
-        KIND: F.lit(DEAD), REASON: F.lit(f"NULL event time column {time_column}"), IN_ROW: F.to_json(
-            F.struct(*[F.col(_quoted(c)) for c in df.columns])), SIDE: F.lit("input"),
-    }
-    dead = df.where(time.isNull()).select(*[
-        (dead_columns[f.name] if f.name in dead_columns else F.lit(None)).cast(f.dataType).alias(f.name)
-        for f in tagged.fields
-    ])
-    return StreamingMatch(matched.unionByName(dead), bound)
+    return StreamingMatch(matched, bound)
 
 
 __all__ = [
