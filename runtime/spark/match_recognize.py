@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -526,19 +527,17 @@ def run_batches(bound: MatchPlan, batches: Iterator[pa.RecordBatch]) -> Iterator
 
 
 def _run_end(keys: list[list[Any]], key: tuple[Any, ...], start: int) -> int:
-    """One past the last row from ``start`` with partition key ``key`` (rows are sorted by key)."""
+    """One past the last row from ``start`` with partition key ``key`` (rows are sorted by key).
+
+    Sorting makes each key's rows contiguous, so "differs from ``key``" is false up to the end of
+    the run and true from there on: a binary search finds the first differing row (the same row a
+    scan finds; a NaN in the key differs from itself, and the run is then one row, as a scan has it).
+    """
     if len(keys) == 1:
         column, value = keys[0], key[0]
-        end = start + 1
-        length = len(column)
-        while end < length and column[end] == value:
-            end += 1
-        return end
-    end = start + 1
-    length = len(keys[0])
-    while end < length and tuple(column[end] for column in keys) == key:
-        end += 1
-    return end
+        return bisect_left(range(start + 1, len(column)), True, key=lambda i: column[i] != value) + start + 1
+    return bisect_left(range(start + 1, len(keys[0])), True,
+                       key=lambda i: tuple(column[i] for column in keys) != key) + start + 1
 
 
 def run_sorted(bound: MatchPlan, rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:

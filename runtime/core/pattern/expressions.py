@@ -482,6 +482,7 @@ class ExpressionCompiler:
                 key = folded[0]
             return row.get(key)
 
+        get.resolved = lambda: key  # type: ignore[attr-defined]  # see fast.resolved_key
         return get
 
     def _generic(self, node: E.Expr, sub: Callable[[E.Expr], Fn]) -> Fn:

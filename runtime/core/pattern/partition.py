@@ -34,7 +34,7 @@ from runtime.core.errors import SpecError
 from runtime.core.pattern.clause import CompiledClause
 from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
 from runtime.core.pattern.expressions import RowSource
-from runtime.core.pattern.fast import FastBinding, FastMeasures, FastRun, chain_to_list
+from runtime.core.pattern.fast import FastBinding, FastMeasures, FastRun, chain_to_list, dict_rows
 from runtime.core.pattern.matcher import MatchResult, Run
 from runtime.core.pattern.spec import ClauseSpec, RowsPerMatch, SkipMode
 
@@ -264,25 +264,28 @@ class PartitionMatcher:
         return out
 
     def _collected(self, matches: list[tuple[int, list[int]]]) -> list[dict[str, Any]]:
-        """Output rows of matches a fast run rolled past (non-empty, ONE ROW PER MATCH, compiled measures)."""
+        """Output rows of matches a fast run rolled past (non-empty, ONE ROW PER MATCH, compiled measures).
+
+        The measures are evaluated for all the matches at once (one call per measure), the output
+        rows built by one comprehension: the partition columns of each match's first row, then the
+        measures (a measure named like a partition column replaces its value, as ``dict.update``).
+        """
         measures = self._measures
         assert measures is not None
         rows = self.rows
         buffered, base = rows.rows, rows.base
+        values = measures.evaluate_many(buffered, base, matches, self.match_number)
+        self.match_number += len(matches)
         partition_by = self.spec.partition_by
-        out = []
-        for start, labels in matches:
-            number = self.match_number
-            self.match_number += 1
-            values = measures.evaluate(buffered, start - base, labels, number)
-            first = buffered[start - base]  # _one_row, inlined: the partition columns, then the measures
-            row = {column: first[column] if column in first else _column(first, column) for column in partition_by}
-            row.update(values)
-            out.append(row)
-            end = start + len(labels) - 1
-            if end > self.last_matched:
-                self.last_matched = end
-            self.next_start = end + 1 if self.clause.past_last_row else start + 1
+        firsts = [buffered[start - base] for start, _ in matches]
+        keys = [[first[column] if column in first else _column(first, column) for first in firsts]
+                for column in partition_by]
+        out = dict_rows((*partition_by, *measures.names))([*keys, *values])
+        end = max(start + len(labels) for start, labels in matches) - 1
+        if end > self.last_matched:
+            self.last_matched = end
+        start, labels = matches[-1]
+        self.next_start = start + len(labels) if self.clause.past_last_row else start + 1
         return out
 
     def _skip(self, match: MatchResult, number: int) -> int:

@@ -205,3 +205,26 @@ def test_compiled_measures_hand_back_what_they_do_not_compile() -> None:
         assert _fast_measures(spec, spec.text) is None
     all_rows = parse_clause("MEASURES FIRST(A.p) AS m ALL ROWS PER MATCH PATTERN (A+ B) DEFINE A AS A.p < 3")
     assert _fast_measures(all_rows, all_rows.text) is None
+
+
+def test_batched_measures_raise_the_error_of_the_earliest_match() -> None:
+    """Compiled measures run measure by measure over many matches; the error is still the first one
+    match by match: match 1's second measure, not match 3's first."""
+    clause = ("ORDER BY id MEASURES SUM(A.v) AS s, LAST(A.w) + 1 AS z ONE ROW PER MATCH "
+              "PATTERN (A+ B) DEFINE A AS A.p < 3")
+    spec = parse_clause(clause)
+    measures = _fast_measures(spec, spec.text)
+    assert measures is not None and measures.batched[0] is not None and measures.batched[1] is None
+    rows = [{"id": i, "p": p, "v": v, "w": w} for i, (p, v, w) in enumerate([
+        (1, 1, "x"), (5, 1, 1),  # match 1: LAST(A.w) + 1 fails
+        (1, 1, 1), (5, 1, 1),  # match 2
+        (1, "y", 1), (1, 2, 1), (5, 1, 1),  # match 3: SUM(A.v) fails
+        (1, 1, 1), (5, 1, 1), (1, 1, 1),  # match 4 and more rows: matches 1-4 are collected in one push
+    ])]
+    general = run(clause, rows, fast=False)
+    assert isinstance(general, str) and "match 1" in general.lower()
+    assert run(clause, rows, fast=True, chunks=[len(rows)]) == general
+    rows[0]["w"] = 1  # now only match 3 fails, in the batched SUM
+    general = run(clause, rows, fast=False)
+    assert isinstance(general, str) and "match 3" in general.lower()
+    assert run(clause, rows, fast=True, chunks=[len(rows)]) == general
