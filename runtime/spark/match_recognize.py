@@ -47,6 +47,7 @@ from pyspark.sql import types as T
 from runtime.core.errors import QuerySyntaxError
 from runtime.core.pattern import ClauseSpec, PartitionMatcher, PatternValidationError, parse_clause
 from runtime.core.pattern import expr as E
+from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS
 
 UDTF_NAME = "timeweave_match_recognize"
 _OUTPUT_BATCH_ROWS = 4096  # rows per Arrow batch handed back to Spark
@@ -194,6 +195,15 @@ class _Typer:
             return self.type_of(node.arg)
         if isinstance(node, E.Aggregate):
             arg = self.type_of(node.arg) if node.arg is not None else None
+            if node.key is not None:
+                self.type_of(node.key)
+            function = AGGREGATE_FUNCTIONS.get(node.func)
+            if function is not None:
+                kinds = {"bigint": T.LongType(), "boolean": T.BooleanType(), "double": T.DoubleType()}
+                if function.result_type in kinds:
+                    return kinds[function.result_type]
+                assert arg is not None
+                return arg if function.result_type == "argument" else T.ArrayType(_nullable(arg), True)
             if node.func == "COUNT":
                 return T.LongType()
             if node.func == "AVG":

@@ -301,8 +301,19 @@ def _frame(output: _Output, matched: list[dict[str, Any]], late: list[tuple[str,
     # NaN stays NaN (a numpy-backed column would become NULL) and nullable integers stay integers.
     for key, name, arrow_type in zip(output.keys, output.names, output.types, strict=True):
         values = [row.get(key) for row in matched]
-        columns[name] = pd.arrays.ArrowExtensionArray(_to_arrow(values + pad, arrow_type))
+        columns[name] = _pandas_column(_to_arrow(values + pad, arrow_type))
     return pd.DataFrame(columns)
+
+
+def _pandas_column(array: pa.Array) -> Any:
+    """``array`` as a frame column Spark converts back losslessly.
+
+    Arrow-backed for scalars; nested values (``ARRAY_AGG`` measures) as Python lists and None, because
+    Spark converts those element by element and cannot iterate the Arrow-backed column's ``pd.NA``.
+    """
+    if pa.types.is_nested(array.type):
+        return pd.array(array.to_pylist(), dtype=object)
+    return pd.arrays.ArrowExtensionArray(array)
 
 
 def _dead_frame(output: _Output, rows: list[str], reason: str) -> pd.DataFrame:
@@ -317,7 +328,7 @@ def _dead_frame(output: _Output, rows: list[str], reason: str) -> pd.DataFrame:
         SIDE: pd.array(["input"] * n, dtype=object),
     }
     for name, arrow_type in zip(output.names, output.types, strict=True):
-        columns[name] = pd.arrays.ArrowExtensionArray(pa.nulls(n, arrow_type))
+        columns[name] = _pandas_column(pa.nulls(n, arrow_type))
     return pd.DataFrame(columns)
 
 

@@ -84,6 +84,13 @@ CLAUSES: dict[str, str] = {
         ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW
         PATTERN (PERMUTE(P, Q, R) {- S{0,2} -} E)
         DEFINE P AS P.v < 4, Q AS Q.s = 'c', R AS R.w < 0.5, S AS S.v <> 9, E AS NEXT(E.v) IS NULL OR E.v >= NEXT(E.v)""",
+    # aggregates beyond COUNT/SUM/AVG/MIN/MAX: arrays (with NULLs) and two-argument folds in MEASURES, COUNT_IF in DEFINE
+    "beyond-core-aggregates": """
+        PARTITION BY k ORDER BY t, seq
+        MEASURES RUNNING ARRAY_AGG(CLASSIFIER()) AS labels, MAX_BY(A.s, A.v) AS ms, STDDEV_POP(A.w) AS sd,
+            COUNT_IF(B.v > 4) AS nb, BOOL_OR(A.s = 'c') AS anyc, FINAL ARRAY_AGG(B.v) AS bv
+        ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW
+        PATTERN (A+ B{1,3}) DEFINE A AS COUNT_IF(A.v > 6) < 2, B AS B.v >= PREV(B.v) OR B.v IS NULL""",
     # no PARTITION BY: one partition over everything, PREV/NEXT on the key column, anchors
     "no-partition-anchor": """
         ORDER BY t, seq

@@ -24,7 +24,8 @@ from tests.helpers.mr_random import CLAUSES, SCHEMA, SPAN, T0, as_tuples, canoni
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-CASES = [("unmatched-skip-to-last", 31, False), ("within-alternation-skip-first", 32, True)]
+CASES = [("unmatched-skip-to-last", 31, False), ("within-alternation-skip-first", 32, True),
+         ("beyond-core-aggregates", 33, False)]
 
 
 def dbt_rows(spark, spark_home, tmp_path, clause: str) -> list[Any]:

@@ -262,9 +262,10 @@ class Navigation(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Aggregate(Expr):
-    """``COUNT/SUM/AVG/MIN/MAX`` over the rows of one pattern variable (or all rows).
+    """An aggregate (``COUNT``, ``SUM``, ``ARRAY_AGG``, ... see ``aggregates``) over the rows of one variable (or all rows).
 
     ``arg`` None is ``COUNT(*)`` / ``COUNT(A.*)``; ``star_var`` names the variable of ``A.*``.
+    ``key`` is the second argument of a two-argument aggregate (``MAX_BY(x, key)``).
     """
 
     func: str
@@ -272,14 +273,17 @@ class Aggregate(Expr):
     star_var: str | None = None
     semantics: str | None = None
     start: int = field(default=0, compare=False)
+    key: Expr | None = None
 
     def children(self) -> tuple[Expr, ...]:
-        return () if self.arg is None else (self.arg,)
+        return tuple(child for child in (self.arg, self.key) if child is not None)
 
     def __str__(self) -> str:
         prefix = f"{self.semantics} " if self.semantics else ""
         star = f"{sql_name(self.star_var, folded=True)}.*" if self.star_var else "*"
         inner = str(self.arg) if self.arg is not None else star
+        if self.key is not None:
+            inner += f", {self.key}"
         return f"{prefix}{self.func}({inner})"
 
 

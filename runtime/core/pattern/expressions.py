@@ -33,6 +33,7 @@ from numbers import Integral
 from typing import Any
 
 from runtime.core.pattern import expr as E
+from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS, AggregateFunction
 from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
 from runtime.core.pattern.functions import SCALAR_FUNCTIONS, cast, sql_arith, sql_compare
 
@@ -121,17 +122,26 @@ class RowSource:
 # -- aggregates ---------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class AggregateSpec:
-    """One aggregate call: function, the labels it runs over, its row-mode argument (None: count rows)."""
+    """One aggregate call: function, the labels it runs over, its row-mode argument (None: count rows).
+
+    ``COUNT/SUM/AVG/MIN/MAX`` are inline here (the hot path); every other aggregate is a fold of
+    :data:`~runtime.core.pattern.aggregates.AGGREGATE_FUNCTIONS` (``function``).
+    """
 
     func: str
     labels: LabelSet
     arg: RowFn | None
     getter: Callable[[Mapping[str, Any]], Any] | None = None  # set when ``arg`` reads one column, no more
+    function: AggregateFunction | None = None
 
     def initial(self) -> Any:
+        if self.function is not None:
+            return self.function.initial
         return 0 if self.func == "COUNT" else (None, 0) if self.func == "AVG" else None
 
     def add(self, state: Any, value: Any) -> Any:
+        if self.function is not None:
+            return self.function.step(state, value)
         func = self.func
         if func == "COUNT":
             return state + 1 if (self.arg is None or value is not None) else state
@@ -148,6 +158,11 @@ class AggregateSpec:
 
     def add_many(self, state: Any, values: list[Any]) -> Any:
         """``add`` of each value in turn (the same additions in the same order), without a call per value."""
+        if self.function is not None:
+            step = self.function.step
+            for value in values:
+                state = step(state, value)
+            return state
         present = [v for v in values if v is not None]
         func = self.func
         if func == "COUNT":
@@ -174,6 +189,8 @@ class AggregateSpec:
         return state
 
     def result(self, state: Any) -> Any:
+        if self.function is not None:
+            return self.function.result(state)
         if self.func == "AVG":
             total, count = state
             if not count:
@@ -420,9 +437,17 @@ class ExpressionCompiler:
         else:
             labels = self._arg_labels(node.arg)
             arg = self._row(node.arg)
-        getter = self._column_getter(node.arg) if isinstance(node.arg, E.Column) else None
+            if node.key is not None:  # MAX_BY(x, key): the fold reads (x, key) pairs
+                if labels is None:
+                    labels = self._arg_labels(node.key)
+                value_fn, key_fn = arg, self._row(node.key)
+
+                def arg(ctx: Context, position: int) -> Any:
+                    return (value_fn(ctx, position), key_fn(ctx, position))
+        plain = isinstance(node.arg, E.Column) and node.key is None
+        getter = self._column_getter(node.arg) if plain else None  # type: ignore[arg-type]
         index = len(self.aggregates)
-        self.aggregates.append(AggregateSpec(node.func, labels, arg, getter))
+        self.aggregates.append(AggregateSpec(node.func, labels, arg, getter, AGGREGATE_FUNCTIONS.get(node.func)))
         self.deps.aggregates.add(index)
         final = node.semantics == "FINAL"
         return lambda ctx: ctx.aggregate(index, final)

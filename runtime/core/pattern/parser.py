@@ -26,6 +26,7 @@ from decimal import Decimal
 from runtime.core.errors import QuerySyntaxError
 from runtime.core.pattern import expr as E
 from runtime.core.pattern import ir
+from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS, ALL_AGGREGATES
 from runtime.core.pattern.functions import SCALAR_FUNCTIONS, TYPE_NAMES
 from runtime.core.pattern.lexer import Token, TokenType, tokenize
 from runtime.core.pattern.spec import (
@@ -49,7 +50,7 @@ MAX_DEPTH = 64
 MAX_EXPRESSION_DEPTH = 150
 
 _NAVIGATIONS = ("PREV", "NEXT", "FIRST", "LAST")
-_AGGREGATES = ("COUNT", "SUM", "AVG", "MIN", "MAX")
+_AGGREGATES = tuple(sorted(ALL_AGGREGATES))
 _COMPARISONS = ("=", "<>", "!=", "<", "<=", ">", ">=")
 _INTERVAL_UNITS = {
     "DAY": timedelta(days=1), "HOUR": timedelta(hours=1), "MINUTE": timedelta(minutes=1),
@@ -655,6 +656,8 @@ class Parser:
         if self.tok.is_word("DISTINCT"):
             raise self.error("DISTINCT aggregates are not supported in MATCH_RECOGNIZE")
         if token.value == "COUNT":
+            if self.accept_op(")"):  # COUNT() is COUNT(*) (Trino)
+                return E.Aggregate("COUNT", None, None, semantics, start)
             if self.accept_op("*"):
                 self.expect_op(")")
                 return E.Aggregate("COUNT", None, None, semantics, start)
@@ -666,8 +669,15 @@ class Parser:
                 self.expect_op(")")
                 return E.Aggregate("COUNT", None, var, semantics, start)
         arg = self.expression()
+        function = AGGREGATE_FUNCTIONS.get(token.value)
+        key = None
+        if function is not None and function.arity == 2:
+            self.expect_op(",")
+            key = self.expression()
+        elif self.tok.is_op(","):
+            raise self.error(f"{token.value} takes one argument")
         self.expect_op(")")
-        return E.Aggregate(token.value, arg, None, semantics, start)
+        return E.Aggregate(token.value, arg, None, semantics, start, key)
 
 
 def parse_clause(text: str) -> ClauseSpec:

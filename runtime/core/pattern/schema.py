@@ -22,6 +22,7 @@ from decimal import Decimal
 
 from runtime.core.errors import SpecError
 from runtime.core.pattern import expr as E
+from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS
 from runtime.core.pattern.spec import ClauseSpec
 
 _INTEGERS = {"bigint", "int", "integer", "smallint", "tinyint", "long", "short", "byte"}
@@ -93,6 +94,13 @@ class _Typer:
         if isinstance(node, E.Navigation):
             return self.type_of(node.arg.arg if isinstance(node.arg, E.Navigation) else node.arg)
         if isinstance(node, E.Aggregate):
+            function = AGGREGATE_FUNCTIONS.get(node.func)
+            if function is not None:
+                if function.result_type not in ("argument", "array"):
+                    return function.result_type
+                assert node.arg is not None
+                argument = self.type_of(node.arg)
+                return argument if function.result_type == "argument" else f"array<{argument}>"
             if node.func == "COUNT":
                 return "bigint"
             if node.func == "AVG":

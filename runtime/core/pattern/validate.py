@@ -132,7 +132,7 @@ class _Checker:
                 raise self.fail(f"{node.func} cannot be nested inside {kind}", node.start)
             self.semantics(node.semantics, clause, node.start)
             if node.arg is not None:
-                self.single_variable(node.arg, node.func, node.start)
+                self.single_variable(node.children(), node.func, node.start)
         elif isinstance(node, E.Navigation):
             logical = node.kind in ("FIRST", "LAST")
             for outer in inside:
@@ -145,7 +145,7 @@ class _Checker:
                                     + (" (only FIRST/LAST may be nested inside PREV/NEXT)" if not outer_logical else ""),
                                     node.start)
             self.semantics(node.semantics, clause, node.start)
-            self.single_variable(node.arg, node.kind, node.start)
+            self.single_variable((node.arg,), node.kind, node.start)
         elif isinstance(node, E.MatchRowtime):
             if clause != "MEASURES":
                 raise self.fail("MATCH_ROWTIME() is only allowed in MEASURES", node.start)
@@ -164,10 +164,10 @@ class _Checker:
             raise self.fail("FINAL is not allowed in DEFINE (conditions see the match only up to the current row)",
                             position)
 
-    def single_variable(self, arg: E.Expr, function: str, position: int) -> None:
-        """Raise unless every column/CLASSIFIER reference in ``arg`` uses the same variable (or none)."""
+    def single_variable(self, args: tuple[E.Expr, ...], function: str, position: int) -> None:
+        """Raise unless every column/CLASSIFIER reference in ``args`` uses the same variable (or none)."""
         seen: set[str | None] = set()
-        for node in arg.walk():
+        for node in (sub for arg in args for sub in arg.walk()):
             if isinstance(node, E.Column):
                 seen.add(node.var)
             elif isinstance(node, E.Classifier):
