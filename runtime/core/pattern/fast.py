@@ -54,6 +54,7 @@ from numbers import Integral
 from typing import Any
 
 from runtime.core.pattern import expr as E
+from runtime.core.pattern.aggregates import CORE_AGGREGATES
 from runtime.core.pattern.errors import MatchRuntimeError
 from runtime.core.pattern.expressions import ExpressionCompiler, LabelSet, RowSource, sql_and, sql_or
 from runtime.core.pattern.matcher import MatchResult
@@ -310,6 +311,8 @@ class FastCompiler(ExpressionCompiler):
         return physical
 
     def _aggregate(self, node: E.Aggregate) -> FastFn:  # type: ignore[override]
+        if node.func not in CORE_AGGREGATES:  # the other folds (aggregates.py) run in the general evaluator
+            raise Unsupported(str(node))
         if node.arg is None:
             labels = self.label_sets[node.star_var] if node.star_var else None
             arg = None
@@ -863,6 +866,8 @@ class MeasureCompiler(ExpressionCompiler):
         return lambda v: get(v.rows[v.shift + o[offset]]) if len(o := v.offsets[slot]) > offset else None
 
     def _aggregate(self, node: E.Aggregate) -> MeasureFn:  # type: ignore[override]
+        if node.func not in CORE_AGGREGATES:  # the other folds (aggregates.py) run in the general evaluator
+            raise Unsupported(str(node))
         if node.arg is None:  # COUNT(*) / COUNT(v.*)
             labels = self.label_sets[node.star_var] if node.star_var else None
             if labels is None:
