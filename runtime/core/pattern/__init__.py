@@ -16,12 +16,15 @@ a SUBSET) with the standard's runtime errors; PATTERN with concatenation, ``|``,
 Flink's WITHIN INTERVAL (exclusive bound).  Expressions: columns, ``v.col``, literals (numbers,
 strings, booleans, NULL, DATE, TIMESTAMP, INTERVAL), ``+ - * / % ||``, comparisons, AND/OR/NOT with
 three-valued logic, CASE, CAST, IS [NOT] NULL, [NOT] BETWEEN, [NOT] IN, COALESCE/NULLIF/GREATEST/LEAST/
-ABS/MOD/FLOOR/CEIL/ROUND/UPPER/LOWER/CHAR_LENGTH, PREV/NEXT/FIRST/LAST with offsets and FIRST/LAST
-nested in PREV/NEXT, RUNNING/FINAL, CLASSIFIER([v]), MATCH_NUMBER(), COUNT(*)/COUNT(v.*)/COUNT/SUM/
-AVG/MIN/MAX (running in DEFINE), MATCH_ROWTIME([col]).
+ABS/MOD/FLOOR/CEIL/ROUND/SQRT/LN/EXP/POWER, UPPER/LOWER/CHAR_LENGTH/LENGTH/CONCAT/CONCAT_WS/SUBSTRING/
+TRIM/REPLACE, arrays (``ARRAY[...]``, CARDINALITY/SIZE, ELEMENT_AT, ARRAY_CONTAINS, ARRAY_JOIN; see
+``functions``), PREV/NEXT/FIRST/LAST with offsets and FIRST/LAST nested in PREV/NEXT, RUNNING/FINAL,
+CLASSIFIER([v]), MATCH_NUMBER(), aggregates running in DEFINE: COUNT(*)/COUNT()/COUNT(v.*)/COUNT/SUM/
+AVG/MIN/MAX and ARRAY_AGG, MAX_BY/MIN_BY, COUNT_IF, BOOL_AND/EVERY/BOOL_OR, ARBITRARY/ANY_VALUE,
+STDDEV/VARIANCE families (``aggregates``), MATCH_ROWTIME([col]).
 
-Not supported: DISTINCT aggregates, aggregates other than the five above, MATCH_PROCTIME(),
-PREV/NEXT inside aggregates, window functions over matches, ORDER BY expressions (columns only).
+Not supported: DISTINCT aggregates, MATCH_PROCTIME(), PREV/NEXT inside aggregates, window functions
+over matches, subqueries, ORDER BY expressions (columns only).
 
 >>> spec = parse_clause('''
 ...     PARTITION BY symbol ORDER BY t

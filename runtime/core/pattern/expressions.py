@@ -597,7 +597,15 @@ class ExpressionCompiler:
             function = SCALAR_FUNCTIONS[node.name]
             args = [sub(a) for a in node.args]
             impl = function.impl
-            return lambda ctx: impl(*(a(ctx) for a in args))
+            source = str(node)
+
+            def call(ctx: Context) -> Any:
+                try:
+                    return impl(*(a(ctx) for a in args))
+                except (ValueError, ArithmeticError) as error:  # e.g. element_at(arr, 0)
+                    raise MatchRuntimeError(f"{source}: {error}", match_number=ctx.match_number) from None
+
+            return call
         raise PatternValidationError(f"unsupported expression {node}", text=self.text, position=getattr(node, "start", 0))
 
 

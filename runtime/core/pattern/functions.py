@@ -19,10 +19,19 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class ScalarFunction:
+    """One scalar function: argument counts, implementation, and its result type rule.
+
+    ``returns`` is the rule both schema typers apply: ``"argument"`` (the type of the first argument
+    that is not a NULL literal), ``"common"`` (the common type of all arguments), a fixed type
+    (``"string"``, ``"bigint"``, ``"double"``, ``"boolean"``), ``"array"`` (an array of the arguments'
+    common type) or ``"element"`` (the element type of the first argument, an array).
+    """
+
     min_args: int
     max_args: int | None
     impl: Callable[..., Any]
     null_safe: bool = False  # True: the function itself handles NULL arguments (COALESCE)
+    returns: str = "common"
 
 
 def _strict(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -59,19 +68,129 @@ def _round(x: Any, digits: int = 0) -> Any:
     return type(x)(Decimal(str(x)).quantize(quantum, rounding="ROUND_HALF_UP"))
 
 
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else cast(value, "VARCHAR")
+
+
+def _concat(*args: Any) -> str:
+    return "".join(_text(a) for a in args)
+
+
+def _concat_ws(separator: Any, *args: Any) -> str | None:
+    """Spark's and Trino's ``concat_ws``: NULL separator gives NULL; NULL values are skipped; arrays expand."""
+    if separator is None:
+        return None
+    parts: list[str] = []
+    for arg in args:
+        for value in (arg if isinstance(arg, list) else (arg,)):
+            if value is not None:
+                parts.append(_text(value))
+    return _text(separator).join(parts)
+
+
+def _substring(text: str, start: int, length: int | None = None) -> str:
+    """Spark's ``substring``: 1-based; 0 counts as 1; a negative start counts from the end (the end is
+    computed before the start is clamped, as Spark does: ``substring('abc', -5, 3)`` is ``'a'``)."""
+    size = len(text)
+    begin = start - 1 if start > 0 else (size + start if start < 0 else 0)
+    end = size if length is None else begin + length
+    begin = max(begin, 0)
+    return text[begin:end] if begin < end else ""
+
+
+def _sqrt(x: Any) -> float:
+    value = float(x)
+    return math.sqrt(value) if value >= 0 else math.nan  # Spark: NaN for a negative argument
+
+
+def _ln(x: Any) -> float | None:
+    value = float(x)
+    return math.log(value) if value > 0 else None  # Spark: NULL for a non-positive argument
+
+
+def _exp(x: Any) -> float:
+    try:
+        return math.exp(float(x))
+    except OverflowError:
+        return math.inf
+
+
+def _power(base: Any, exponent: Any) -> float:
+    try:
+        return math.pow(float(base), float(exponent))
+    except ValueError:  # a negative base and a fractional exponent
+        return math.nan
+    except OverflowError:
+        return math.inf
+
+
+def _array(*args: Any) -> list[Any]:
+    return list(args)
+
+
+def _cardinality(array: list[Any]) -> int:
+    return len(array)
+
+
+def _element_at(array: list[Any], index: int) -> Any:
+    """1-based; negative counts from the end; beyond either end is NULL; 0 is an error (Spark and Trino)."""
+    if index == 0:
+        raise ValueError("element_at index 0 is invalid: SQL arrays start at 1")
+    if index > len(array) or -index > len(array):
+        return None
+    return array[index - 1] if index > 0 else array[index]
+
+
+def _array_contains(array: list[Any] | None, value: Any) -> bool | None:
+    """Spark's ``array_contains``: NULL array or value gives NULL; no match with a NULL element gives NULL."""
+    if array is None or value is None:
+        return None
+    if any(element == value for element in array if element is not None):
+        return True
+    return None if any(element is None for element in array) else False
+
+
+def _array_join(array: list[Any] | None, separator: Any, null_replacement: Any = None) -> str | None:
+    if array is None or separator is None:
+        return None
+    values = [v if v is not None else null_replacement for v in array]
+    return _text(separator).join(_text(v) for v in values if v is not None)
+
+
 SCALAR_FUNCTIONS: dict[str, ScalarFunction] = {
     "COALESCE": ScalarFunction(1, None, _coalesce, null_safe=True),
-    "NULLIF": ScalarFunction(2, 2, _nullif, null_safe=True),
+    "NULLIF": ScalarFunction(2, 2, _nullif, null_safe=True, returns="argument"),
     "GREATEST": ScalarFunction(1, None, _greatest, null_safe=True),
     "LEAST": ScalarFunction(1, None, _least, null_safe=True),
-    "ABS": ScalarFunction(1, 1, _strict(abs)),
+    "ABS": ScalarFunction(1, 1, _strict(abs), returns="argument"),
     "MOD": ScalarFunction(2, 2, _strict(lambda a, b: sql_arith("%", a, b))),
-    "FLOOR": ScalarFunction(1, 1, _strict(lambda x: x if isinstance(x, Integral) else type(x)(math.floor(x)))),
-    "CEIL": ScalarFunction(1, 1, _strict(lambda x: x if isinstance(x, Integral) else type(x)(math.ceil(x)))),
-    "ROUND": ScalarFunction(1, 2, _strict(_round)),
-    "UPPER": ScalarFunction(1, 1, _strict(str.upper)),
-    "LOWER": ScalarFunction(1, 1, _strict(str.lower)),
-    "CHAR_LENGTH": ScalarFunction(1, 1, _strict(len)),
+    "FLOOR": ScalarFunction(1, 1, _strict(lambda x: x if isinstance(x, Integral) else type(x)(math.floor(x))),
+                            returns="argument"),
+    "CEIL": ScalarFunction(1, 1, _strict(lambda x: x if isinstance(x, Integral) else type(x)(math.ceil(x))),
+                           returns="argument"),
+    "ROUND": ScalarFunction(1, 2, _strict(_round), returns="argument"),
+    "UPPER": ScalarFunction(1, 1, _strict(str.upper), returns="string"),
+    "LOWER": ScalarFunction(1, 1, _strict(str.lower), returns="string"),
+    "CHAR_LENGTH": ScalarFunction(1, 1, _strict(len), returns="bigint"),
+    "LENGTH": ScalarFunction(1, 1, _strict(len), returns="bigint"),
+    "CONCAT": ScalarFunction(1, None, _strict(_concat), returns="string"),
+    "CONCAT_WS": ScalarFunction(1, None, _concat_ws, null_safe=True, returns="string"),
+    "SUBSTRING": ScalarFunction(2, 3, _strict(_substring), returns="string"),
+    "SUBSTR": ScalarFunction(2, 3, _strict(_substring), returns="string"),
+    "TRIM": ScalarFunction(1, 1, _strict(lambda text: text.strip(" ")), returns="string"),
+    "REPLACE": ScalarFunction(3, 3, _strict(lambda text, old, new: text.replace(old, new)), returns="string"),
+    "SQRT": ScalarFunction(1, 1, _strict(_sqrt), returns="double"),
+    "LN": ScalarFunction(1, 1, _strict(_ln), returns="double"),
+    "EXP": ScalarFunction(1, 1, _strict(_exp), returns="double"),
+    "POWER": ScalarFunction(2, 2, _strict(_power), returns="double"),
+    "POW": ScalarFunction(2, 2, _strict(_power), returns="double"),
+    "ARRAY": ScalarFunction(0, None, _array, null_safe=True, returns="array"),
+    "CARDINALITY": ScalarFunction(1, 1, _strict(_cardinality), returns="bigint"),
+    "SIZE": ScalarFunction(1, 1, _strict(_cardinality), returns="bigint"),
+    "ELEMENT_AT": ScalarFunction(2, 2, _strict(_element_at), returns="element"),
+    "ARRAY_CONTAINS": ScalarFunction(2, 2, _array_contains, null_safe=True, returns="boolean"),
+    "CONTAINS": ScalarFunction(2, 2, _array_contains, null_safe=True, returns="boolean"),
+    "ARRAY_JOIN": ScalarFunction(2, 3, _array_join, null_safe=True, returns="string"),
 }
 
 #: CAST target spellings → the normalized type name stored in the AST.

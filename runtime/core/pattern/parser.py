@@ -549,6 +549,8 @@ class Parser:
             if inner_token.value not in _NAVIGATIONS + _AGGREGATES:
                 raise self.error(f"{word} applies only to FIRST, LAST, PREV, NEXT and aggregates", inner_token)
             return self.call(semantics=word, start=token.start)
+        if word == "ARRAY" and following.is_op("["):
+            return self.array_constructor()
         if following.is_op("("):
             return self.call(semantics=None)
         if word in _NOT_A_COLUMN:
@@ -565,6 +567,22 @@ class Parser:
             column = self.name("a column name after '.'", folded=False)[0]
             return E.Column(var, column, start)
         return E.Column(None, first, start)
+
+    def array_constructor(self) -> E.Expr:
+        """``ARRAY[a, b, ...]`` (SQL standard, Trino): the same node as ``ARRAY(a, b, ...)`` (Spark)."""
+        start = self.advance().start
+        self.expect_op("[")
+        self.nest()
+        try:
+            args: list[E.Expr] = []
+            if not self.tok.is_op("]"):
+                args.append(self.expression())
+                while self.accept_op(","):
+                    args.append(self.expression())
+            self.expect_op("]")
+        finally:
+            self.depth -= 1
+        return E.Func("ARRAY", tuple(args), start)
 
     def case(self) -> E.Expr:
         start = self.expect_word("CASE").start

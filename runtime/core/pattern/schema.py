@@ -23,6 +23,7 @@ from decimal import Decimal
 from runtime.core.errors import SpecError
 from runtime.core.pattern import expr as E
 from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS
+from runtime.core.pattern.functions import SCALAR_FUNCTIONS
 from runtime.core.pattern.spec import ClauseSpec
 
 _INTEGERS = {"bigint", "int", "integer", "smallint", "tinyint", "long", "short", "byte"}
@@ -134,12 +135,16 @@ class _Typer:
         if isinstance(node, E.Cast):
             return _CAST[node.type_name]
         if isinstance(node, E.Func):
-            if node.name in ("UPPER", "LOWER"):
-                return "string"
-            if node.name == "CHAR_LENGTH":
-                return "bigint"
+            rule = SCALAR_FUNCTIONS[node.name].returns
+            if rule in ("string", "bigint", "double", "boolean"):
+                return rule
             typed = [self.type_of(a) for a in node.args if not (isinstance(a, E.Literal) and a.value is None)]
-            return typed[0] if typed else "string"
+            first = typed[0] if typed else "string"
+            if rule == "array":
+                return f"array<{first}>"
+            if rule == "element":
+                return first[len("array<"):-1] if first.startswith("array<") else "string"
+            return first
         raise TypeError(f"no type rule for {type(node).__name__}")
 
 

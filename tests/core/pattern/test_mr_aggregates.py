@@ -210,3 +210,77 @@ def test_array_agg_in_define_over_a_long_run() -> None:
         PATTERN (A+ C) DEFINE A AS array_agg(A.v) IS NOT NULL, C AS id = 1499"""
     [(n, arr)] = run(rows, clause, "n", "arr")
     assert n == 1500 and arr == [i % 3 for i in range(1499)]
+
+
+# -- arrays and the scalar functions over them ------------------------------------------------------------
+def test_array_constructor_compares_with_array_agg_in_define() -> None:
+    # every alternative thread is kept until X checks the whole label history (Trino's forking threads)
+    clause = """ORDER BY id MEASURES RUNNING array_agg(CLASSIFIER()) AS labels ALL ROWS PER MATCH
+        PATTERN ((A | B | C)* X) DEFINE X AS array_agg(CLASSIFIER()) = ARRAY['C', 'A', 'B', 'X']"""
+    assert run(ids(4), clause, "id", "labels") == [
+        (1, ["C"]), (2, ["C", "A"]), (3, ["C", "A", "B"]), (4, ["C", "A", "B", "X"]),
+    ]
+
+
+def test_concat_ws_over_a_running_array() -> None:
+    clause = """ORDER BY id MEASURES concat_ws('', RUNNING array_agg(lower(CLASSIFIER(U)))) AS word
+        ALL ROWS PER MATCH PATTERN (M A X X T C H "!") SUBSET U = (M, A, T, C, H, "!") DEFINE M AS true"""
+    assert [w for (w,) in run(ids(8), clause, "word")] == ["m", "ma", "ma", "ma", "mat", "matc", "match", "match!"]
+
+
+@pytest.mark.parametrize(("expression", "expected"), [
+    ("cardinality(array_agg(A.v))", 3),
+    ("size(ARRAY[1, NULL])", 2),
+    ("element_at(array_agg(A.v), 1)", 4),
+    ("element_at(array_agg(A.v), -1)", 6),
+    ("element_at(array_agg(A.v), 9)", None),
+    ("array_contains(array_agg(A.v), 5)", True),
+    ("contains(ARRAY[1, NULL], 2)", None),
+    ("contains(ARRAY[1, 2], 3)", False),
+    ("array_join(array_agg(A.v), '-')", "4-5-6"),
+    ("array_join(ARRAY['a', NULL, 'c'], ',', '?')", "a,?,c"),
+    ("concat('n=', COUNT(*), '!')", "n=3!"),
+    ("concat('a', NULL)", None),
+    ("concat_ws(NULL, 'a')", None),
+    ("concat_ws('/', 'a', NULL, ARRAY['b', NULL, 'c'])", "a/b/c"),
+    ("substring('abcdef', 2, 3)", "bcd"),
+    ("substr('abcdef', -2)", "ef"),
+    ("substring('abc', 0, 2)", "ab"),
+    ("substring('abc', -5, 3)", "a"),
+    ("length(trim('  ab '))", 2),
+    ("replace('a-b-c', '-', '')", "abc"),
+    ("sqrt(16)", 4.0),
+    ("ln(0)", None),
+    ("power(2, 10)", 1024.0),
+    ("ARRAY[FIRST(A.v), LAST(A.v)]", [4, 6]),
+])
+def test_scalar_functions(expression: str, expected: Any) -> None:
+    rows = [{"id": i, "v": v} for i, v in enumerate([4, 5, 6], start=1)]
+    clause = f"ORDER BY id MEASURES {expression} AS m ONE ROW PER MATCH PATTERN (A+) DEFINE A AS true"
+    assert run(rows, clause, "m") == [(expected,)]
+
+
+def test_sqrt_of_a_negative_is_nan_and_element_at_zero_fails() -> None:
+    rows = [{"id": 1, "v": -4}]
+    [(root,)] = run(rows, "ORDER BY id MEASURES sqrt(A.v) AS m PATTERN (A) DEFINE A AS true", "m")
+    assert math.isnan(root)
+    from runtime.core.pattern import MatchRuntimeError
+
+    with pytest.raises(MatchRuntimeError, match="element_at index 0"):
+        run(rows, "ORDER BY id MEASURES element_at(array_agg(A.v), 0) AS m PATTERN (A) DEFINE A AS true", "m")
+
+
+def test_function_result_types() -> None:
+    spec = parse_clause("""ORDER BY t MEASURES ARRAY[A.p, 2] AS arr, element_at(array_agg(A.s), 1) AS first_s,
+        concat_ws(',', array_agg(A.s)) AS joined, sqrt(A.p) AS r, cardinality(array_agg(A.p)) AS n,
+        substring(A.s, 1, 2) AS sub, array_contains(array_agg(A.p), 1) AS has PATTERN (A+)""")
+    assert output_columns(spec, {"t": "timestamp", "p": "bigint", "s": "string"}) == [
+        ("arr", "array<bigint>"), ("first_s", "string"), ("joined", "string"), ("r", "double"), ("n", "bigint"),
+        ("sub", "string"), ("has", "boolean"),
+    ]
+
+
+def test_array_constructor_errors_are_positioned() -> None:
+    with pytest.raises(QuerySyntaxError, match=r"expected '\]'|expected \]") as caught:
+        parse_clause("MEASURES ARRAY[1, 2 AS m PATTERN (A)")
+    assert "col" in str(caught.value)
