@@ -8,7 +8,9 @@ Python objects: ``int`` (BIGINT), ``float`` (DOUBLE), ``Decimal``, ``str``, ``bo
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -24,7 +26,8 @@ class ScalarFunction:
     ``returns`` is the rule both schema typers apply: ``"argument"`` (the type of the first argument
     that is not a NULL literal), ``"common"`` (the common type of all arguments), a fixed type
     (``"string"``, ``"bigint"``, ``"double"``, ``"boolean"``), ``"array"`` (an array of the arguments'
-    common type) or ``"element"`` (the element type of the first argument, an array).
+    common type), ``"element"`` (the element type of the first argument, an array) or ``"branches"``
+    (the common type of the arguments after the first: ``IF``).
     """
 
     min_args: int
@@ -157,6 +160,44 @@ def _array_join(array: list[Any] | None, separator: Any, null_replacement: Any =
     return _text(separator).join(_text(v) for v in values if v is not None)
 
 
+@functools.lru_cache(maxsize=256)
+def _like_regex(pattern: str, escape: str) -> re.Pattern[str]:
+    """A LIKE pattern as a regular expression: ``%`` any run, ``_`` one character, ``escape`` quotes the next."""
+    parts: list[str] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if escape and char == escape:
+            following = pattern[i + 1: i + 2]
+            if following not in ("%", "_", escape):  # Spark and Trino reject a dangling or needless escape
+                raise ValueError(f"LIKE pattern {pattern!r}: the escape character {escape!r} must precede %, _ "
+                                 "or itself")
+            parts.append(re.escape(following))
+            i += 2
+            continue
+        parts.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
+        i += 1
+    return re.compile("".join(parts), re.DOTALL)
+
+
+def _like(text: Any, pattern: Any, escape: str = "\\") -> bool:
+    """``text LIKE pattern [ESCAPE e]``; the default escape is a backslash (Spark)."""
+    if len(escape) > 1:
+        raise ValueError(f"the LIKE escape must be one character, got {escape!r}")
+    return _like_regex(_text(pattern), escape).fullmatch(_text(text)) is not None
+
+
+def _if(condition: Any, then: Any, otherwise: Any = None) -> Any:
+    return then if condition is True else otherwise
+
+
+def _equal_null(a: Any, b: Any) -> bool:
+    """Null-safe equality (``IS NOT DISTINCT FROM``, Spark's ``<=>`` / ``equal_null``): never NULL."""
+    if a is None or b is None:
+        return a is None and b is None
+    return sql_compare("=", a, b) is True
+
+
 SCALAR_FUNCTIONS: dict[str, ScalarFunction] = {
     "COALESCE": ScalarFunction(1, None, _coalesce, null_safe=True),
     "NULLIF": ScalarFunction(2, 2, _nullif, null_safe=True, returns="argument"),
@@ -191,6 +232,9 @@ SCALAR_FUNCTIONS: dict[str, ScalarFunction] = {
     "ARRAY_CONTAINS": ScalarFunction(2, 2, _array_contains, null_safe=True, returns="boolean"),
     "CONTAINS": ScalarFunction(2, 2, _array_contains, null_safe=True, returns="boolean"),
     "ARRAY_JOIN": ScalarFunction(2, 3, _array_join, null_safe=True, returns="string"),
+    "LIKE": ScalarFunction(2, 3, _strict(_like), returns="boolean"),  # also ``a [NOT] LIKE p [ESCAPE e]``
+    "IF": ScalarFunction(2, 3, _if, null_safe=True, returns="branches"),
+    "EQUAL_NULL": ScalarFunction(2, 2, _equal_null, null_safe=True, returns="boolean"),  # IS [NOT] DISTINCT FROM
 }
 
 #: CAST target spellings → the normalized type name stored in the AST.

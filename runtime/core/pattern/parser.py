@@ -457,16 +457,21 @@ class Parser:
             result: E.Expr = E.Binary("<>" if token.value == "!=" else token.value, left, self.additive(), token.start)
             if self.tok.is_op(*_COMPARISONS):
                 raise self.error("comparisons cannot be chained; use AND")
+            if self.tok.is_word("IS"):  # a > 1 IS TRUE: the boolean test applies to the comparison (SQL)
+                return self.is_test(result, self.tok)
             return result
         if token.is_word("IS"):
-            self.advance()
-            negated = self.accept_word("NOT") is not None
-            self.expect_word("NULL")
-            return E.IsNull(left, negated, token.start)
+            return self.is_test(left, token)
         negated = False
-        if token.is_word("NOT") and self.peek().is_word("BETWEEN", "IN"):
+        if token.is_word("NOT") and self.peek().is_word("BETWEEN", "IN", "LIKE"):
             self.advance()
             negated = True
+        if self.accept_word("LIKE"):
+            args = [left, self.additive()]
+            if self.accept_word("ESCAPE"):
+                args.append(self.additive())
+            like = E.Func("LIKE", tuple(args), token.start)
+            return E.Unary("NOT", like, token.start) if negated else like
         if self.accept_word("BETWEEN"):
             low = self.additive()
             self.expect_word("AND")
@@ -479,6 +484,23 @@ class Parser:
             self.expect_op(")")
             return E.InList(left, tuple(items), negated, token.start)
         return left
+
+    def is_test(self, left: E.Expr, token: Token) -> E.Expr:
+        """``left IS [NOT] NULL | TRUE | FALSE | DISTINCT FROM x`` (``token`` is IS)."""
+        self.advance()
+        negated = self.accept_word("NOT") is not None
+        if self.accept_word("DISTINCT"):  # null-safe (in)equality
+            self.expect_word("FROM")
+            same = E.Func("EQUAL_NULL", (left, self.additive()), token.start)
+            return same if negated else E.Unary("NOT", same, token.start)
+        truth = self.accept_word("TRUE", "FALSE")
+        if truth is not None:  # x IS TRUE: never NULL
+            value = E.Literal(truth.value == "TRUE", truth.start)
+            test = E.Func("COALESCE", (E.Binary("=", left, value, token.start), E.Literal(False, token.start)),
+                          token.start)
+            return E.Unary("NOT", test, token.start) if negated else test
+        self.expect_word("NULL")
+        return E.IsNull(left, negated, token.start)
 
     def additive(self) -> E.Expr:
         left = self.multiplicative()

@@ -138,7 +138,8 @@ class _Typer:
             rule = SCALAR_FUNCTIONS[node.name].returns
             if rule in ("string", "bigint", "double", "boolean"):
                 return rule
-            typed = [self.type_of(a) for a in node.args if not (isinstance(a, E.Literal) and a.value is None)]
+            values = node.args[1:] if rule == "branches" else node.args
+            typed = [self.type_of(a) for a in values if not (isinstance(a, E.Literal) and a.value is None)]
             first = typed[0] if typed else "string"
             if rule == "array":
                 return f"array<{first}>"

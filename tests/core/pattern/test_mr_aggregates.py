@@ -284,3 +284,50 @@ def test_array_constructor_errors_are_positioned() -> None:
     with pytest.raises(QuerySyntaxError, match=r"expected '\]'|expected \]") as caught:
         parse_clause("MEASURES ARRAY[1, 2 AS m PATTERN (A)")
     assert "col" in str(caught.value)
+
+
+# -- predicates written as functions: LIKE, IS [NOT] DISTINCT FROM, IS [NOT] TRUE/FALSE, IF ----------------
+@pytest.mark.parametrize(("expression", "expected"), [
+    ("'abc' LIKE 'a%'", True),
+    ("'abc' LIKE 'a_'", False),
+    ("'abc' NOT LIKE '%c'", False),
+    ("'a%c' LIKE 'a\\%c'", True),
+    ("'abc' LIKE 'a\\%c'", False),
+    ("'a%c' LIKE 'a!%c' ESCAPE '!'", True),
+    ("'a\nb' LIKE 'a_b'", True),
+    ("NULL LIKE 'a%'", None),
+    ("1 IS DISTINCT FROM NULL", True),
+    ("NULL IS NOT DISTINCT FROM NULL", True),
+    ("2 IS DISTINCT FROM 2.0", False),
+    ("NULL IS TRUE", False),
+    ("NULL IS NOT FALSE", True),
+    ("(1 > 0) IS TRUE", True),
+    ("IF(COUNT(*) > 2, 'many', 'few')", "many"),
+    ("IF(NULL, 1, 2)", 2),
+    ("IF(FALSE, 1)", None),
+])
+def test_predicates(expression: str, expected: Any) -> None:
+    rows = [{"id": i} for i in range(1, 4)]
+    clause = f"ORDER BY id MEASURES {expression} AS m ONE ROW PER MATCH PATTERN (A+) DEFINE A AS true"
+    assert run(rows, clause, "m") == [(expected,)]
+
+
+def test_like_in_define_and_its_errors() -> None:
+    rows = [{"id": i, "s": s} for i, s in enumerate(["login", "view", "buy_now", "logout"], start=1)]
+    clause = """ORDER BY id MEASURES FIRST(A.s) AS first_s, LAST(B.s) AS last_s ONE ROW PER MATCH
+        PATTERN (A B+) DEFINE A AS A.s LIKE 'log%', B AS B.s NOT LIKE 'log%'"""
+    assert run(rows, clause, "first_s", "last_s") == [("login", "buy_now")]
+    from runtime.core.pattern import MatchRuntimeError
+
+    with pytest.raises(MatchRuntimeError, match="escape character"):
+        run(rows, "ORDER BY id MEASURES A.s LIKE 'a\\b' AS m PATTERN (A) DEFINE A AS true", "m")
+    with pytest.raises(QuerySyntaxError, match="LIKE takes 2 to 3 arguments"):
+        parse_clause("MEASURES LIKE(A.s) AS m PATTERN (A)")
+
+
+def test_predicate_types() -> None:
+    spec = parse_clause("""ORDER BY t MEASURES A.s LIKE 'x%' AS l, A.p IS DISTINCT FROM 1 AS d, A.p > 1 IS TRUE AS it,
+        IF(A.p > 1, A.s, NULL) AS i PATTERN (A+)""")
+    assert output_columns(spec, {"t": "timestamp", "p": "bigint", "s": "string"}) == [
+        ("l", "boolean"), ("d", "boolean"), ("it", "boolean"), ("i", "string"),
+    ]
