@@ -48,6 +48,7 @@ from runtime.core.errors import QuerySyntaxError
 from runtime.core.pattern import ClauseSpec, PartitionMatcher, PatternValidationError, parse_clause
 from runtime.core.pattern import expr as E
 from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS
+from runtime.core.pattern.functions import SCALAR_FUNCTIONS
 
 UDTF_NAME = "timeweave_match_recognize"
 _OUTPUT_BATCH_ROWS = 4096  # rows per Arrow batch handed back to Spark
@@ -100,6 +101,12 @@ _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _CAST_TYPES: dict[str, T.DataType] = {
     "BIGINT": T.LongType(), "DOUBLE": T.DoubleType(), "DECIMAL": T.DecimalType(38, 18), "VARCHAR": T.StringType(),
     "BOOLEAN": T.BooleanType(), "TIMESTAMP": T.TimestampType(), "DATE": T.DateType(),
+}  # fmt: skip
+
+
+#: The fixed result types of function and aggregate type rules (``ScalarFunction.returns``, ``AggregateFunction.result_type``).
+_FIXED_TYPES: dict[str, T.DataType] = {
+    "string": T.StringType(), "bigint": T.LongType(), "double": T.DoubleType(), "boolean": T.BooleanType(),
 }  # fmt: skip
 
 
@@ -182,15 +189,20 @@ class _Typer:
             return _CAST_TYPES.get(node.type_name, T.StringType())
         if isinstance(node, E.Func):
             args = [self.type_of(a) for a in node.args]
-            if node.name in ("UPPER", "LOWER"):
-                return T.StringType()
-            if node.name == "CHAR_LENGTH":
-                return T.LongType()
+            rule = SCALAR_FUNCTIONS[node.name].returns
+            if rule in _FIXED_TYPES:
+                return _FIXED_TYPES[rule]
             if node.name == "MOD":
                 return self._arith("%", args[0], args[1])
-            if node.name in ("ABS", "FLOOR", "CEIL", "ROUND"):
+            if rule == "argument":
                 return args[0]
-            return _common(args)  # COALESCE, NULLIF, GREATEST, LEAST
+            if rule == "array":
+                return T.ArrayType(_nullable(_common(args)), True)
+            if rule == "element":
+                return args[0].elementType if isinstance(args[0], T.ArrayType) else T.StringType()
+            if rule == "branches":
+                return _common(args[1:])  # IF
+            return _common(args)  # COALESCE, GREATEST, LEAST
         if isinstance(node, E.Navigation):
             return self.type_of(node.arg)
         if isinstance(node, E.Aggregate):
@@ -199,9 +211,8 @@ class _Typer:
                 self.type_of(node.key)
             function = AGGREGATE_FUNCTIONS.get(node.func)
             if function is not None:
-                kinds = {"bigint": T.LongType(), "boolean": T.BooleanType(), "double": T.DoubleType()}
-                if function.result_type in kinds:
-                    return kinds[function.result_type]
+                if function.result_type in _FIXED_TYPES:
+                    return _FIXED_TYPES[function.result_type]
                 assert arg is not None
                 return arg if function.result_type == "argument" else T.ArrayType(_nullable(arg), True)
             if node.func == "COUNT":

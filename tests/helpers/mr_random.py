@@ -88,7 +88,8 @@ CLAUSES: dict[str, str] = {
     "beyond-core-aggregates": """
         PARTITION BY k ORDER BY t, seq
         MEASURES RUNNING ARRAY_AGG(CLASSIFIER()) AS labels, MAX_BY(A.s, A.v) AS ms, STDDEV_POP(A.w) AS sd,
-            COUNT_IF(B.v > 4) AS nb, BOOL_OR(A.s = 'c') AS anyc, FINAL ARRAY_AGG(B.v) AS bv
+            COUNT_IF(B.v > 4) AS nb, BOOL_OR(A.s = 'c') AS anyc, FINAL ARRAY_AGG(B.v) AS bv,
+            CONCAT_WS('-', ARRAY_AGG(B.s)) AS bs, ELEMENT_AT(ARRAY[FIRST(A.w), LAST(A.w)], 2) AS lw
         ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW
         PATTERN (A+ B{1,3}) DEFINE A AS COUNT_IF(A.v > 6) < 2, B AS B.v >= PREV(B.v) OR B.v IS NULL""",
     # no PARTITION BY: one partition over everything, PREV/NEXT on the key column, anchors
