@@ -5,9 +5,9 @@ The adapter translates and decides nothing: lateness, the order rows are matched
 the end of input are the core operator's; the output schema is the batch door's
 (:func:`runtime.spark.match_recognize.plan`).  What the adapter does:
 
-1. **Internal schema.**  Every input row becomes ``tw_b`` (the key's hash bucket: the grouping key), ``tw_key`` (the PARTITION BY
-   values as one canonical string; NULL is an ordinary key, as in batch), ``tw_op`` (data row or
-   heartbeat), ``tw_time`` (event time, µs since the epoch) and ``tw_row`` (the whole input row as
+1. **Internal schema.**  Every input row becomes ``tw_b`` (the key's hash bucket: the grouping key),
+   ``tw_key`` (the PARTITION BY values as one canonical string; NULL is an ordinary key, as in batch),
+   ``tw_op`` (data row, dead letter or heartbeat), ``tw_time`` (event time, µs since the epoch) and ``tw_row`` (the whole input row as
    JSON in the temporal join's wire format, top-level timestamps and dates as numbers, decoded in
    Python with the input schema into the values the batch door's Arrow conversion gives:
    session-local naive datetimes, ``Decimal``, NULL vs NaN kept).  Few columns matter: PySpark
@@ -27,12 +27,16 @@ the end of input are the core operator's; the output schema is the batch door's
    ``timeweave_mr_keys`` (buffered rows, matcher, counters and core timers pickled into one cell: one
    read and at most one write per key and micro-batch).  A key's rows of the micro-batch go to the core
    in one call (``process_elements``), then ``on_watermark`` runs with Spark's watermark and hands the
-   released rows to the matcher at once.  A bucket keeps one Spark timer at the smallest core timer of
+   released rows to the matcher at once.  Rows are buffered undecoded (event time and ``tw_row`` text,
+   far cheaper to pickle into state and back than a decoded row's datetimes and dicts); the core's
+   ``rows_of`` hook decodes them when the watermark releases them, all of a key's released rows in one
+   call (:func:`rows_decoder`: one JSON parse, column-wise conversions).  A bucket keeps one Spark timer at the smallest core timer of
    its keys (ValueState ``timeweave_mr_index``, the temporal join's ``_Index``); when it fires, every
    key of the bucket with a timer at or below the watermark runs ``on_watermark``.  Checkpoint state
    format: these two state variables, grouped by ``tw_b`` (the earlier per-key ValueState
    ``timeweave_mr`` layout cannot be resumed: start such jobs from a fresh checkpoint; ``buckets`` must
-   stay the same for a checkpoint).
+   stay the same for a checkpoint; rows buffered decoded by an earlier version of this layout are
+   matched as they are).
 4. **End of input.**  A watermark at or past :data:`runtime.jobs.streaming.END_OF_INPUT` (the job's
    ``flush`` heartbeat, 9999-12-31) minus the watermark delay (the watermark a flush heartbeat produces)
    is the final watermark: it reaches the core as ``END_OF_TIME``, so the
@@ -129,8 +133,10 @@ LATE_COLUMNS = ("reason", "watermark")
 #: The job's end-of-input heartbeat (``runtime.jobs.streaming.END_OF_INPUT``) in µs; a watermark here or
 #: later is the final one.
 END_OF_INPUT_US = int((datetime(9999, 12, 31, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds()) * 10**6
-#: The hidden key under which a decoded row carries its event time in µs (what the core's ``time_of`` reads).
+#: The hidden key under which a row carries its event time in µs (what the core's ``time_of`` reads).
 _TIME_KEY = "\x00tw_time_us"
+#: The hidden key under which a row not yet decoded carries its ``tw_row`` text (see ``_rows_of``).
+_TEXT_KEY = "\x00tw_row"
 
 #: Per bucket: PARTITION BY key (``tw_key``) -> the key's pickled :class:`SparkKeyContext` cell.
 _KEYS_STATE = "timeweave_mr_keys"
@@ -217,33 +223,70 @@ _EPOCH_NAIVE = datetime(1970, 1, 1)
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
+def _wire_column(data_type: T.DataType, zone: Any) -> Callable[[list[Any]], list[Any]] | None:
+    """A whole-column form of :func:`_wire_decoder` (a list of non-NULL wire values -> their Python values)
+    where numpy does the per-value work in C: UTC TIMESTAMP (µs) and DATE (days); None elsewhere."""
+    if isinstance(data_type, T.TimestampType) and zone is UTC:
+        return lambda values: np.array(values, dtype=np.int64).astype("datetime64[us]").tolist()
+    if isinstance(data_type, T.DateType):
+        return lambda values: np.array(values, dtype=np.int64).astype("datetime64[D]").tolist()
+    return None
+
+
+def rows_decoder(schema: T.StructType, timezone: str) -> Callable[[list[str]], list[dict[str, Any]]]:
+    """The function turning a list of ``tw_row`` JSON texts (``streaming._json``'s wire format: top-level
+    timestamps as µs, dates as days since the epoch) into the row dicts the core matches on.
+
+    One JSON parse for the whole list and one conversion per column (not per value) where numpy can
+    do it: a bucket's rows of a micro-batch are decoded in one call.
+
+    >>> s = T.StructType([T.StructField("t", T.TimestampType()), T.StructField("p", T.DecimalType(5, 2)),
+    ...                   T.StructField("w", T.DoubleType()), T.StructField("d", T.DateType())])
+    >>> rows_decoder(s, "UTC")(['{"t":1704067200000001,"p":1.50,"w":NaN,"d":19723}', '{"w":2}'])
+    [{'t': datetime.datetime(2024, 1, 1, 0, 0, 0, 1), 'p': Decimal('1.50'), 'w': nan, 'd': datetime.date(2024, 1, 1)}, {'t': None, 'p': None, 'w': 2.0, 'd': None}]
+    """
+    zone = UTC if timezone.upper() in ("UTC", "Z", "GMT", "ETC/UTC") else ZoneInfo(timezone)
+    names = [f.name for f in schema.fields]
+    columns = [
+        (f.name, d, _wire_column(f.dataType, zone)) for f in schema.fields
+        if (d := _wire_decoder(f.dataType, zone)) is not None
+    ]
+    # One decoder (json.loads(**kw) builds one per call); raw_decode skips decode()'s two whitespace scans
+    # (to_json writes none).
+    raw_decode = json.JSONDecoder(parse_float=Decimal).raw_decode
+    template = dict.fromkeys(names)
+    width = len(names)
+
+    def decode(texts: list[str]) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = raw_decode("[" + ",".join(texts) + "]")[0]
+        # NULL fields are absent (ignoreNullFields): such a row gets the template's None (and its key order;
+        # a complete row has it already: to_json writes the fields in schema order).
+        rows = [row if len(row) == width else {**template, **row} for row in rows]
+        for name, convert, convert_all in columns:
+            values = [row[name] for row in rows]
+            if convert_all is not None and None not in values:
+                for row, value in zip(rows, convert_all(values), strict=True):
+                    row[name] = value
+            else:
+                for row, value in zip(rows, values, strict=True):
+                    if value is not None:
+                        row[name] = convert(value)
+        return rows
+
+    return decode
+
+
 def row_decoder(schema: T.StructType, timezone: str) -> Callable[[str], dict[str, Any]]:
-    """The function turning one ``tw_row`` JSON text (``streaming._json``'s wire format: top-level
-    timestamps as µs, dates as days since the epoch) into the row dict the core matches on.
+    """The function turning one ``tw_row`` JSON text into the row dict the core matches on
+    (:func:`rows_decoder` for one row).
 
     >>> s = T.StructType([T.StructField("t", T.TimestampType()), T.StructField("p", T.DecimalType(5, 2)),
     ...                   T.StructField("w", T.DoubleType()), T.StructField("d", T.DateType())])
     >>> row_decoder(s, "Europe/Paris")('{"t":1704067200000001,"p":1.50,"w":NaN,"d":19723}')
     {'t': datetime.datetime(2024, 1, 1, 1, 0, 0, 1), 'p': Decimal('1.50'), 'w': nan, 'd': datetime.date(2024, 1, 1)}
     """
-    zone = UTC if timezone.upper() in ("UTC", "Z", "GMT", "ETC/UTC") else ZoneInfo(timezone)
-    names = [f.name for f in schema.fields]
-    decoders = [(f.name, d) for f in schema.fields if (d := _wire_decoder(f.dataType, zone)) is not None]
-    # One decoder (json.loads(**kw) builds one per call); raw_decode skips decode()'s two whitespace scans
-    # (to_json writes none).
-    raw_decode = json.JSONDecoder(parse_float=Decimal).raw_decode
-    template = dict.fromkeys(names)
-
-    def decode(text: str) -> dict[str, Any]:
-        row = template.copy()
-        row.update(raw_decode(text)[0])  # NULL fields are absent (ignoreNullFields): the template's None stays
-        for name, convert in decoders:
-            value = row[name]
-            if value is not None:
-                row[name] = convert(value)
-        return row
-
-    return decode
+    decode = rows_decoder(schema, timezone)
+    return lambda text: decode([text])[0]
 
 
 # =================================================================================================
@@ -356,13 +399,23 @@ class MatchRecognizeProcessor(StatefulProcessor):
         self._handle = handle
         self._keys = handle.getMapState(_KEYS_STATE, _KEYS_SCHEMA, _STATE_SCHEMA)
         self._index_state = handle.getValueState(_INDEX_STATE, _STATE_SCHEMA)
-        self._op = MatchRecognizeOperator(bound.spec, time_of=_time_of)
-        self._decode = row_decoder(schema, self.timezone)
+        self._op = MatchRecognizeOperator(bound.spec, time_of=_time_of, rows_of=self._rows_of)
+        self._decode = rows_decoder(schema, self.timezone)
         self._output = _Output.of(bound, self.timezone)
         self._dead_reason = f"NULL event time column {bound.order_columns[0][0]}"
 
     def _watermark(self, timer_values: TimerValues) -> int:
         return core_watermark(timer_values.getCurrentWatermarkInMs(), self.end_us)
+
+    def _rows_of(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The core's ``rows_of``: buffered rows released to matching, decoded in one call."""
+        texts = [row.get(_TEXT_KEY) for row in rows]
+        if None in texts:  # rows buffered by an earlier version were decoded on arrival
+            return [row if text is None else self._rows_of([row])[0] for row, text in zip(rows, texts, strict=True)]
+        decoded = self._decode(texts)
+        for row, raw in zip(decoded, rows, strict=True):
+            row[_TIME_KEY] = raw[_TIME_KEY]
+        return decoded
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         batch = data_rows(rows)
@@ -379,21 +432,17 @@ class MatchRecognizeProcessor(StatefulProcessor):
         by_key = positions_by_key(batch)  # each PARTITION BY key's rows in arrival order
         watermark = self._watermark(timerValues)
         index = _Index.load(self._index_state)
-        decode, process = self._decode, self._op.process_elements
+        process = self._op.process_elements
         matched: list[dict[str, Any]] = []
         late: list[tuple[str, str, int]] = []
         for key_text, positions in by_key.items():
             ctx = SparkKeyContext(None, _MapEntry(self._keys, key_text), watermark)
-            key_rows = []
-            for i in positions:
-                row = decode(texts[i])
-                row[_TIME_KEY] = times[i]
-                key_rows.append(row)
-            late_rows = process(ctx, key_rows)
+            # Rows are buffered undecoded (time and wire text: a fraction of a decoded row's pickling
+            # cost, and every buffered row is pickled into state and read back); the core decodes them
+            # with _rows_of when the watermark releases them.
+            late_rows = process(ctx, [{_TIME_KEY: times[i], _TEXT_KEY: texts[i]} for i in positions])
             if late_rows:
-                # The late output carries the input row's JSON text: find it by the row object.
-                text_of = {id(row): texts[i] for row, i in zip(key_rows, positions, strict=True)}
-                late.extend((text_of[id(out.row)], out.reason, out.watermark) for out in late_rows)
+                late.extend((out.row[_TEXT_KEY], out.reason, out.watermark) for out in late_rows)
             self._advance(ctx, key_text, index, matched)
         self._due(watermark, index, by_key, matched)
         index.store(self._index_state, self._handle)
@@ -587,5 +636,6 @@ __all__ = [
     "core_watermark",
     "match_recognize_stream",
     "row_decoder",
+    "rows_decoder",
     "tagged_schema",
 ]

@@ -99,7 +99,31 @@ class MatchRecognizeOperator:
     [{'s': 1, 'e': 3}]
     """
 
-    def __init__(self, spec: ClauseSpec, *, time_of: Callable[[Mapping[str, Any]], int] | None = None) -> None:
+    def __init__(
+        self,
+        spec: ClauseSpec,
+        *,
+        time_of: Callable[[Mapping[str, Any]], int] | None = None,
+        rows_of: Callable[[list[Any]], list[Mapping[str, Any]]] | None = None,
+    ) -> None:
+        """``time_of`` reads a row's event time (µs); default: the first ORDER BY column's value.
+
+        ``rows_of`` turns rows as handed to :meth:`process_elements` into the rows the matcher reads,
+        all rows the watermark releases in one call (default: the rows as handed).  It lets an adapter
+        buffer a compact form of its input (cheaper to keep in state) and decode each row once, on
+        release; ``time_of`` must then read both forms (late rows are reported in the handed form).
+
+        >>> from runtime.core.pattern.parser import parse_clause
+        >>> from runtime.core.state import InMemoryKeyContext
+        >>> op = MatchRecognizeOperator(parse_clause("ORDER BY t MEASURES A.v AS v PATTERN (A) DEFINE A AS A.v > 1"),
+        ...     time_of=lambda r: r["t"], rows_of=lambda rows: [{"t": r["t"], "v": int(r["text"])} for r in rows])
+        >>> ctx = InMemoryKeyContext()
+        >>> op.process_elements(ctx, [{"t": 1, "text": "5"}, {"t": 2, "text": "1"}])
+        []
+        >>> ctx.current_watermark = 2
+        >>> [o.row for o in op.on_watermark(ctx)]
+        [{'v': 5}]
+        """
         if not spec.order_by:
             raise SpecError("order_by", "streaming MATCH_RECOGNIZE needs ORDER BY <event time column> first")
         if spec.order_by[0].descending:
@@ -107,6 +131,7 @@ class MatchRecognizeOperator:
         self.spec = spec
         column = spec.order_by[0].column
         self.time_of = time_of or (lambda row: micros(row[column]))
+        self.rows_of = rows_of
         self._tie_key = sort_key(spec)
 
     # -- element handler: buffer or report late ----------------------------------------------------------
@@ -207,10 +232,14 @@ class MatchRecognizeOperator:
             ctx.put(BUFFER, waiting)
         else:
             ctx.clear(BUFFER)
+        rows_of = self.rows_of
         if len(self.spec.order_by) == 1:
             ready.sort(key=_time_and_arrival)  # the time is the whole ORDER BY: no per-row key to build
-        else:
-            ready.sort(key=lambda b: (b[0], self._tie_key(b[2]), b[1]))
+            rows = [b[2] for b in ready]
+            return rows if rows_of is None else rows_of(rows)
+        if rows_of is not None:  # the tie-breaking ORDER BY columns are read from the matcher's rows
+            ready = [(b[0], b[1], row) for b, row in zip(ready, rows_of([b[2] for b in ready]), strict=True)]
+        ready.sort(key=lambda b: (b[0], self._tie_key(b[2]), b[1]))
         return [b[2] for b in ready]
 
     def _prune_within(self, matcher: PartitionMatcher, watermark: int) -> list[dict[str, Any]]:
