@@ -48,7 +48,9 @@ from runtime.core.errors import QuerySyntaxError
 from runtime.core.pattern import ClauseSpec, PartitionMatcher, PatternValidationError, parse_clause
 from runtime.core.pattern import expr as E
 from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS
+from runtime.core.pattern.fast import dict_rows
 from runtime.core.pattern.functions import SCALAR_FUNCTIONS
+from runtime.core.pattern.partition import OutputBlock, as_dicts
 
 UDTF_NAME = "timeweave_match_recognize"
 _OUTPUT_BATCH_ROWS = 4096  # rows per Arrow batch handed back to Spark
@@ -467,38 +469,119 @@ class _ArrowRunner:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         bound = _bound(self.clause, self.input_json, self.output_json)
         schema = _arrow_schema(bound.schema, self.timezone)
-        pending: list[dict[str, Any]] = []
-        for outs in run_batches(bound, batches):
-            pending.extend(outs)
-            if len(pending) >= _OUTPUT_BATCH_ROWS:
-                yield _batch(bound, pending, schema)
-                pending = []
-        if pending:
-            yield _batch(bound, pending, schema)
+        raw, raw_outputs = _copied_timestamps(bound)
+        pending: list[list[Any]] = [[] for _ in bound.keys]  # output columns, in bound.keys order
+        for outs in _run_batch_blocks(bound, batches, raw):
+            _extend(pending, bound.keys, outs)
+            if len(pending[0]) >= _OUTPUT_BATCH_ROWS:
+                yield _batch(pending, schema, raw_outputs)
+                pending = [[] for _ in bound.keys]
+        if pending[0]:
+            yield _batch(pending, schema, raw_outputs)
 
 
-def _rows(batch: pa.RecordBatch) -> tuple[list[dict[str, Any]], list[list[Any]]]:
-    """The batch's rows as dicts, and its columns as Python lists (each column converted once)."""
-    columns = [_pylist(_naive(batch.column(i))) for i in range(batch.num_columns)]
-    return _row_builder(tuple(batch.schema.names))(columns), columns
+_TIMESTAMPS = (T.TimestampType, T.TimestampNTZType)
 
 
-@functools.lru_cache(maxsize=32)
-def _row_builder(names: tuple[str, ...]) -> Callable[[list[list[Any]]], list[dict[str, Any]]]:
-    """``build(columns)``: the rows as dicts, by a comprehension with a dict display per row.
+def _copied_timestamps(bound: MatchPlan) -> tuple[frozenset[str], tuple[bool, ...]]:
+    """Timestamp input columns the clause only copies to the output, and which output columns are copies.
 
-    A display is ~3x faster than ``dict(zip(names, values))``.  The source is generated from the
-    column *count* only; the names are bound as values (``_n0``, ``_n1``, ...), never spliced in.
+    With ONE ROW PER MATCH and no WITHIN, a timestamp column that no DEFINE reads, and that MEASURES
+    read only as a whole measure's value (the column, a navigation of it, MIN/MAX of it,
+    MATCH_ROWTIME) or that is a PARTITION BY column, is never computed with: the door carries it as
+    integer microseconds (Arrow casts, several times cheaper than datetime objects both ways) and
+    turns the copies back into timestamps.  Integers compare (equal, MIN/MAX) as the timestamps do.
+
+    >>> s = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.TimestampType()),
+    ...                   T.StructField("u", T.TimestampType()), T.StructField("p", T.LongType())])
+    >>> _copied_timestamps(plan("PARTITION BY k ORDER BY t MEASURES FIRST(A.t) AS f, LAST(A.u) - FIRST(A.u) AS d "
+    ...                         "PATTERN (A+) DEFINE A AS A.p > 0", s))
+    (frozenset({'t'}), (False, True, False))
     """
-    count = len(names)
-    if count == 0:
-        return lambda columns: []
-    values = ", ".join(f"_v{i}" for i in range(count))
-    display = ", ".join(f"_n{i}: _v{i}" for i in range(count))
-    source = f"def build(columns):\n    return [{{{display}}} for {values}, in zip(*columns)]\n"
-    namespace: dict[str, Any] = {f"_n{i}": name for i, name in enumerate(names)}
-    exec(compile(source, "<match_recognize rows>", "exec"), namespace)  # generated from a count, no user text
-    return namespace["build"]  # type: ignore[no-any-return]
+    spec = bound.spec
+    none: tuple[frozenset[str], tuple[bool, ...]] = (frozenset(), tuple(False for _ in bound.keys))
+    if spec.rows_per_match.all_rows or spec.within is not None:
+        return none
+    schema = bound.input_schema
+    rowtime = _field(spec, schema, spec.order_by[0].column, spec.order_by[0].start).name if spec.order_by else None
+
+    def read(node: E.Expr) -> str | None:  # the input column a column reference or MATCH_ROWTIME reads
+        if isinstance(node, E.Column):
+            return _field(spec, schema, node.name, node.start).name
+        if isinstance(node, E.MatchRowtime):
+            return read(node.column) if node.column is not None else rowtime
+        return None
+
+    def copied(node: E.Expr) -> str | None:  # the input column whose value the measure is, if any
+        if isinstance(node, (E.Column, E.MatchRowtime)):
+            return read(node)
+        if isinstance(node, E.Navigation) and isinstance(node.arg, E.Column):
+            return read(node.arg)
+        if (isinstance(node, E.Aggregate) and node.func in ("MIN", "MAX") and node.key is None
+                and isinstance(node.arg, E.Column)):
+            return read(node.arg)
+        return None
+
+    computed: set[str | None] = set()
+    copies: dict[str, str] = {}
+    for definition in spec.definitions:
+        computed.update(read(node) for node in definition.condition.walk())
+    for measure in spec.measures:
+        column = copied(measure.expr)
+        if column is not None:
+            copies[measure.name] = column
+        else:
+            computed.update(read(node) for node in measure.expr.walk())
+    raw = frozenset(f.name for f in schema.fields if isinstance(f.dataType, _TIMESTAMPS) and f.name not in computed)
+    if not raw:
+        return none
+    measures = {m.name for m in spec.measures}
+    outputs = tuple(
+        (copies.get(key) if key in measures else _field(spec, schema, key, 0).name) in raw for key in bound.keys
+    )
+    return raw, outputs
+
+
+def _extend(columns: list[list[Any]], keys: tuple[str, ...], outs: list[dict[str, Any] | OutputBlock]) -> None:
+    """Append the output rows ``outs`` to ``columns`` (``columns[i]`` holds the values of ``keys[i]``)."""
+    for out in outs:
+        if out.__class__ is OutputBlock:
+            for column, key in zip(columns, keys, strict=True):
+                values = out.column(key)  # type: ignore[union-attr]
+                column.extend(values if values is not None else [None] * len(out))  # type: ignore[arg-type]
+        else:
+            for column, key in zip(columns, keys, strict=True):
+                column.append(out.get(key))  # type: ignore[union-attr]
+
+
+def _rows(batch: pa.RecordBatch, raw: frozenset[str] = frozenset()) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    """The batch's rows as dicts, and its columns as Python lists (each column converted once).
+
+    Timestamp columns named in ``raw`` (see :func:`_copied_timestamps`) become integer microseconds
+    of the same wall-clock time the datetime objects would show.
+    """
+    names = batch.schema.names
+    columns = [_raw_pylist(_naive(batch.column(i))) if names[i] in raw else _pylist(_naive(batch.column(i)))
+               for i in range(batch.num_columns)]
+    return _row_builder(tuple(names))(columns), columns
+
+
+def _raw_pylist(array: pa.Array) -> list[Any]:
+    """A naive timestamp column as integer microseconds (None for nulls)."""
+    return array.cast(pa.timestamp("us")).cast(pa.int64()).to_pylist()  # type: ignore[no-any-return]
+
+
+def _raw_to_arrow(values: list[Any], arrow_type: pa.DataType) -> pa.Array:
+    """``_to_arrow`` of integer microseconds (the wall-clock times of :func:`_raw_pylist`)."""
+    local = pa.array(values, type=pa.int64()).cast(pa.timestamp("us")).cast(pa.timestamp(arrow_type.unit))
+    if arrow_type.tz is not None:
+        return pc.assume_timezone(local, arrow_type.tz, ambiguous="earliest", nonexistent="earliest")
+    return local
+
+
+def _row_builder(names: tuple[str, ...]) -> Callable[[list[list[Any]]], list[dict[str, Any]]]:
+    """``build(columns)``: the rows as dicts (the core's generated comprehension, cached per names)."""
+    return dict_rows(names)
 
 
 def _pylist(array: pa.Array) -> list[Any]:
@@ -523,13 +606,20 @@ def run_batches(bound: MatchPlan, batches: Iterator[pa.RecordBatch]) -> Iterator
     >>> [row for rows in run_batches(b, iter([batch])) for row in rows]
     [{'k': 'a', 'n': 2}, {'k': 'b', 'n': 1}]
     """
+    return map(as_dicts, _run_batch_blocks(bound, batches))
+
+
+def _run_batch_blocks(bound: MatchPlan, batches: Iterator[pa.RecordBatch],
+                      raw: frozenset[str] = frozenset()) -> Iterator[list[dict[str, Any] | OutputBlock]]:
+    """:func:`run_batches` with runs of output rows possibly as :class:`OutputBlock` columns (``raw``: see
+    :func:`_rows`)."""
     spec = bound.spec
     matcher: PartitionMatcher | None = None
     current: tuple[Any, ...] | None = None
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        rows, columns = _rows(batch)
+        rows, columns = _rows(batch, raw)
         names = batch.schema.names
         keys = [columns[names.index(c)] for c in bound.partition_columns]
         start = 0
@@ -538,13 +628,13 @@ def run_batches(bound: MatchPlan, batches: Iterator[pa.RecordBatch]) -> Iterator
             end = _run_end(keys, key, start) if keys else len(rows)
             if matcher is None or key != current:
                 if matcher is not None:
-                    yield matcher.finish()
+                    yield matcher.finish_blocks()
                 matcher = PartitionMatcher(spec)
                 current = key
-            yield matcher.push_many(rows[start:end])
+            yield matcher.push_many_blocks(rows[start:end])
             start = end
     if matcher is not None:
-        yield matcher.finish()
+        yield matcher.finish_blocks()
 
 
 def _run_end(keys: list[list[Any]], key: tuple[Any, ...], start: int) -> int:
@@ -591,10 +681,8 @@ def _arrow_schema(schema: T.StructType, timezone: str) -> pa.Schema:
     return pa.schema([pa.field(f.name, to_arrow_type(f.dataType, timezone=timezone), True) for f in schema.fields])
 
 
-def _batch(bound: MatchPlan, rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
-    arrays = [
-        _to_arrow([row.get(key) for row in rows], schema.field(i).type) for i, key in enumerate(bound.keys)
-    ]
+def _batch(columns: list[list[Any]], schema: pa.Schema, raw: tuple[bool, ...]) -> pa.RecordBatch:
+    arrays = [(_raw_to_arrow if raw[i] else _to_arrow)(values, schema.field(i).type) for i, values in enumerate(columns)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 

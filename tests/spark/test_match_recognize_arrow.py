@@ -66,3 +66,42 @@ def test_one_row_per_match_ships_only_the_columns_it_reads() -> None:
         "k", "t", "p", "extra"]
     assert _needed_columns(plan("ORDER BY t MEASURES MATCH_ROWTIME(EXTRA) AS m PATTERN (A) DEFINE A AS P > 1",
                                 SCHEMA)) == ["t", "p", "extra"]
+
+
+@pytest.mark.parametrize("timezone", ["UTC", "America/New_York"])
+@pytest.mark.parametrize("clause", [
+    "PARTITION BY k ORDER BY t MEASURES FIRST(A.t) AS f, LAST(A.u) AS l, MIN(A.u) AS lo, MAX(B.u) AS hi, "
+    "PREV(A.u) AS pu, MATCH_ROWTIME() AS mr, COUNT(*) AS n PATTERN (A+ B) DEFINE A AS AVG(A.p) < 3",
+    "PARTITION BY u ORDER BY t MEASURES FIRST(A.t) AS f, LAST(A.t) AS l PATTERN (A+ B) DEFINE A AS A.p < 4",
+    # u is computed with here, t only copied
+    "PARTITION BY k ORDER BY t MEASURES LAST(A.t) AS l, FIRST(A.u) = LAST(A.u) AS same "
+    "PATTERN (A+ B) DEFINE A AS A.p < 4",
+])
+def test_copied_timestamps_travel_as_integers_with_the_same_output(
+        clause: str, timezone: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Timestamp columns only copied to the output are carried as integers: the same output batches as
+    with datetime objects, DST gaps and overlaps (the wall-clock conversion both ways) and NULLs included."""
+    from runtime.spark import match_recognize as M
+
+    schema = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.TimestampType()),
+                           T.StructField("u", T.TimestampType()), T.StructField("p", T.LongType())])
+    generator = random.Random(3)
+    dst_overlap = 1_730_611_800_000_000  # 2024-11-03 05:30 UTC: 01:30 in New York, which happens twice
+    times = sorted(dst_overlap + generator.randint(-4, 4) * 1_800_000_000 for _ in range(200))
+    zone = pa.timestamp("us", tz=timezone)
+    batch = pa.RecordBatch.from_arrays([
+        pa.array([["a", "b"][i // 100] for i in range(200)]),
+        pa.array(times, type=pa.int64()).cast(zone),
+        pa.array([None if i % 13 == 0 else times[(i * 7) % 200] for i in range(200)], type=pa.int64()).cast(zone),
+        pa.array([generator.randint(0, 6) for _ in range(200)], type=pa.int64()),
+    ], names=["k", "t", "u", "p"])
+    bound = plan(clause, schema)
+    runner = M._ArrowRunner(clause, schema.json(), bound.schema.json(), timezone)
+    raw, _ = M._copied_timestamps(bound)
+    assert "t" in raw and ("u" in raw) == ("same" not in clause)
+    batches = [batch.slice(0, 70), batch.slice(70, 60), batch.slice(130)]
+    carried = pa.Table.from_batches(list(runner(iter(batches))))
+    monkeypatch.setattr(M, "_copied_timestamps", lambda b: (frozenset(), tuple(False for _ in b.keys)))
+    as_datetimes = pa.Table.from_batches(list(runner(iter(batches))))
+    assert carried.num_rows > 5
+    assert carried.equals(as_datetimes)

@@ -444,11 +444,20 @@ class FastBinding:
         # (entry, state), so a step needs no lookup by pc (entries refer to each other: loops).
         # The fifth item is the label id when the label has no condition, aggregate or navigation
         # slot (B in A+ B): advance() then extends the thread's state inline, without a call.
+        # The sixth is the "loop tail" of a label X whose successors are exactly [X, T], X not
+        # reaching done and T trivial, reaching done with no successors (A in A+ B): the thread
+        # set [(X, s), (T, s)] then repeats while X accepts rows, and advance() steps it in a
+        # tight loop (see FastRun._loop).
         self.entries: dict[int, list[Any]] = {pc: [self.consume[pc], [], fast.targets[pc][1], pc,
-                                                   label if self._trivial(label) else None]
+                                                   label if self._trivial(label) else None, None]
                                               for pc, label in fast.label_of.items()}
         for pc, entry in self.entries.items():
             entry[1].extend(self.entries[target] for target in fast.targets[pc][0])
+        for entry in self.entries.values():
+            successors = entry[1]
+            if (len(successors) == 2 and successors[0] is entry and not entry[2]
+                    and successors[1][4] is not None and successors[1][2] and not successors[1][1]):
+                entry[5] = successors[1]
         threads, result = fast.initial_threads
         self.initial_threads: tuple[list[tuple[list[Any], tuple[Any, ...]]], tuple[Any, ...] | None] = (
             [(self.entries[pc], state) for pc, state in threads], result)
@@ -694,7 +703,7 @@ class FastRun:
         # tight scan for the next row the first label accepts.
         scan = self.rolling and len(initial_threads) == 1 and initial_result is None
         if scan:
-            (first_consume, first_successors, first_done, _, _), first_state = initial_threads[0]
+            (first_consume, first_successors, first_done, _, _, _), first_state = initial_threads[0]
         threads = self.threads
         position = self.position
         result = self.result
@@ -729,9 +738,14 @@ class FastRun:
                     result = after
                 position += 1
                 continue
+            if len(threads) == 2:
+                (loop, state), (tail, tail_state) = threads
+                if loop[5] is tail and state is tail_state:  # [(X, s), (T, s)]: the tight loop
+                    position, threads, result = self._loop(loop, tail, state, position, limit, result)
+                    continue
             advanced: list[tuple[list[Any], tuple[Any, ...]]] = []
             for entry, state in threads:
-                consume, successors, done, _, trivial = entry
+                consume, successors, done, _, trivial, _ = entry
                 if trivial is None:
                     after = consume(position, state)
                     if after is None:
@@ -749,6 +763,30 @@ class FastRun:
         self.threads = threads
         self.position = position
         self.result = result
+
+    @staticmethod
+    def _loop(loop: list[Any], tail: list[Any], state: tuple[Any, ...], position: int, limit: int,
+              result: tuple[Any, ...] | None) -> tuple[int, list[tuple[list[Any], tuple[Any, ...]]], tuple[Any, ...] | None]:
+        """Steps of the thread set ``[(X, state), (T, state)]`` (X = ``loop``, T = ``tail``) from ``position``.
+
+        The general step does the same: X consumes the row first; T (which accepts every row and
+        reaches done) then matches with the state X had before the row, so the result is T's
+        extension of that state; the new threads are [(X, after), (T, after)] if X accepted the
+        row, none otherwise.  Here T's extension is built once, for the last row stepped.
+        Returns the new position, threads and result.
+        """
+        consume = loop[0]
+        before = state
+        while position < limit:
+            after = consume(position, state)
+            before = state
+            position += 1
+            if after is None:  # X rejects the row: T ends the attempt with its match
+                return position, [], ((tail[4], before[0]), before[1], before[2])
+            state = after
+        if before is state:
+            return position, [(loop, state), (tail, state)], result  # no row stepped
+        return position, [(loop, state), (tail, state)], ((tail[4], before[0]), before[1], before[2])
 
     def stop(self) -> None:
         self.threads = []

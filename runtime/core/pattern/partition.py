@@ -103,12 +103,20 @@ class PartitionMatcher:
         if self.ended:
             raise RuntimeError("push() after finish()")
         self.rows.rows.append(row)
-        return self._drive()
+        return as_dicts(self._drive())
 
     def push_many(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Add the partition's next rows (in ORDER BY order); returns the rows now decided.
 
         The same output as pushing them one by one, with one drive of the matcher for all.
+        """
+        return as_dicts(self.push_many_blocks(rows))
+
+    def push_many_blocks(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any] | OutputBlock]:
+        """:meth:`push_many`, with runs of output rows possibly given as :class:`OutputBlock` columns.
+
+        For callers that want columns (the Arrow door): no dict per row is built for them.
+        :func:`as_dicts` turns the list into :meth:`push_many`'s.
         """
         if self.ended:
             raise RuntimeError("push_many() after finish()")
@@ -117,6 +125,10 @@ class PartitionMatcher:
 
     def finish(self) -> list[dict[str, Any]]:
         """Declare the end of the partition; returns the remaining output."""
+        return as_dicts(self.finish_blocks())
+
+    def finish_blocks(self) -> list[dict[str, Any] | OutputBlock]:
+        """:meth:`finish`, with runs of output rows possibly given as :class:`OutputBlock` columns."""
         if not self.ended:
             self.ended = True
             self.rows.length = self.rows.available
@@ -130,7 +142,7 @@ class PartitionMatcher:
         if self.run is None:
             return []
         self.run.stop()
-        return self._drive()
+        return as_dicts(self._drive())
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(vars(self))
@@ -163,8 +175,8 @@ class PartitionMatcher:
         return self._fast
 
     # -- the loop ------------------------------------------------------------------------------------
-    def _drive(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def _drive(self) -> list[dict[str, Any] | OutputBlock]:
+        out: list[dict[str, Any] | OutputBlock] = []
         clause = self.clause
         rows = self.rows
         fast = self._fast_binding()
@@ -186,7 +198,7 @@ class PartitionMatcher:
                     matches: list[tuple[int, list[int]]] = []
                     run.advance(limit, matches, past_last_row=clause.past_last_row)
                     if matches:
-                        out.extend(self._collected(matches))
+                        out.append(self._collected(matches))
                 else:
                     run.advance(limit)
                 if not run.finished:
@@ -263,12 +275,11 @@ class PartitionMatcher:
         self.next_start = end + 1 if self.clause.past_last_row else self._skip(match, number)
         return out
 
-    def _collected(self, matches: list[tuple[int, list[int]]]) -> list[dict[str, Any]]:
+    def _collected(self, matches: list[tuple[int, list[int]]]) -> OutputBlock:
         """Output rows of matches a fast run rolled past (non-empty, ONE ROW PER MATCH, compiled measures).
 
-        The measures are evaluated for all the matches at once (one call per measure), the output
-        rows built by one comprehension: the partition columns of each match's first row, then the
-        measures (a measure named like a partition column replaces its value, as ``dict.update``).
+        The measures are evaluated for all the matches at once (one call per measure); the rows are
+        the partition columns of each match's first row, then the measures, by column.
         """
         measures = self._measures
         assert measures is not None
@@ -280,7 +291,7 @@ class PartitionMatcher:
         firsts = [buffered[start - base] for start, _ in matches]
         keys = [[first[column] if column in first else _column(first, column) for first in firsts]
                 for column in partition_by]
-        out = dict_rows((*partition_by, *measures.names))([*keys, *values])
+        out = OutputBlock((*partition_by, *measures.names), [*keys, *values])
         end = max(start + len(labels) for start, labels in matches) - 1
         if end > self.last_matched:
             self.last_matched = end
@@ -346,6 +357,46 @@ class PartitionMatcher:
         for column, value in row.items():
             result.setdefault(column, value)
         return result
+
+
+class OutputBlock:
+    """Consecutive output rows by column: ``columns[i][j]`` is row j's value of ``names[i]``.
+
+    A name may repeat (a measure named like a partition column): as in a dict built in column
+    order, the row's value is the last column's and its place the first's.
+
+    >>> as_dicts([{"k": 0}, OutputBlock(("k", "n", "k"), [[1, 2], [10, 20], [5, 6]])])
+    [{'k': 0}, {'k': 5, 'n': 10}, {'k': 6, 'n': 20}]
+    """
+
+    __slots__ = ("columns", "names")
+
+    def __init__(self, names: tuple[str, ...], columns: list[list[Any]]) -> None:
+        self.names = names
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(self.columns[0]) if self.columns else 0
+
+    def column(self, name: str) -> list[Any] | None:
+        """The values of ``name`` (its last column), None when the block has no such column."""
+        for index in range(len(self.names) - 1, -1, -1):
+            if self.names[index] == name:
+                return self.columns[index]
+        return None
+
+
+def as_dicts(out: list[dict[str, Any] | OutputBlock]) -> list[dict[str, Any]]:
+    """Output rows as dicts, blocks expanded in place (the list itself when it holds no block)."""
+    if not any(item.__class__ is OutputBlock for item in out):
+        return out  # type: ignore[return-value]
+    rows: list[dict[str, Any]] = []
+    for item in out:
+        if item.__class__ is OutputBlock:
+            rows.extend(dict_rows(item.names)(item.columns))  # type: ignore[union-attr]
+        else:
+            rows.append(item)  # type: ignore[arg-type]
+    return rows
 
 
 def _column(row: Mapping[str, Any], name: str) -> Any:
