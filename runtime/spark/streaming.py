@@ -689,15 +689,27 @@ class StreamingJoin:
     def split(self, batch: DataFrame) -> BatchOutputs:
         """Main (finalized), late and dead-letter DataFrames of one micro-batch of :attr:`stream`."""
         kind = F.col(KIND)
-        joined = batch.where(kind == JOINED).select(
-            _from_wire(F.col(L_ROW), self.left_schema).alias("__tw_l"),
-            F.when(F.col(V_ROW).isNull(), F.lit(None)).otherwise(
+        # Each payload is parsed once, in a projection of its own, and the structs are built from the
+        # parsed values in the next one (Spark does not merge the two: from_json is not cheap and the
+        # next projection reads it several times).  Built in one expression, the version's fields sat
+        # inside a CASE WHEN, where common-subexpression elimination does not reach, so from_json ran
+        # once per right column and row.
+        parsed = batch.where(kind == JOINED).select(
+            F.from_json(F.col(L_ROW), _wire_schema(self.left_schema), JSON_OPTIONS).alias("__tw_lp"),
+            F.from_json(F.col(V_ROW), _wire_schema(self.right_schema), JSON_OPTIONS).alias("__tw_vp"),
+            F.col(V_FROM),
+            F.col(V_TO),
+        )
+        joined = parsed.select(
+            _wire_struct(F.col("__tw_lp"), self.left_schema).alias("__tw_l"),
+            # from_json of a NULL payload (no version) is NULL, of any other payload a struct.
+            F.when(F.col("__tw_vp").isNull(), F.lit(None)).otherwise(
                 F.struct(
                     # The core never matches a delete (version_at returns None inside a deleted span).
                     F.lit(False).alias("deleted"),
                     F.timestamp_micros(F.col(V_FROM)).alias("valid_from"),
                     F.when(F.col(V_TO) != OPEN, F.timestamp_micros(F.col(V_TO))).alias("valid_to"),
-                    _from_wire(F.col(V_ROW), self.right_schema).alias("p"),
+                    _wire_struct(F.col("__tw_vp"), self.right_schema).alias("p"),
                 )
             ).alias("__tw_v"),
         )
@@ -802,11 +814,23 @@ def _json(df: DataFrame) -> Column:
 
 def _from_wire(payload: Column, schema: T.StructType) -> Column:
     """The struct of ``schema`` a :func:`_json` payload encodes (NULL payload: a struct of NULLs)."""
-    wire_schema = T.StructType([
+    return _wire_struct(F.from_json(payload, _wire_schema(schema), JSON_OPTIONS), schema)
+
+
+def _wire_schema(schema: T.StructType) -> T.StructType:
+    """The schema a :func:`_json` payload of a ``schema`` row is parsed with (timestamps and dates as numbers).
+
+    >>> _wire_schema(T.StructType([T.StructField("t", T.TimestampType())])).simpleString()
+    'struct<t:bigint>'
+    """
+    return T.StructType([
         T.StructField(f.name, _WIRE_TYPES[type(f.dataType)][0] if type(f.dataType) in _WIRE_TYPES else f.dataType)
         for f in schema.fields
     ])
-    parsed = F.from_json(payload, wire_schema, JSON_OPTIONS)
+
+
+def _wire_struct(parsed: Column, schema: T.StructType) -> Column:
+    """The struct of ``schema`` from a payload parsed with :func:`_wire_schema` (numbers back to timestamps, dates)."""
     fields = []
     for field in schema.fields:
         value = parsed.getField(field.name)

@@ -84,6 +84,7 @@ def test_late_rows_dead_letters_and_restart_from_checkpoint(spark, tmp_path: Pat
         "output": {"path": str(tmp_path / "out")},
         "checkpoint": str(tmp_path / "chk"),
     }
+    cache_compressed = spark.conf.get("spark.sql.inMemoryColumnarStorage.compressed")
     first = run_streaming(config, spark)
     # Watermark = min(left 11:00, right 10:45): rows up to 10:45 are out, o4 (11:00) waits in state.
     assert first["watermark"] == "2020-01-01T10:45:00.000Z"
@@ -104,6 +105,8 @@ def test_late_rows_dead_letters_and_restart_from_checkpoint(spark, tmp_path: Pat
     second = run_streaming(config, spark, flush=True)
     assert (second["rows_in_left"], second["rows_in_right"]) == (5, 3)
     assert (second["late"], second["dead_letter"]) == (1, 4)
+    # The writer turns cache compression off in the query's own session only, never in the caller's.
+    assert spark.conf.get("spark.sql.inMemoryColumnarStorage.compressed") == cache_compressed
 
     main = {r["id"]: (r["rate"], r["rate_from"]) for r in spark.read.parquet(config["output"]["path"]).collect()}
     assert spark.read.parquet(config["output"]["path"]).count() == len(main) == 6  # no duplicates, no loss
