@@ -5,12 +5,17 @@
 Data: orders spread uniformly over the versions' time range (1 version per second, round-robin over the
 keys, as in ../shared/bench/asof_anchors.md's 10M_v100k set); ``--skew 0.3`` puts 30 % of orders and
 versions on one key.  Spark: local[2], 4 shuffle partitions, noop sink unless stated; warm = runs after
-the first, min / median.  Not part of CI.
+the first, min / median.  ``--cpu`` adds one run per row (not in the table) and prints its JVM CPU
+seconds by thread kind (``tasks``: executor task threads, ``jit``: HotSpot C1/C2 compiler threads,
+``gc``, ``other``: driver, broadcasts, scheduler) and its Janino compiles (generated classes not found
+in Spark's code cache): on a shared machine CPU is the figure to compare, and the split shows where a
+plan of many Spark jobs (the backfill) spends what the one-shot run does not.  Not part of CI.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -53,6 +58,23 @@ def generate(out: Path, orders: int, versions: int, keys: int, skew: float, seed
     pq.write_table(rates, out / "rates" / "part-0.parquet")
 
 
+def jvm_cpu_by_thread(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) of a live JVM's threads, by kind: tasks, jit, gc, other (Linux /proc)."""
+    split = {"tasks": 0.0, "jit": 0.0, "gc": 0.0, "other": 0.0}
+    ticks = os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (task / "stat").read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        kind = ("tasks" if name.startswith("Executor task") else "jit" if "CompilerThre" in name
+                else "gc" if name.startswith(("GC Thread", "G1 ")) else "other")
+        split[kind] += (int(fields[11]) + int(fields[12])) / ticks
+    return split
+
+
 def timed(fn, runs: int) -> tuple[float, float, float]:
     """(cold, warm min, warm median) seconds."""
     times = []
@@ -73,6 +95,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--data", type=Path, default=None, help="data directory (generated if missing)")
     parser.add_argument("--skip", default="", help="comma-separated rows to skip: naive,pandas,backfill,sql")
+    parser.add_argument("--cpu", action="store_true", help="print the last run's JVM CPU by thread kind and Janino compiles")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     data = args.data or Path(tempfile.gettempdir()) / f"tw_bench_{args.orders}_{args.versions}_{args.keys}_{args.skew}"
@@ -98,10 +121,21 @@ def main() -> None:
     n = args.orders
     rows: list[tuple[str, float, float, float]] = []
 
+    jvm_pid = spark.sparkContext._gateway.proc.pid  # spark-submit execs the JVM in place: same pid
+    compiles = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+
     def bench(name: str, fn) -> None:
         cold, best, median = timed(fn, args.runs)
         rows.append((name, cold, best, median))
         print(f"{name:55s} cold {cold:7.2f}s  warm {best:6.2f} / {median:6.2f}s  {n / median / 1e6:6.2f} M rows/s", flush=True)
+        if args.cpu:  # one extra run (not in the table) with the CPU split taken around it
+            before, classes = jvm_cpu_by_thread(jvm_pid), compiles.getCount()
+            seconds = timed(fn, 1)[0]
+            after = jvm_cpu_by_thread(jvm_pid)
+            split = " / ".join(f"{kind} {after[kind] - before[kind]:.1f}" for kind in after)
+            total = sum(after.values()) - sum(before.values())
+            print(f"{'':55s} extra run {seconds:6.2f}s  JVM CPU {total:6.1f}s ({split})  "
+                  f"Janino compiles {compiles.getCount() - classes}", flush=True)
 
     noop = lambda df: df.write.format("noop").mode("overwrite").save()  # noqa: E731
     bench("Spark scan only (4 order columns)", lambda: noop(orders))
