@@ -108,12 +108,14 @@ def main() -> None:
 
     import runtime
     from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
+    from runtime.jobs.session import STATIC_CONFIGS
     from runtime.spark.backfill import run_slices
 
     spark = (
         SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "6g").getOrCreate()
+        .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "6g")
+        .config(map=STATIC_CONFIGS).getOrCreate()  # the job session's static settings (runtime.jobs.session)
     )
     spark.sparkContext.setLogLevel("ERROR")
     orders = spark.read.parquet(str(data / "orders"))

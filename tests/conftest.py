@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from runtime.jobs.session import STATIC_CONFIGS
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 CONFORMANCE = SHARED / "conformance" / "flink" / "cases"
@@ -32,6 +34,7 @@ def spark_conf() -> dict[str, str]:
         "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.python.worker.reuse": "true",
+        **STATIC_CONFIGS,  # the job session's own static settings
     }
 
 
