@@ -1034,48 +1034,20 @@ def _reduce_avg(present: list[Any]) -> Any:
     return total / len(present)
 
 
-#: FINAL aggregates over the non-NULL values of a match: the same results as the ``_final_*`` closures
+#: FINAL aggregates over the non-NULL values of a match (the batched measures and :data:`_FINAL_AGGREGATES`).
 _REDUCE: dict[str, Callable[[list[Any]], Any]] = {
     "COUNT": len,
     "SUM": lambda present: _sum(present) if present else None,
     "AVG": _reduce_avg,
+    # builtin min compares ``value < best`` left to right and keeps the first of equals: AggregateSpec.add
     "MIN": lambda present: min(present) if present else None,
     "MAX": lambda present: max(present) if present else None,
 }
 
 
-def _final_count(values: Callable[[MatchView], list[Any]]) -> MeasureFn:
-    return lambda v: len(values(v))
-
-
-def _final_sum(values: Callable[[MatchView], list[Any]]) -> MeasureFn:
-    def total(v: MatchView) -> Any:
-        present = values(v)
-        return _sum(present) if present else None
-
-    return total
-
-
-def _final_avg(values: Callable[[MatchView], list[Any]]) -> MeasureFn:
-    def average(v: MatchView) -> Any:
-        present = values(v)
-        if not present:
-            return None
-        total = _sum(present)
-        if total.__class__ is int or isinstance(total, Integral):  # AggregateSpec.result's rule
-            return float(total) / len(present)
-        return total / len(present)
-
-    return average
-
-
-def _final_min(values: Callable[[MatchView], list[Any]]) -> MeasureFn:
-    # builtin min compares ``value < best`` left to right and keeps the first of equals: AggregateSpec.add
-    return lambda v: min(present) if (present := values(v)) else None
-
-
-def _final_max(values: Callable[[MatchView], list[Any]]) -> MeasureFn:
-    return lambda v: max(present) if (present := values(v)) else None
+def _final(reduce: Callable[[list[Any]], Any]) -> Callable[[Callable[[MatchView], list[Any]]], MeasureFn]:
+    """A per-match FINAL aggregate: ``reduce`` of the values ``values(view)`` collects."""
+    return lambda values: lambda v: reduce(values(v))
 
 
 def _sum(present: list[Any]) -> Any:
@@ -1090,7 +1062,7 @@ def _sum(present: list[Any]) -> Any:
 
 
 _FINAL_AGGREGATES: dict[str, Callable[[Callable[[MatchView], list[Any]]], MeasureFn]] = {
-    "COUNT": _final_count, "SUM": _final_sum, "AVG": _final_avg, "MIN": _final_min, "MAX": _final_max,
+    name: _final(reduce) for name, reduce in _REDUCE.items()
 }
 
 
