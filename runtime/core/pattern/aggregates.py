@@ -33,6 +33,7 @@ door and every run gives the same value):
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -62,32 +63,30 @@ def _count_if(state: int, value: Any) -> int:
     return state + 1 if value is True else state
 
 
-def _bool_and(state: bool | None, value: Any) -> bool | None:
-    if value is None:
-        return state
-    return bool(value) if state is None else state and bool(value)
+def _bool_fold(combine: Callable[[bool, bool], bool]) -> Callable[[bool | None, Any], bool | None]:
+    """The step of ``BOOL_AND`` / ``BOOL_OR``: NULLs skipped, the first value taken as is, then ``combine``."""
 
+    def step(state: bool | None, value: Any) -> bool | None:
+        if value is None:
+            return state
+        return bool(value) if state is None else combine(state, bool(value))
 
-def _bool_or(state: bool | None, value: Any) -> bool | None:
-    if value is None:
-        return state
-    return bool(value) if state is None else state or bool(value)
+    return step
 
 
 def _first_present(state: Any, value: Any) -> Any:
     return value if state is None else state
 
 
-def _max_by(state: tuple[Any, Any] | None, value: tuple[Any, Any]) -> tuple[Any, Any] | None:
-    if value[1] is None:
-        return state
-    return value if state is None or value[1] > state[1] else state
+def _by(better: Callable[[Any, Any], bool]) -> Callable[[tuple[Any, Any] | None, tuple[Any, Any]], tuple[Any, Any] | None]:
+    """The step of ``MAX_BY`` / ``MIN_BY``: rows with a NULL key skipped; a tie keeps the earlier row."""
 
+    def step(state: tuple[Any, Any] | None, value: tuple[Any, Any]) -> tuple[Any, Any] | None:
+        if value[1] is None:
+            return state
+        return value if state is None or better(value[1], state[1]) else state
 
-def _min_by(state: tuple[Any, Any] | None, value: tuple[Any, Any]) -> tuple[Any, Any] | None:
-    if value[1] is None:
-        return state
-    return value if state is None or value[1] < state[1] else state
+    return step
 
 
 def _by_result(state: tuple[Any, Any] | None) -> Any:
@@ -183,7 +182,7 @@ class ArrayChain:
         while a is not None and b is not None:
             if a is b:  # a shared prefix
                 return True
-            if a.value != b.value and not (a.value is None and b.value is None):
+            if a.value != b.value:  # None == None: equal NULL elements compare equal
                 return False
             a, b = a.prev, b.prev
         return a is None and b is None
@@ -212,11 +211,11 @@ def _functions() -> dict[str, AggregateFunction]:
             table[name] = AggregateFunction(name, arity, initial, step, result, result_type)
 
     add(("COUNT_IF",), 1, 0, _count_if, lambda s: s, "bigint")
-    add(("BOOL_AND", "EVERY"), 1, None, _bool_and, lambda s: s, "boolean")
-    add(("BOOL_OR",), 1, None, _bool_or, lambda s: s, "boolean")
+    add(("BOOL_AND", "EVERY"), 1, None, _bool_fold(operator.and_), lambda s: s, "boolean")
+    add(("BOOL_OR",), 1, None, _bool_fold(operator.or_), lambda s: s, "boolean")
     add(("ARBITRARY", "ANY_VALUE"), 1, None, _first_present, lambda s: s, "argument")
-    add(("MAX_BY",), 2, None, _max_by, _by_result, "argument")
-    add(("MIN_BY",), 2, None, _min_by, _by_result, "argument")
+    add(("MAX_BY",), 2, None, _by(operator.gt), _by_result, "argument")
+    add(("MIN_BY",), 2, None, _by(operator.lt), _by_result, "argument")
     add(("STDDEV", "STDDEV_SAMP"), 1, _NO_MOMENTS, _moments, _stddev(True), "double")
     add(("STDDEV_POP",), 1, _NO_MOMENTS, _moments, _stddev(False), "double")
     add(("VARIANCE", "VAR_SAMP"), 1, _NO_MOMENTS, _moments, _variance(True), "double")

@@ -131,10 +131,6 @@ def _array(*args: Any) -> list[Any]:
     return list(args)
 
 
-def _cardinality(array: list[Any]) -> int:
-    return len(array)
-
-
 def _element_at(array: list[Any], index: int) -> Any:
     """1-based; negative counts from the end; beyond either end is NULL; 0 is an error (Spark and Trino)."""
     if index == 0:
@@ -226,8 +222,8 @@ SCALAR_FUNCTIONS: dict[str, ScalarFunction] = {
     "POWER": ScalarFunction(2, 2, _strict(_power), returns="double"),
     "POW": ScalarFunction(2, 2, _strict(_power), returns="double"),
     "ARRAY": ScalarFunction(0, None, _array, null_safe=True, returns="array"),
-    "CARDINALITY": ScalarFunction(1, 1, _strict(_cardinality), returns="bigint"),
-    "SIZE": ScalarFunction(1, 1, _strict(_cardinality), returns="bigint"),
+    "CARDINALITY": ScalarFunction(1, 1, _strict(len), returns="bigint"),
+    "SIZE": ScalarFunction(1, 1, _strict(len), returns="bigint"),
     "ELEMENT_AT": ScalarFunction(2, 2, _strict(_element_at), returns="element"),
     "ARRAY_CONTAINS": ScalarFunction(2, 2, _array_contains, null_safe=True, returns="boolean"),
     "CONTAINS": ScalarFunction(2, 2, _array_contains, null_safe=True, returns="boolean"),
