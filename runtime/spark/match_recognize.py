@@ -45,12 +45,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from runtime.core.errors import QuerySyntaxError
-from runtime.core.pattern import ClauseSpec, PartitionMatcher, PatternValidationError, parse_clause
+from runtime.core.pattern import ClauseSpec, PartitionMatcher, PatternValidationError, parse_clause, subqueries
 from runtime.core.pattern import expr as E
 from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS
 from runtime.core.pattern.fast import dict_rows
 from runtime.core.pattern.functions import SCALAR_FUNCTIONS
 from runtime.core.pattern.partition import OutputBlock, as_dicts
+from runtime.spark.subqueries import inline_subqueries
 
 UDTF_NAME = "timeweave_match_recognize"
 _OUTPUT_BATCH_ROWS = 4096  # rows per Arrow batch handed back to Spark
@@ -272,6 +273,7 @@ def plan(spec: ClauseSpec | str, schema: T.StructType) -> MatchPlan:
     """
     if isinstance(spec, str):
         spec = parse_clause(spec)
+    subqueries.reject(spec, "this door")  # runtime.sql and runtime.match_recognize inline them first
     typer = _Typer(spec, schema)
     partition_fields = [_field(spec, schema, c, _name_position(spec, "PARTITION", c)) for c in spec.partition_by]
     order_fields = [_field(spec, schema, k.column, k.start) for k in spec.order_by]
@@ -327,7 +329,7 @@ def _sort_column(name: str, descending: bool, nulls_first: bool) -> SparkColumn:
     return column.asc_nulls_first() if nulls_first else column.asc_nulls_last()
 
 
-def match_recognize(df: DataFrame, clause: str) -> DataFrame:
+def match_recognize(df: DataFrame, clause: str | ClauseSpec) -> DataFrame:
     """Run ``MATCH_RECOGNIZE (clause)`` over ``df``; ``clause`` is the text between the parentheses.
 
     The clause and every column it names are checked before any Spark job runs; errors are
@@ -342,7 +344,7 @@ def match_recognize(df: DataFrame, clause: str) -> DataFrame:
             ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
             PATTERN (A+ B) DEFINE A AS AVG(A.price) < 15''').show()
     """
-    bound = plan(clause, df.schema)
+    bound = plan(inline_subqueries(df.sparkSession, clause), df.schema)
     needed = _needed_columns(bound)
     if len(needed) < len(df.columns):  # ONE ROW PER MATCH reads few columns: ship only those to Python
         df = df.select(*[F.col(f"`{c.replace('`', '``')}`") for c in needed])
@@ -388,7 +390,7 @@ def sql_string(text: str) -> str:
 
 
 def rewrite_match_recognize(spark: Any, query: str) -> str:
-    """Replace each ``<relation> MATCH_RECOGNIZE (...) [AS alias]`` of ``query`` by a relation Spark runs.
+    """Replace each ``<relation> [t(c, ...)] MATCH_RECOGNIZE (...) [AS alias[(c, ...)]]`` of ``query`` by a relation Spark runs.
 
     When the input relation resolves on its own, it becomes a temporary view of :func:`match_recognize`'s
     result (``__tw_mr_<hash>``, named after the relation and clause so that a rewrite is repeatable);
@@ -412,20 +414,26 @@ def rewrite_match_recognize(spark: Any, query: str) -> str:
         except Exception:  # not resolvable alone (a CTE, an outer reference): the UDTF resolves it in place
             source = None
         try:
-            if source is not None:
-                plan(found.spec, schema)
+            spec = inline_subqueries(spark, found.spec)  # uncorrelated subqueries: run once, now
         except PatternValidationError as error:
+            raise reposition(error, query, found.clause_start) from None
+        try:
+            if source is not None:
+                plan(spec, schema)
+        except PatternValidationError as error:
+            if spec is not found.spec:
+                raise  # positioned in the clause as printed with the subqueries' values
             raise reposition(error, query, found.clause_start) from None
         if source is not None:
             digest = hashlib.sha1(f"{found.relation}\0{found.clause}".encode()).hexdigest()[:16]
             view = f"__tw_mr_{digest}"
-            match_recognize(source, found.clause).createOrReplaceTempView(view)
+            match_recognize(source, spec).createOrReplaceTempView(view)
             replacement = view
         else:
             register_udtf(spark)
-            replacement = f"{UDTF_NAME}(TABLE({found.relation}), {sql_string(found.clause)})"
+            replacement = f"{UDTF_NAME}(TABLE(SELECT * FROM {found.relation}), {sql_string(spec.text)})"
         if found.alias is not None:
-            replacement += f" AS {_quote(found.alias)}"
+            replacement += f" AS {_quote(found.alias)}{found.alias_columns or ''}"
         query = query[: found.start] + replacement + query[found.end :]
     return query
 

@@ -59,6 +59,7 @@ from runtime.spark.match_recognize import (
     _to_arrow,
     plan,
 )
+from runtime.spark.subqueries import inline_subqueries
 
 STATE = "__tw_state"  # BINARY: the pickled PartitionMatcher of one key (state rows only)
 _WHERE = "match_recognize backfill"
@@ -334,7 +335,7 @@ def backfill_match_recognize(
     unknown = sorted(i for i in wanted if not (isinstance(i, int) and 0 <= i < len(plan_slices)))
     if unknown:
         raise SpecError("only", f"slice indexes {unknown} are not in 0..{len(plan_slices) - 1}", where=_WHERE)
-    bound = plan(clause, df.schema)
+    bound = plan(inline_subqueries(df.sparkSession, clause), df.schema)  # subqueries run once, for every slice
     if any(c.lower() == STATE for c in df.columns):
         raise SpecError("df", f"the input has a column named {STATE}, which the backfill uses for its state",
                         where=_WHERE)

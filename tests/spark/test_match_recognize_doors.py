@@ -29,6 +29,7 @@ from runtime.core.errors import QuerySyntaxError
 from runtime.core.match_sql import find_match_recognize
 from runtime.core.pattern import MatchRuntimeError, PatternValidationError, match_recognize, parse_clause
 from runtime.spark.match_recognize import UDTF_NAME, plan, sql_string
+from runtime.spark.sql_door import rewrite
 from tests.helpers.dbt_run import run_dbt_project
 from tests.helpers.flink_cases import CASES, dataframe, load_case, normalize
 
@@ -177,8 +178,8 @@ def test_sql_door_over_a_cte_subquery_and_twice_in_one_query(spark) -> None:
         SELECT m1.n FROM big MATCH_RECOGNIZE ({clause}) AS m1
         UNION ALL
         SELECT m2.n FROM (SELECT * FROM mr_twice WHERE v > 1) MATCH_RECOGNIZE ({clause}) m2"""
-    rewritten = runtime.spark.sql_door.rewrite(spark, query)
-    assert "MATCH_RECOGNIZE" not in rewritten and f"{UDTF_NAME}(TABLE(big)" in rewritten  # a CTE: the UDTF
+    rewritten = rewrite(spark, query)
+    assert "MATCH_RECOGNIZE" not in rewritten and f"{UDTF_NAME}(TABLE(SELECT * FROM big)" in rewritten  # a CTE: the UDTF
     got = Counter(r["n"] for r in runtime.sql(spark, query).collect())
     assert got == expected + expected
 
@@ -226,8 +227,8 @@ def test_sql_door_errors_point_into_the_query(spark) -> None:
     with pytest.raises(PatternValidationError) as info:
         runtime.sql(spark, query)
     assert (info.value.line, info.value.col) == (3, query.split("\n")[2].index("A.volume") + 1)
-    with pytest.raises(QuerySyntaxError, match="the alias goes after MATCH_RECOGNIZE"):
-        find_match_recognize("SELECT * FROM mr_bad AS b MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS true)")
+    with pytest.raises(QuerySyntaxError, match=r"must follow a table or \(subquery\) in FROM \(line 1, col 28\)"):
+        find_match_recognize("SELECT * FROM mr_bad WHERE x MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS true)")
     with pytest.raises(QuerySyntaxError, match=r"never closed \(line 1, col 38\)"):
         runtime.sql(spark, "SELECT * FROM mr_bad MATCH_RECOGNIZE (PATTERN (A)")
 

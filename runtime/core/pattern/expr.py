@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from runtime.core.pattern.lexer import sql_name
@@ -43,6 +44,8 @@ def _sql_literal(value: Any) -> str:
         return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
     if isinstance(value, date):
         return f"DATE '{value.isoformat()}'"
+    if isinstance(value, Decimal):  # no exact-decimal literal syntax in the clause grammar
+        return f"CAST('{value}' AS DECIMAL)"
     if isinstance(value, timedelta):
         micros = value // timedelta(microseconds=1)
         return f"INTERVAL '{micros / 1_000_000 if micros % 1_000_000 else micros // 1_000_000}' SECOND"
@@ -66,14 +69,14 @@ def _precedence(node: Expr) -> int:
         return _COMPARISON
     if isinstance(node, Unary) and node.op == "NOT":
         return 3
-    if isinstance(node, IsNull | Between | InList):
+    if isinstance(node, IsNull | Between | InList | InSubquery):
         return _COMPARISON
     return 10
 
 
 def _wrap(node: Expr) -> str:
     """Parenthesize an operand that is itself an operator expression, so printing round-trips."""
-    composite = isinstance(node, Binary | Between | InList | IsNull) or (isinstance(node, Unary) and node.op == "NOT")
+    composite = isinstance(node, Binary | Between | InList | InSubquery | IsNull) or (isinstance(node, Unary) and node.op == "NOT")
     return f"({node})" if composite else str(node)
 
 
@@ -221,6 +224,39 @@ class Cast(Expr):
 
     def __str__(self) -> str:
         return f"CAST({self.operand} AS {self.type_name})"
+
+
+@dataclass(frozen=True, slots=True)
+class Subquery(Expr):
+    """An uncorrelated subquery: ``(SELECT ...)`` (``kind`` scalar) or ``EXISTS (SELECT ...)`` (exists).
+
+    The core runs no queries: the Spark doors replace each subquery by its value before matching
+    (:mod:`runtime.spark.subqueries`), as Trino evaluates uncorrelated subqueries once per query.
+    ``query`` is the text between the parentheses, as written.
+    """
+
+    kind: str  # 'scalar' | 'exists'
+    query: str
+    start: int = field(default=0, compare=False)
+
+    def __str__(self) -> str:
+        return f"({self.query})" if self.kind == "scalar" else f"EXISTS ({self.query})"
+
+
+@dataclass(frozen=True, slots=True)
+class InSubquery(Expr):
+    """``operand [NOT] IN (SELECT ...)`` with an uncorrelated subquery (replaced like :class:`Subquery`)."""
+
+    operand: Expr
+    query: str
+    negated: bool = False
+    start: int = field(default=0, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def __str__(self) -> str:
+        return f"{_wrap(self.operand)} {'NOT ' if self.negated else ''}IN ({self.query})"
 
 
 @dataclass(frozen=True, slots=True)

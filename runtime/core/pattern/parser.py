@@ -477,6 +477,8 @@ class Parser:
             self.expect_word("AND")
             return E.Between(left, low, self.additive(), negated, token.start)
         if self.accept_word("IN"):
+            if self.at_subquery():
+                return E.InSubquery(left, self.subquery_text(), negated, token.start)
             self.expect_op("(")
             items = [self.expression()]
             while self.accept_op(","):
@@ -536,6 +538,8 @@ class Parser:
         if token.type is TokenType.STRING:
             self.advance()
             return E.Literal(token.value, token.start)
+        if self.at_subquery():
+            return E.Subquery("scalar", self.subquery_text(), token.start)
         if token.is_op("("):
             self.advance()
             inner = self.expression()
@@ -563,6 +567,11 @@ class Parser:
                 raise QuerySyntaxError(f"invalid {word} literal {following.text}", text=self.text,
                                        position=following.start) from None
             return E.Literal(literal, token.start)
+        if word == "EXISTS" and following.is_op("("):
+            self.advance()
+            if not self.at_subquery():
+                raise self.error("EXISTS needs a subquery: EXISTS (SELECT ...)")
+            return E.Subquery("exists", self.subquery_text(), token.start)
         if word == "CASE":
             return self.case()
         if word in ("RUNNING", "FINAL") and following.type is TokenType.IDENT and self.peek(2).is_op("("):
@@ -578,6 +587,21 @@ class Parser:
         if word in _NOT_A_COLUMN:
             raise self.error("expected an expression")
         return self.column_reference()
+
+    def at_subquery(self) -> bool:
+        """Whether the parser stands at ``(SELECT ...`` / ``(WITH ...`` (an uncorrelated subquery)."""
+        return self.tok.is_op("(") and self.peek().is_word("SELECT", "WITH")
+
+    def subquery_text(self) -> str:
+        """Consume ``( query )`` and return the query's text as written (Spark parses it, not us)."""
+        opening = self.advance()
+        depth = 1
+        while depth:
+            token = self.advance()
+            if token.type is TokenType.EOF:
+                raise QuerySyntaxError("subquery ( is never closed", text=self.text, position=opening.start)
+            depth += 1 if token.is_op("(") else -1 if token.is_op(")") else 0
+        return self.text[opening.end : self.tokens[self.i - 1].start].strip()
 
     def column_reference(self) -> E.Expr:
         first, start = self.name("a column name", folded=False)

@@ -37,6 +37,7 @@ from runtime.core.pattern.expressions import RowSource
 from runtime.core.pattern.fast import FastBinding, FastMeasures, FastRun, chain_to_list, dict_rows
 from runtime.core.pattern.matcher import MatchResult, Run
 from runtime.core.pattern.spec import ClauseSpec, RowsPerMatch, SkipMode
+from runtime.core.pattern.subqueries import reject as reject_subqueries
 
 
 def compile_clause(spec: ClauseSpec) -> CompiledClause:
@@ -45,6 +46,7 @@ def compile_clause(spec: ClauseSpec) -> CompiledClause:
     The text is part of the key: equal specs parsed from different texts must report errors
     against their own text.
     """
+    reject_subqueries(spec, "the row-pattern core")
     return _compile(spec, spec.text)
 
 
