@@ -48,7 +48,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import compress, count
 from numbers import Integral
 from typing import Any
@@ -207,18 +207,42 @@ class FastCompiler(ExpressionCompiler):
             if last:
                 return lambda f: p if (p := f.pos - offset) >= f.start else None
             return lambda f: p if (p := f.start + offset) <= f.pos else None
-        candidate_in = self.candidate in labels
+        stored = self._stored(last, labels, offset)
+        if stored is not None:
+            slot, index = stored
+            return lambda f: s[index] if len(s := f.nav[slot]) > index else None
         slot = self._slot(last, labels, offset)
-        if last:
-            if candidate_in:
-                if offset == 0:
-                    return lambda f: f.pos
-                back = offset - 1
-                return lambda f: s[back] if len(s := f.nav[slot]) > back else None
-            return lambda f: s[offset] if len(s := f.nav[slot]) > offset else None
-        if candidate_in:
-            return lambda f: s[offset] if len(s := f.nav[slot]) > offset else (f.pos if len(s) == offset else None)
-        return lambda f: s[offset] if len(s := f.nav[slot]) > offset else None
+        if last:  # the candidate's own label, offset 0: the current row
+            return lambda f: f.pos
+        return lambda f: s[offset] if len(s := f.nav[slot]) > offset else (f.pos if len(s) == offset else None)
+
+    def _stored(self, last: bool, labels: LabelSet, offset: int) -> tuple[int, int] | None:
+        """(slot, index) when FIRST/LAST(labels, offset) is ``frame.nav[slot][index]`` if present, else None.
+
+        That is the case unless the position may be the candidate row itself (LAST with offset 0 of
+        a set holding the candidate, FIRST of such a set) or the set is the universal variable.
+        """
+        if labels is None:
+            return None
+        candidate_in = self.candidate in labels
+        if last and candidate_in:
+            return (self._slot(last, labels, offset), offset - 1) if offset else None
+        return None if candidate_in else (self._slot(last, labels, offset), offset)
+
+    def _column_at(self, last: bool, labels: LabelSet, offset: int, column: E.Column) -> FastFn | None:
+        """``column`` at FIRST/LAST(labels, offset) in one closure, when the position is a stored one
+        (see :meth:`_stored`): the same read as ``_position`` then the column's row function."""
+        stored = self._stored(last, labels, offset)
+        if stored is None:
+            return None
+        slot, index = stored
+        get = self._column_getter(column)
+
+        def read(f: Frame) -> Any:
+            s = f.nav[slot]
+            return get(f.rows.rows[s[index] - f.rows.base]) if len(s) > index else None
+
+        return read
 
     # top mode ---------------------------------------------------------------------------------------
     def _top(self, node: E.Expr) -> FastFn:  # type: ignore[override]
@@ -227,6 +251,9 @@ class FastCompiler(ExpressionCompiler):
             labels = self.label_sets[node.var]
             if labels is None or (self.candidate in labels):
                 return lambda f: get(f.rows.rows[f.pos - f.rows.base])
+            fused = self._column_at(True, labels, 0, node)
+            if fused is not None:
+                return fused
             where = self._position(True, labels, 0)
 
             def column(f: Frame) -> Any:
@@ -247,8 +274,8 @@ class FastCompiler(ExpressionCompiler):
             return _compare(_COMPARE[node.op], self._top(node.left), self._top(node.right))
         if isinstance(node, E.Binary) and node.op in ("AND", "OR"):
             left, right = self._top(node.left), self._top(node.right)
-            rule = sql_and if node.op == "AND" else sql_or
-            return lambda f: rule(left, right, f)
+            # a partial calls the one AND/OR rule with no Python frame of its own
+            return partial(sql_and if node.op == "AND" else sql_or, left, right)
         return self._generic(node, self._top)  # type: ignore[arg-type]
 
     def _compare_literal(self, op: str, left: FastFn, value: Any) -> FastFn:
@@ -280,6 +307,10 @@ class FastCompiler(ExpressionCompiler):
 
     def _navigation(self, node: E.Navigation) -> FastFn:  # type: ignore[override]
         if node.kind in ("FIRST", "LAST"):
+            if isinstance(node.arg, E.Column):
+                fused = self._column_at(node.kind == "LAST", self._arg_labels(node.arg), node.offset, node.arg)
+                if fused is not None:
+                    return fused
             where = self._position(node.kind == "LAST", self._arg_labels(node.arg), node.offset)
             arg = self._row(node.arg)
 
@@ -610,6 +641,83 @@ def _average_compared(binding: FastBinding, label: int, spec: FastAggregate, com
             raise MatchRuntimeError(f"cannot evaluate {source}: {error}", match_number=frame.match_number) from None
         return ((label, state[0]), ((total, count),), state[2])
 
+    def roll(position: int, limit: int, tail: int, nav: tuple[Any, ...], matches: list[tuple[int, list[int]]],
+             past_last_row: bool) -> tuple[int, int, tuple[Any, ...] | None, tuple[Any, ...] | None]:
+        """:meth:`FastRun.advance` over rows ``position .. limit - 1`` for ``X+ T`` (X this label, T ``tail``).
+
+        Called between attempts (no thread, the next attempt starts at ``position``) when the
+        thread set is ``[(X, s), (T, s)]`` while X accepts rows (``FastBinding``'s loop tail: T
+        accepts every row, changes no aggregate or navigation slot and reaches done).  The steps
+        are those of the scan, :meth:`FastRun._loop` and the collection of matches in ``advance``,
+        with the attempt's state kept in locals: the scan is the attempt's first row (X from the
+        initial state; rejected: the next attempt starts at the next row), each further row X
+        accepts extends it, the first it rejects is T's and ends the match ``X^depth T``.
+
+        Returns the position reached (``limit``), the start of the attempt in progress, its state
+        (None: it has not begun) and its match so far (T's extension of the state before its last
+        row; None after one row, as the scan leaves it).  ``frame.match_number`` counts the matches.
+        """
+        base = rows.base  # fixed during one advance(): rows are released between calls only
+        index = begin = position - base
+        end = limit - base
+        chain: Any = None
+        total: Any = None
+        count = depth = 0
+        before: tuple[Any, Any, int] | None = None
+        while index < end:
+            value = buffered[index].get(key)
+            index += 1
+            new_total = total
+            new_count = count
+            if value is not None:
+                try:
+                    new_total = value if total is None else total + value
+                except TypeError as error:
+                    raise MatchRuntimeError(f"cannot aggregate in DEFINE: {error}",
+                                            match_number=frame.match_number) from None
+                new_count = count + 1
+            try:
+                if not new_count:
+                    accepted = False  # AVG over no rows is NULL: the condition is not TRUE
+                elif new_total.__class__ is int or isinstance(new_total, Integral):
+                    accepted = compare(float(new_total) / new_count, literal) is True
+                else:
+                    accepted = compare(new_total / new_count, literal) is True
+            except TypeError as error:
+                raise MatchRuntimeError(f"cannot evaluate {source}: {error}", match_number=frame.match_number) from None
+            if accepted:
+                before = (chain, total, count)
+                chain = (label, chain)
+                total = new_total
+                count = new_count
+                depth += 1
+                continue
+            if not depth:  # the attempt's first row is rejected: the next attempt starts at the next row
+                begin = index
+                continue
+            # X rejects the row: T takes it and the attempt ends with the match X^depth T
+            labels = [label] * depth
+            labels.append(tail)
+            matches.append((begin + base, labels))
+            frame.match_number += 1
+            if past_last_row:
+                begin = index
+            else:  # SKIP TO NEXT ROW
+                begin += 1
+                index = begin
+            chain = total = None
+            count = depth = 0
+        if not depth:
+            return index + base, begin + base, None, None
+        state = (chain, ((total, count),), nav)
+        matched = None
+        if depth > 1:
+            assert before is not None
+            matched = ((tail, before[0]), ((before[1], before[2]),), nav)
+        return index + base, begin + base, state, matched
+
+    if key is not None:  # the first partition of a process resolves the spelling: row by row there
+        consume.roll = roll  # type: ignore[attr-defined]  # see FastRun.advance
     return consume
 
 
@@ -702,8 +810,13 @@ class FastRun:
         # One start thread and no empty match (A+ B, S D+ U, ...): failed attempts are skipped by a
         # tight scan for the next row the first label accepts.
         scan = self.rolling and len(initial_threads) == 1 and initial_result is None
+        roll = None
         if scan:
             (first_consume, first_successors, first_done, _, _, _), first_state = initial_threads[0]
+            first_entry = initial_threads[0][0]
+            if matches is not None and first_entry[5] is not None:
+                roll = getattr(first_consume, "roll", None)
+                tail_label = first_entry[5][4]
         threads = self.threads
         position = self.position
         result = self.result
@@ -725,6 +838,16 @@ class FastRun:
                 threads, result = initial
                 if not scan:
                     continue
+                if roll is not None:  # X+ T: the whole scan / loop / collect cycle in one call
+                    position, start, state, result = roll(position, limit, tail_label, first_state[2], matches,
+                                                          past_last_row)
+                    frame.start = start
+                    self.match_number = frame.match_number
+                    if state is None:
+                        threads, result = initial
+                        break  # out of rows: the attempt at `start` has not begun
+                    threads = [(first_entry, state), (first_entry[5], state)]
+                    break
                 after = None
                 while position < limit:
                     after = first_consume(position, first_state)

@@ -251,3 +251,44 @@ def test_loop_with_an_undefined_tail_equals_the_general_vm(clause: str) -> None:
     assert run(clause, rows, fast=True) == general
     assert run(clause, rows, fast=True, chunks=[1500]) == general
     assert run(clause, rows, fast=True, chunks=[7, 1, 300, 2, 2, 2, 40], pickled=True) == general
+
+
+@pytest.mark.parametrize("skip", ["AFTER MATCH SKIP PAST LAST ROW", "AFTER MATCH SKIP TO NEXT ROW"])
+@pytest.mark.parametrize(("values", "limit"), [
+    ([0, 1, 2, 3, 4, 5, None], 2),  # integers and NULLs (a NULL neither sums nor counts)
+    ([0.5, 1.25, 3.0, None, 2.75], 1.5),  # floats: the same additions in the same order
+    ([1, 2.5, None, 4, 0], 1),  # integers and floats mixed in one running sum
+])
+def test_rolled_average_loop_equals_the_general_vm(skip: str, values: list[Any], limit: Any) -> None:
+    """``A+ B`` with ``AVG(A.p) <op> literal`` between attempts runs in one call (the compiled consume's
+    ``roll``): the same rows as the VM for NULLs, floats, both skips, any chunking, pickling mid-attempt
+    and a partition ending inside a run of A rows (after one row, and after several)."""
+    clause = (f"ORDER BY id MEASURES FIRST(A.id) AS s, LAST(A.id) AS e, AVG(A.p) AS a, MATCH_NUMBER() AS mn "
+              f"ONE ROW PER MATCH {skip} PATTERN (A+ B) DEFINE A AS AVG(A.p) < {limit}")
+    generator = random.Random(3)
+    rows = [{"id": i, "p": generator.choice(values)} for i in range(2000)]
+    run(clause, rows[:5], fast=True)  # the first partition resolves the column's spelling: roll from now on
+    fast = compile_clause(parse_clause(clause)).fast
+    assert fast is not None
+    binding = fast.bind(PartitionMatcher(parse_clause(clause)).rows)
+    (entry, _), = binding.initial_threads[0]
+    assert hasattr(entry[0], "roll")
+    general = run(clause, rows, fast=False)
+    assert isinstance(general, list) and len(general) > 100
+    assert run(clause, rows, fast=True) == general
+    assert run(clause, rows, fast=True, chunks=[1999]) == general
+    assert run(clause, rows, fast=True, chunks=[3, 1, 250, 2, 2, 77], pickled=True) == general
+    for tail in ([{"id": 2000, "p": 0}], [{"id": 2000, "p": 0}, {"id": 2001, "p": 0}, {"id": 2002, "p": 0}]):
+        assert run(clause, rows + tail, fast=True) == run(clause, rows + tail, fast=False)
+
+
+def test_rolled_average_loop_raises_the_general_vms_error() -> None:
+    clause = "ORDER BY id MEASURES COUNT(*) AS n ONE ROW PER MATCH PATTERN (A+ B) DEFINE A AS AVG(A.p) < 3"
+    run(clause, [{"id": 0, "p": 1}], fast=True)  # resolves the column's spelling
+    for bad in ("x", None):
+        rows = [{"id": i, "p": p} for i, p in enumerate([1, 5, 1, 2, 9, 1, bad, 1, 7])]
+        general = run(clause, rows, fast=False)
+        assert run(clause, rows, fast=True, chunks=[len(rows)]) == general
+    rows = [{"id": i, "p": p} for i, p in enumerate([1, 5, 1, 2, 9, 1, "x", 1, 7])]
+    message = run(clause, rows, fast=True, chunks=[len(rows)])
+    assert isinstance(message, str) and "match 3" in message.lower()
