@@ -18,6 +18,8 @@ from pyspark.sql.streaming.tws_tester import TwsTester
 
 from runtime.core.spec import StateRetention, TemporalJoinSpec, VersionedTableSpec
 from runtime.core.state import NO_WATERMARK
+from runtime.core.temporal_join import Joined, Late, LeftRow
+from runtime.core.versioned import Match, VersionEvent
 from runtime.spark import streaming as S
 
 MS = 1_000  # µs per ms
@@ -52,13 +54,18 @@ def _tester(spec: TemporalJoinSpec, mode: str = "event_time", retention: StateRe
 
 
 def _out(frame: pd.DataFrame) -> list[tuple]:
+    """(kind, left id, version rate or None) per output row; joined rows unpacked from their documents."""
     if frame.empty:
         return []
-    frame = frame[frame[S.KIND] != S.STATS]
-    return [
-        (k, json.loads(left)["id"] if left else None, json.loads(v)["rate"] if isinstance(v, str) else None)
-        for k, left, v in zip(frame[S.KIND], frame[S.L_ROW], frame[S.V_ROW], strict=True)
-    ]
+    rows: list[tuple] = []
+    for kind, payload in zip(frame[S.KIND], frame[S.L_ROW], strict=True):
+        if kind == S.JOINED:
+            rows.extend(
+                (kind, e["l"]["id"], e["v"]["rate"] if "v" in e else None) for e in json.loads(payload)
+            )
+        elif kind == S.LATE:
+            rows.append((kind, json.loads(payload)["id"], None))
+    return rows
 
 
 def _state(tester: TwsTester, key: str = "EUR") -> dict | None:
@@ -229,3 +236,25 @@ def test_a_bucket_runs_only_its_due_keys_and_keeps_one_spark_timer_at_the_smalle
     assert _spark_timers(tester) == [S.spark_timer_ms(T0 + 60_000_000)]
     assert _out(tester.setWatermark((T0 + 60_000_000) // MS)) == [("joined", "u1", 2.2)]
     assert _index(tester) is None and _spark_timers(tester) == []
+
+
+def test_joined_rows_leave_in_documents_of_at_most_doc_rows_with_their_validity() -> None:
+    # Every joined row of an invocation is an element of a JSON document (one output row per
+    # DOC_ROWS rows); late rows stay one output row each, and the counts ride on the stats row.
+    version = VersionEvent(T0, 7, False, '{"rate": 1.5}')
+    closed = Match(version, T0 + 5)
+    outputs: list = [Joined(LeftRow(T0 + i, i, json.dumps({"id": i})), closed) for i in range(S.DOC_ROWS + 1)]
+    outputs += [Joined(LeftRow(T0, 0, '{"id": "none"}'), None), Late(LeftRow(T0 - 1, 0, '{"id": "l"}'), T0)]
+    outputs.append(Joined(LeftRow(T0 + 9, 0, '{"id": "open"}'), Match(version, None)))
+    frame = S._frame(outputs, n_left=9, n_right=1)
+    kinds = frame[S.KIND].tolist()
+    assert kinds == [S.LATE, S.JOINED, S.JOINED, S.STATS]
+    documents = [json.loads(d) for d in frame[frame[S.KIND] == S.JOINED][S.L_ROW]]
+    assert [len(d) for d in documents] == [S.DOC_ROWS, 3]
+    elements = documents[0] + documents[1]
+    assert [e["l"]["id"] for e in elements[-3:]] == [S.DOC_ROWS, "none", "open"]
+    assert elements[0] == {"l": {"id": 0}, "v": {"rate": 1.5}, "f": T0, "t": T0 + 5}
+    assert elements[-2] == {"l": {"id": "none"}}  # no version: no "v", "f", "t"
+    assert elements[-1] == {"l": {"id": "open"}, "v": {"rate": 1.5}, "f": T0}  # in force: no "t"
+    stats = frame[frame[S.KIND] == S.STATS].iloc[0]
+    assert (stats[S.N_LEFT], stats[S.N_RIGHT]) == (9, 1)
