@@ -795,13 +795,15 @@ class FastRun:
             self.rolling = rolling
 
     def advance(self, limit: int, matches: list[tuple[int, list[int]]] | None = None, *,
-                past_last_row: bool = True) -> None:
+                past_last_row: bool = True, skip_to: Callable[[int, list[int]], int | None] | None = None) -> None:
         """Consume rows ``position .. limit - 1`` (fewer if the attempt ends; rolling continues it).
 
         With ``matches`` (a list; only with ``rolling``), a non-empty match does not end the call
         either: its ``(start, labels)`` is appended, the match number advances, and the next attempt
         starts after its last row (``past_last_row``) or at its second row (SKIP TO NEXT ROW), as
-        the driver would do; the driver then outputs the collected matches in order.
+        the driver would do; the driver then outputs the collected matches in order.  With ``skip_to``
+        (AFTER MATCH SKIP TO FIRST/LAST v), ``skip_to(start, labels)`` gives the next start instead;
+        None (the skip fails) ends the call with that match for the driver to conclude.
         """
         frame = self.binding.frame
         start = frame.start = self.start
@@ -814,7 +816,7 @@ class FastRun:
         if scan:
             (first_consume, first_successors, first_done, _, _, _), first_state = initial_threads[0]
             first_entry = initial_threads[0][0]
-            if matches is not None and first_entry[5] is not None:
+            if matches is not None and skip_to is None and first_entry[5] is not None:
                 roll = getattr(first_consume, "roll", None)
                 tail_label = first_entry[5][4]
         threads = self.threads
@@ -826,10 +828,17 @@ class FastRun:
                     if matches is None or result[0] is None:
                         break  # the driver concludes it (empty matches always)
                     labels = chain_to_list(result[0])
+                    if skip_to is not None:
+                        following = skip_to(start, labels)
+                        if following is None:
+                            break  # the skip fails: the driver concludes the match and raises its error
                     matches.append((start, labels))
                     self.match_number += 1
                     frame.match_number = self.match_number
-                    start = start + len(labels) if past_last_row else start + 1
+                    if skip_to is not None:
+                        start = following
+                    else:
+                        start = start + len(labels) if past_last_row else start + 1
                 elif self.rolling:
                     start += 1  # the next attempt, as the driver would
                 else:

@@ -184,9 +184,10 @@ class PartitionMatcher:
         fast = self._fast_binding()
         bulk = fast is not None and clause.within is None  # WITHIN is checked row by row below
         # a bulk run may also roll past matches when their output needs no more than compiled measures
-        # and the next start cannot fail (SKIP TO FIRST/LAST v can: that is checked per match here)
-        collect = bulk and clause.rolling and self._measures is not None and (
-            self.spec.after_match_skip.mode in (SkipMode.PAST_LAST_ROW, SkipMode.TO_NEXT_ROW))
+        # (SKIP TO FIRST/LAST v: the run asks _skip_to per match and stops at one whose skip fails)
+        collect = bulk and clause.rolling and self._measures is not None
+        skip_to = None if self.spec.after_match_skip.mode in (SkipMode.PAST_LAST_ROW, SkipMode.TO_NEXT_ROW) \
+            else self._skip_to
         while True:
             if self.run is None:
                 if self.next_start >= rows.available:
@@ -198,7 +199,7 @@ class PartitionMatcher:
                 limit = rows.available if self.ended else rows.available - clause.lookahead
                 if collect:
                     matches: list[tuple[int, list[int]]] = []
-                    run.advance(limit, matches, past_last_row=clause.past_last_row)
+                    run.advance(limit, matches, past_last_row=clause.past_last_row, skip_to=skip_to)
                     if matches:
                         out.append(self._collected(matches))
                 else:
@@ -298,8 +299,18 @@ class PartitionMatcher:
         if end > self.last_matched:
             self.last_matched = end
         start, labels = matches[-1]
-        self.next_start = start + len(labels) if self.clause.past_last_row else start + 1
+        mode = self.spec.after_match_skip.mode
+        if mode in (SkipMode.PAST_LAST_ROW, SkipMode.TO_NEXT_ROW):
+            self.next_start = start + len(labels) if self.clause.past_last_row else start + 1
+        else:
+            self.next_start = self._skip(MatchResult(start, tuple(labels)), self.match_number - 1)
         return out
+
+    def _skip_to(self, start: int, labels: list[int]) -> int | None:
+        """The next start after the match ``labels`` from ``start`` for SKIP TO FIRST/LAST v (None: the
+        skip fails, and :meth:`_skip` raises its error when the driver concludes the match)."""
+        target = self.clause.skip_target(MatchResult(start, tuple(labels)))
+        return None if target is None or target == start else target
 
     def _skip(self, match: MatchResult, number: int) -> int:
         skip = self.spec.after_match_skip

@@ -292,3 +292,24 @@ def test_rolled_average_loop_raises_the_general_vms_error() -> None:
     rows = [{"id": i, "p": p} for i, p in enumerate([1, 5, 1, 2, 9, 1, "x", 1, 7])]
     message = run(clause, rows, fast=True, chunks=[len(rows)])
     assert isinstance(message, str) and "match 3" in message.lower()
+
+
+@pytest.mark.parametrize("skip", ["TO FIRST B", "TO LAST B", "TO LAST C", "TO FIRST A"])
+def test_collected_matches_skip_to_a_variable_like_the_general_vm(skip: str) -> None:
+    """SKIP TO FIRST/LAST v: a fast run collects matches past each skip target; a skip that fails (v
+    absent, or the match's first row) ends the collection and raises the general VM's error, with
+    the earlier matches of the same push counted."""
+    clause = ("ORDER BY id MEASURES COUNT(*) AS n, MATCH_NUMBER() AS mn, LAST(B.id) AS b ONE ROW PER MATCH "
+              f"AFTER MATCH SKIP {skip} PATTERN (A B* C) DEFINE A AS A.p = 1, B AS B.p <= 2, C AS C.p = 3")
+    assert compile_clause(parse_clause(clause)).fast is not None
+    generator = random.Random(13)
+    rows = [{"id": i, "p": generator.choice([1, 1, 2, 2, 3])} for i in range(1500)]
+    general = run(clause, rows, fast=False)
+    assert run(clause, rows, fast=True) == general
+    assert run(clause, rows, fast=True, chunks=[1499]) == general
+    assert run(clause, rows, fast=True, chunks=[5, 1, 200, 3], pickled=True) == general
+    with_b = [{"id": i, "p": p} for i, p in enumerate([1, 2, 3, 1, 1, 2, 2, 3, 2, 1, 3])]  # the last match has no B
+    general = run(clause, with_b, fast=False)
+    assert run(clause, with_b, fast=True, chunks=[len(with_b)]) == general
+    if skip.endswith("B"):
+        assert isinstance(general, str) and "B is not present in the match" in general
