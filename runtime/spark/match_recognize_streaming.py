@@ -27,16 +27,20 @@ the end of input are the core operator's; the output schema is the batch door's
    ``timeweave_mr_keys`` (buffered rows, matcher, counters and core timers pickled into one cell: one
    read and at most one write per key and micro-batch).  A key's rows of the micro-batch go to the core
    in one call (``process_elements``), then ``on_watermark`` runs with Spark's watermark and hands the
-   released rows to the matcher at once.  Rows are buffered undecoded (event time and ``tw_row`` text,
-   far cheaper to pickle into state and back than a decoded row's datetimes and dicts); the core's
+   released rows to the matcher at once.  Rows are buffered undecoded, as ``(event time, tw_row text)``
+   pairs (far cheaper to pickle into state and back than a decoded row's datetimes and dicts); the core's
    ``rows_of`` hook decodes them when the watermark releases them, all of a key's released rows in one
-   call (:func:`rows_decoder`: one JSON parse, column-wise conversions).  A bucket keeps one Spark timer at the smallest core timer of
-   its keys (ValueState ``timeweave_mr_index``, the temporal join's ``_Index``); when it fires, every
-   key of the bucket with a timer at or below the watermark runs ``on_watermark``.  Checkpoint state
+   call (:func:`rows_decoder`: one JSON parse, column-wise conversions).  A key's cell is LZ4-compressed
+   once it reaches 2 kB (:class:`_PackedEntry`): it holds the key's buffered rows, and every byte of it
+   crosses the state server both ways and goes to RocksDB and the checkpoint (~4x fewer bytes).  A
+   bucket keeps one Spark timer at the smallest core timer of its keys (ValueState
+   ``timeweave_mr_index``, the temporal join's ``_Index``); when it fires, every key of the bucket with
+   a timer at or below the watermark runs ``on_watermark``.  Checkpoint state
    format: these two state variables, grouped by ``tw_b`` (the earlier per-key ValueState
    ``timeweave_mr`` layout cannot be resumed: start such jobs from a fresh checkpoint; ``buckets`` must
-   stay the same for a checkpoint; rows buffered decoded by an earlier version of this layout are
-   matched as they are).
+   stay the same for a checkpoint).  Checkpoints of earlier versions of this layout resume: a cell not
+   starting with the compression marker is the plain pickle they wrote, and rows they buffered as
+   ``{time, text}`` dicts or decoded are decoded on release or matched as they are.
 4. **End of input.**  A watermark at or past :data:`runtime.jobs.streaming.END_OF_INPUT` (the job's
    ``flush`` heartbeat, 9999-12-31) minus the watermark delay (the watermark a flush heartbeat produces)
    is the final watermark: it reaches the core as ``END_OF_TIME``, so the
@@ -106,7 +110,6 @@ from runtime.spark.streaming import (
     _MapEntry,
     check_buckets,
     data_rows,
-    positions_by_key,
     watermark_us,
 )
 
@@ -407,14 +410,13 @@ class MatchRecognizeProcessor(StatefulProcessor):
     def _watermark(self, timer_values: TimerValues) -> int:
         return core_watermark(timer_values.getCurrentWatermarkInMs(), self.end_us)
 
-    def _rows_of(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The core's ``rows_of``: buffered rows released to matching, decoded in one call."""
-        texts = [row.get(_TEXT_KEY) for row in rows]
-        if None in texts:  # rows buffered by an earlier version were decoded on arrival
-            return [row if text is None else self._rows_of([row])[0] for row, text in zip(rows, texts, strict=True)]
-        decoded = self._decode(texts)
-        for row, raw in zip(decoded, rows, strict=True):
-            row[_TIME_KEY] = raw[_TIME_KEY]
+    def _rows_of(self, rows: list[Any]) -> list[dict[str, Any]]:
+        """The core's ``rows_of``: buffered rows (``(time, text)`` pairs) released to matching, decoded in one call."""
+        if not all(row.__class__ is tuple for row in rows):
+            return [self._rows_of([row])[0] if row.__class__ is tuple else _old_row(row, self._decode) for row in rows]
+        decoded = self._decode([row[1] for row in rows])
+        for row, (time, _) in zip(decoded, rows, strict=True):
+            row[_TIME_KEY] = time
         return decoded
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
@@ -427,26 +429,24 @@ class MatchRecognizeProcessor(StatefulProcessor):
             batch = batch[~dead]
             if batch.empty:
                 return
-        texts = batch[ROW].tolist()
-        times = batch[TIME].tolist()
-        by_key = positions_by_key(batch)  # each PARTITION BY key's rows in arrival order
         watermark = self._watermark(timerValues)
         index = _Index.load(self._index_state)
         process = self._op.process_elements
         matched: list[dict[str, Any]] = []
         late: list[tuple[str, str, int]] = []
-        for key_text, positions in by_key.items():
-            ctx = SparkKeyContext(None, _MapEntry(self._keys, key_text), watermark)
-            # Rows are buffered undecoded (time and wire text: a fraction of a decoded row's pickling
-            # cost, and every buffered row is pickled into state and read back); the core decodes them
-            # with _rows_of when the watermark releases them.
-            late_rows = process(ctx, [{_TIME_KEY: times[i], _TEXT_KEY: texts[i]} for i in positions])
+        by_key = rows_by_key(batch)
+        for key_text, key_rows in by_key.items():
+            ctx = SparkKeyContext(None, _PackedEntry(self._keys, key_text), watermark)
+            # Rows are buffered undecoded, as (time, wire text) pairs: a fraction of a decoded row's pickling
+            # cost (every buffered row is pickled into state and read back); the core decodes them with
+            # _rows_of when the watermark releases them.
+            late_rows = process(ctx, key_rows)
             if late_rows:
-                late.extend((out.row[_TEXT_KEY], out.reason, out.watermark) for out in late_rows)
+                late.extend((out.row[1], out.reason, out.watermark) for out in late_rows)
             self._advance(ctx, key_text, index, matched)
         self._due(watermark, index, by_key, matched)
         index.store(self._index_state, self._handle)
-        yield _frame(self._output, matched, late, len(texts))
+        yield _frame(self._output, matched, late, len(batch))
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
@@ -463,7 +463,7 @@ class MatchRecognizeProcessor(StatefulProcessor):
         """Run the watermark for every other key of the bucket with a core timer at or below it."""
         for key_text in index.due(watermark):
             if key_text not in done:
-                self._advance(SparkKeyContext(None, _MapEntry(self._keys, key_text), watermark), key_text, index, matched)
+                self._advance(SparkKeyContext(None, _PackedEntry(self._keys, key_text), watermark), key_text, index, matched)
 
     def _advance(self, ctx: SparkKeyContext, key_text: str, index: _Index, matched: list[dict[str, Any]]) -> None:
         """The core's ``on_watermark``, the end-of-input timer, one state write, the key's entry in the index."""
@@ -482,8 +482,75 @@ class MatchRecognizeProcessor(StatefulProcessor):
         pass
 
 
+class _PackedEntry(_MapEntry):
+    """A key's MapState cell, LZ4-compressed above :data:`_PACK_MIN` bytes (see "Buckets" in the module docstring).
+
+    A key's cell holds its buffered rows: hundreds of kB per key and micro-batch at 250 k rows per batch.
+    Every byte of it crosses the state server twice (pickled by Pyrolite in the JVM towards Python) and is
+    written to RocksDB and its checkpoint; the wire text compresses ~4x (measured: a 224 kB cell to 59 kB
+    in 0.3 ms, back in 0.1 ms).  A cell starts with
+    :data:`_PACKED` when compressed; any other cell is the plain pickle earlier versions wrote.
+
+    >>> class Map(dict):
+    ...     getValue, updateValue = dict.get, dict.__setitem__
+    >>> m = Map(); e = _PackedEntry(m, "k"); e.update((b"x" * 5000,))
+    >>> len(m[("k",)][0]) < 100, e.get() == (b"x" * 5000,)
+    (True, True)
+    """
+
+    __slots__ = ()
+
+    def get(self) -> tuple | None:
+        stored = self._map.getValue(self._key)
+        if not stored or stored[0] is None or stored[0][:1] != _PACKED:
+            return stored
+        data = stored[0]
+        size = int.from_bytes(data[1:9], "little")
+        return (_LZ4.decompress(memoryview(data)[9:], decompressed_size=size, asbytes=True),)
+
+    def update(self, value: tuple) -> None:
+        data = value[0]
+        if len(data) >= _PACK_MIN:
+            data = _PACKED + len(data).to_bytes(8, "little") + _LZ4.compress(data, asbytes=True)
+        self._map.updateValue(self._key, (data,))
+
+
+#: The first byte of a compressed cell (a pickle starts with b"\x80"), then the size (8 bytes), then LZ4 frames.
+_PACKED = b"\x01"
+_PACK_MIN = 2048
+_LZ4 = pa.Codec("lz4")
+
+
 def _time_of(row: Any) -> int:
-    return row[_TIME_KEY]
+    """A row's event time (µs): a buffered ``(time, text)`` pair's first item, a decoded row's hidden key."""
+    return row[0] if row.__class__ is tuple else row[_TIME_KEY]
+
+
+def _old_row(row: dict[str, Any], decode: Callable[[list[str]], list[dict[str, Any]]]) -> dict[str, Any]:
+    """A row buffered by an earlier version of this layout: ``{time, text}`` (decoded now) or already decoded."""
+    text = row.get(_TEXT_KEY)
+    if text is None:
+        return row
+    decoded = decode([text])[0]
+    decoded[_TIME_KEY] = row[_TIME_KEY]
+    return decoded
+
+
+def rows_by_key(batch: pd.DataFrame) -> dict[str, list[tuple[int, str]]]:
+    """A bucket's rows as ``(tw_time, tw_row)`` pairs by ``tw_key`` (keys in order of first arrival, each key's
+    rows in arrival order): one stable sort of the key codes in numpy, no Python step per row but the pairing.
+
+    >>> rows_by_key(pd.DataFrame({KEY_TEXT: ["a", "b", "a"], TIME: [1, 2, 3], ROW: ["x", "y", "z"]}))
+    {'a': [(1, 'x'), (3, 'z')], 'b': [(2, 'y')]}
+    """
+    codes, keys = pd.factorize(batch[KEY_TEXT].to_numpy(), use_na_sentinel=False)
+    times, texts = batch[TIME].to_numpy(), batch[ROW].to_numpy()
+    if len(keys) == 1:
+        return {keys[0]: list(zip(times.tolist(), texts.tolist(), strict=True))}
+    order = np.argsort(codes, kind="stable")
+    pairs = list(zip(times[order].tolist(), texts[order].tolist(), strict=True))
+    ends = np.cumsum(np.bincount(codes, minlength=len(keys))).tolist()
+    return {key: pairs[start:end] for key, start, end in zip(keys.tolist(), [0, *ends[:-1]], ends, strict=True)}
 
 
 # =================================================================================================

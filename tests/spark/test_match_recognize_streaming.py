@@ -195,3 +195,41 @@ def test_docstring_examples_run(name: str) -> None:
 
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_state_cells_and_buffered_rows_of_earlier_versions_resume() -> None:
+    """Checkpoints written before cells were compressed and rows buffered as pairs still resume (no JVM)."""
+    import pickle
+
+    from runtime.spark import match_recognize_streaming as M
+
+    class Map(dict):  # the MapState calls _PackedEntry makes
+        getValue, updateValue = dict.get, dict.__setitem__
+
+    cells = Map()
+    big = pickle.dumps([f'{{"k":"a","v":{i}}}' for i in range(2000)])
+    M._PackedEntry(cells, "big").update((big,))
+    M._PackedEntry(cells, "small").update((b"\x80tiny",))
+    assert cells[("big",)][0][:1] == M._PACKED and len(cells[("big",)][0]) < len(big)
+    assert cells[("small",)] == (b"\x80tiny",)
+    cells[("old",)] = (big,)  # a cell an earlier version wrote: a plain pickle, read as it is
+    assert [M._PackedEntry(cells, k).get() for k in ("big", "small", "old", "none")] == [(big,), (b"\x80tiny",), (big,), None]
+
+    schema = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.TimestampType()),
+                           T.StructField("v", T.LongType())])
+
+    class Handle:
+        def getMapState(self, *args: Any) -> Any:
+            return Map()
+
+        def getValueState(self, *args: Any) -> Any:
+            return None
+
+    processor = M.MatchRecognizeProcessor(
+        "PARTITION BY k ORDER BY t MEASURES A.v AS v PATTERN (A) DEFINE A AS A.v > 0", schema.json(), "UTC")
+    processor.init(Handle())
+    text = '{"k":"a","t":1000000,"v":%d}'
+    decoded = {"k": "a", "t": datetime(1970, 1, 1, 0, 0, 1), "v": 3, M._TIME_KEY: 1_000_000}
+    rows = [(1_000_000, text % 1), {M._TIME_KEY: 1_000_000, M._TEXT_KEY: text % 2}, dict(decoded)]
+    assert processor._rows_of(rows) == [{**decoded, "v": 1}, {**decoded, "v": 2}, decoded]
+    assert [M._time_of(row) for row in rows] == [1_000_000] * 3
