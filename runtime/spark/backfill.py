@@ -14,12 +14,13 @@ equals one batch run over ``[start, end)``.
 
 Layout under ``output``: ``slice=<start ISO>/`` parquet per slice (re-running a slice overwrites only
 it: idempotent), dead letters likewise under ``dead_letter``, state under ``state/edge=<ISO>/`` (plus
-the run's ``_run_stats`` / ``_run_intervals``).
+the run's ``_run_stats`` / ``_run_intervals``, the latter partitioned by the slices each interval overlaps).
 """
 
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from runtime.spark.plan import reject_reason
 from runtime.spark.schema import schema_kinds
 
 SEQ = "__tw_seq"
+SLICE = "__tw_slice"  # the intervals' partition column: the index of a slice they overlap
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,21 @@ def _edge_states(
         .where(F.col("__tw_edge") >= lo + 1)
         .select("__tw_row.*", F.element_at(labels, F.col("__tw_edge")).alias("edge"))
     )
+
+
+def _by_slice(intervals: DataFrame, slices: Sequence[Slice]) -> DataFrame:
+    """``intervals`` with a ``__tw_slice`` column, one row per slice of ``slices`` each interval overlaps.
+
+    A left row of slice ``s`` at time ``x`` can only match an interval with ``from <= x < to`` (``to``
+    NULL: open), which therefore overlaps ``[s.start, s.end)``: keeping those intervals (all their
+    bucket rows) keeps every match, so a slice probes the same versions as against all intervals.
+    """
+    start, end = F.col("__tw_t"), F.col("__tw_valid_to")
+    overlaps = [
+        F.when((start < F.lit(s.end)) & (end.isNull() | (end > F.lit(s.start))), F.lit(s.index)) for s in slices
+    ]
+    indexes = F.filter(F.array(*overlaps), lambda i: i.isNotNull())
+    return intervals.withColumn(SLICE, F.explode(indexes))
 
 
 def _edge_markers(spark: SparkSession, schema: T.StructType, edges: Sequence[datetime]) -> DataFrame:
@@ -225,9 +242,17 @@ def _run(
         spark.sql(render.versions_sql("stats", v, "{right}", payload), right=run_events).write.mode("overwrite").parquet(stats_path)
         stats = spark.read.parquet(stats_path)
         intervals_sql = render.versions_sql("intervals", v, "{right}", payload, stats="{stats}")
-        spark.sql(intervals_sql, right=run_events, stats=stats).write.mode("overwrite").parquet(intervals_path)
+        run_intervals = spark.sql(intervals_sql, right=run_events, stats=stats)
+        # Each slice broadcasts only the intervals overlapping it (partition `__tw_slice=<index>`), not all
+        # the run's: every slice built the broadcast hash relation of all of them (2 M orders x 100 k
+        # versions, 10 slices: 6.0-7.3 -> 3.0-3.7 driver-side JVM CPU-s, 20 % of the run's JVM CPU).
+        # Partition pruning picks a slice's directory on the driver, so the slices' scans share one plan.
+        tagged = _by_slice(run_intervals, [plan[i] for i in wanted])
+        # static: only this run's partitions may exist (a session default of dynamic would keep others)
+        tagged.write.mode("overwrite").option("partitionOverwriteMode", "static").partitionBy(SLICE).parquet(intervals_path)
         # read once per run: every slice probes the same two relations (no re-listing per slice)
-        intervals = spark.read.parquet(intervals_path)
+        intervals = spark.read.schema(tagged.schema).parquet(intervals_path)
+        present = sorted({int(m.group(1)) for f in intervals.inputFiles() if (m := re.search(rf"/{SLICE}=(\d+)/", f))})
         sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
     # Counts come out of the jobs that write (DataFrame.observe), not from extra jobs over inputs and outputs.
     left_seen: list[Observation] = []
@@ -236,7 +261,12 @@ def _run(
     for s in done:
         left_in = (F.col(spec.left_time) >= F.lit(s.start)) & (F.col(spec.left_time) < F.lit(s.end))
         left_slice = _observed(left.where(left_in), left_seen)
-        joined = _observed(spark.sql(sql, left=left_slice, stats=stats, intervals=intervals), out_seen)
+        # A slice no interval overlaps probes another slice's intervals (none of them can match its rows
+        # either): against an empty relation Spark drops an INNER probe whole, the observed left side with
+        # it, and the slice's left-row count would never arrive.
+        part = s.index if s.index in present else (present[0] if present else None)
+        overlapping = (intervals if part is None else intervals.where(F.col(SLICE) == part)).drop(SLICE)
+        joined = _observed(spark.sql(sql, left=left_slice, stats=stats, intervals=overlapping), out_seen)
         writes.append(partial(joined.write.mode("overwrite").parquet, f"{output}/slice={s.label}"))
     # Slices are independent once the edge states and the run's versions exist, so `concurrent_slices` of
     # them run at a time: with input sorted by time a slice's rows sit in one or two parquet row groups,
