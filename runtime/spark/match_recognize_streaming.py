@@ -112,6 +112,7 @@ from runtime.spark.streaming import (
     data_rows,
     watermark_us,
 )
+from runtime.spark.subqueries import inline_subqueries
 
 # -- the internal (operator input) schema: plain identifiers (PySpark rebuilds input rows as namedtuples) --
 TIME = "tw_time"
@@ -647,7 +648,8 @@ def match_recognize_stream(
             out.main.write.mode("append").parquet("out/matches")
         m.stream.writeStream.foreachBatch(write).option("checkpointLocation", "chk").start()
     """
-    spec = clause if isinstance(clause, ClauseSpec) else parse_clause(clause)
+    # Uncorrelated subqueries run once, now (each start of the job runs them again), as in the batch doors.
+    spec = inline_subqueries(df.sparkSession, clause)
     check_buckets(buckets, "match_recognize")
     bound = plan(spec, df.schema)
     MatchRecognizeOperator(spec)  # the core's own checks: ORDER BY present, event time ascending

@@ -152,3 +152,28 @@ def test_the_sliced_backfill_runs_subqueries_once_for_every_slice(spark, tmp_pat
     assert [r[1] for r in expected] == [102, 102, 101, 101]  # runs of v < 5: (1, 2), (3, 1), (2), (1)
     backfill_match_recognize(df, clause, t0, t0 + timedelta(minutes=12), 3, str(tmp_path / "out"))
     assert sorted(rows(spark.read.parquet(str(tmp_path / "out")).drop("slice"))) == expected
+
+
+def test_the_streaming_job_runs_subqueries_when_it_starts(spark, tmp_path) -> None:
+    import json
+
+    from runtime.jobs.streaming import run_streaming
+
+    rows = [{"t": f"2024-01-01T00:{i:02d}:00", "v": v} for i, v in enumerate([5, 1, 2, 9, 3, 1, 8, 7, 2, 6, 1, 9])]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    clause = ("ORDER BY t MEASURES FIRST(A.t) AS first_t, COUNT(*) + (SELECT 100) AS n PATTERN (A+) "
+              "DEFINE A AS A.v < (SELECT 5)")
+    config = {
+        "match_recognize": {"clause": clause},
+        "input": {"path": str(tmp_path / "in"), "format": "json", "schema": "t TIMESTAMP, v INT",
+                  "watermark_delay": "1 hour"},
+        "output": {"path": str(tmp_path / "out")},
+        "checkpoint": str(tmp_path / "chk"),
+        "trigger": {"available_now": True},
+    }
+    run_streaming(config, spark, flush=True)
+    source = spark.read.schema("t TIMESTAMP, v INT").json(str(tmp_path / "in"))
+    expected = sorted(tuple(r) for r in runtime.match_recognize(source, clause).collect())
+    assert sorted(r[1] for r in expected) == [101, 101, 102, 102]  # runs of v < 5: (1, 2), (3, 1), (2), (1)
+    assert sorted(tuple(r) for r in spark.read.parquet(str(tmp_path / "out")).collect()) == expected
