@@ -88,6 +88,14 @@ def _follows_relation(tokens: list[Token], i: int) -> bool:
     return i >= 0 and (tokens[i].type is TokenType.RPAREN or _is_name(tokens[i]) or tokens[i].upper == "AS")
 
 
+def _opening(text: str, tokens: list[Token], closing: int) -> int:
+    """Index of the '(' matching the ')' at ``closing`` (a positioned error when there is none)."""
+    opening = _matching(tokens, closing, -1)
+    if opening < 0:
+        raise _fail("unbalanced parenthesis before MATCH_RECOGNIZE", text, tokens[closing])
+    return opening
+
+
 def _relation_start(text: str, tokens: list[Token], j: int, keyword: Token) -> int:
     """Index of the first token of the input relation that ends at ``tokens[j]``.
 
@@ -99,9 +107,7 @@ def _relation_start(text: str, tokens: list[Token], j: int, keyword: Token) -> i
     # -- optional alias (with optional column list): only after something that ends a relation ----------
     named = False
     if tokens[i].type is TokenType.RPAREN:
-        opening = _matching(tokens, i, -1)
-        if opening < 0:
-            raise _fail("unbalanced parenthesis before MATCH_RECOGNIZE", text, tokens[i])
+        opening = _opening(text, tokens, i)
         # `alias(col, ...)`; a function call `f(...)` follows FROM / JOIN / ',' instead
         named = opening >= 1 and _is_name(tokens[opening - 1]) and _follows_relation(tokens, opening - 2)
         if named:
@@ -116,9 +122,7 @@ def _relation_start(text: str, tokens: list[Token], j: int, keyword: Token) -> i
     if i < 0:
         raise _fail("MATCH_RECOGNIZE needs an input table or (subquery) before it", text, keyword)
     if tokens[i].type is TokenType.RPAREN:
-        k = _matching(tokens, i, -1)
-        if k < 0:
-            raise _fail("unbalanced parenthesis before MATCH_RECOGNIZE", text, tokens[i])
+        k = _opening(text, tokens, i)
         if k >= 1 and _is_name(tokens[k - 1]) and not _follows_relation(tokens, k - 2):
             k -= 1  # a table-valued function call: range(10)
     elif _is_name(tokens[i]):

@@ -46,12 +46,12 @@ def compile_clause(spec: ClauseSpec) -> CompiledClause:
     The text is part of the key: equal specs parsed from different texts must report errors
     against their own text.
     """
-    reject_subqueries(spec, "the row-pattern core")
     return _compile(spec, spec.text)
 
 
 @lru_cache(maxsize=64)
 def _compile(spec: ClauseSpec, text: str) -> CompiledClause:
+    reject_subqueries(spec, "the row-pattern core")  # once per clause, not on every call (compile_clause is hot)
     return CompiledClause(spec)
 
 
