@@ -10,13 +10,21 @@ the end of input are the core operator's; the output schema is the batch door's
    ``tw_op`` (data row, dead letter or heartbeat), ``tw_time`` (event time, µs since the epoch) and ``tw_row`` (the whole input row as
    JSON in the temporal join's wire format, top-level timestamps and dates as numbers, decoded in
    Python with the input schema into the values the batch door's Arrow conversion gives:
-   session-local naive datetimes, ``Decimal``, NULL vs NaN kept).  Few columns matter: PySpark
-   4.3 converts the operator's input row by row (typed payload columns measured 2.5x slower there than
-   one JSON column: a timestamp becomes a pandas ``Timestamp`` per row).
-2. **Watermark.**  ``withWatermark`` on the event time (``watermark_delay`` = allowed out-of-orderness);
-   heartbeat rows (:mod:`runtime.spark.streaming`'s mechanism) are unioned in before it, so they move
+   session-local naive datetimes, ``Decimal``, NULL vs NaN kept).
+   **Packs.**  PySpark 4.3 hands a ``transformWithStateInPandas`` operator its input row by row (the
+   worker turns every Arrow batch into one namedtuple per row with ``itertuples`` and rebuilds frames
+   with ``pd.DataFrame(rows)``: ~28 % of the job's Python CPU at 250 k rows per micro-batch).  So the
+   rows never reach the operator one by one: a ``mapInArrow`` step in the source stage (:func:`pack_rows`)
+   sorts each source partition's rows by bucket (stable: each key's rows keep their order) and emits one
+   row per bucket and up to :data:`PACK_ROWS` rows, ``tw_pack`` holding those rows' four columns as one
+   Arrow IPC stream (numpy and Arrow only, no Python step per row) and ``tw_pack_time`` their largest
+   event time; the processor opens the packs of an invocation with :func:`unpack`.  The shuffle and the
+   sort in front of the operator then move a few large rows instead of every input row.  The state
+   layout does not change (a checkpoint of the unpacked plan resumes).
+2. **Watermark.**  ``withWatermark`` on the packs' largest event time (``watermark_delay`` = allowed
+   out-of-orderness; Spark's watermark is the maximum over rows, so over packs it is the same); heartbeat rows (:mod:`runtime.spark.streaming`'s mechanism) are unioned in before it, so they move
    the watermark; the processor drops them.  As in the temporal join, the operator receives the time as
-   ``BIGINT`` only, so Spark's silent ``event_time <= watermark`` filter does not apply and the core
+   ``BIGINT`` inside the packs only, so Spark's silent ``event_time <= watermark`` filter does not apply and the core
    reports late rows itself (late output, counted).
 3. **Buckets and the state bridge.**  As in the temporal join (:mod:`runtime.spark.streaming`,
    "Buckets"), the operator is grouped by ``tw_b = pmod(xxhash64(PARTITION BY values), buckets)``:
@@ -76,6 +84,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from itertools import pairwise
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -119,6 +128,11 @@ TIME = "tw_time"
 ROW = "tw_row"
 #: ``tw_op`` of an input row / of a dead letter (NULL event time; ``streaming.HEARTBEAT`` is 3).
 DATA_ROW, DEAD_ROW = 0, 4
+#: The operator's input column holding a pack: many input rows of one bucket as one Arrow IPC stream
+#: (see "Packs" in the module docstring), and the pack's largest event time (µs; the watermark's input).
+PACK, PACK_TIME = "tw_pack", "tw_pack_time"
+#: Input rows per pack at most (per source partition and bucket; bounds the packing worker's memory).
+PACK_ROWS = 65536
 #: ``tw_ts`` of a dead letter: below any event time, so it never moves the watermark (Spark takes the maximum).
 _DEAD_TS = "0001-01-01 00:00:00"
 
@@ -421,9 +435,10 @@ class MatchRecognizeProcessor(StatefulProcessor):
         return decoded
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
-        batch = data_rows(rows)
-        if batch is None:
+        packs = data_rows(rows)
+        if packs is None:
             return
+        batch = unpack(packs[PACK])
         dead = batch[OP].to_numpy() == DEAD_ROW
         if dead.any():
             yield _dead_frame(self._output, batch[ROW][dead].tolist(), self._dead_reason)
@@ -555,6 +570,76 @@ def rows_by_key(batch: pd.DataFrame) -> dict[str, list[tuple[int, str]]]:
 
 
 # =================================================================================================
+# Packs: a source partition's rows of one bucket as one operator input row
+# =================================================================================================
+#: The rows inside a pack: the operator's per-row input columns (the bucket is the pack's own column).
+_PACKED_COLUMNS = (KEY_TEXT, OP, TIME, ROW)
+#: The packing step's output: ``tw_b``, ``tw_op`` (``DATA_ROW``), the largest event time, the pack.
+_PACKS_SCHEMA = T.StructType([
+    T.StructField(BUCKET, T.IntegerType()), T.StructField(OP, T.ByteType()),
+    T.StructField(PACK_TIME, T.LongType()), T.StructField(PACK, T.BinaryType()),
+])
+
+
+def pack_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The ``mapInArrow`` function packing a source partition's internal rows: one output row per bucket
+    and up to :data:`PACK_ROWS` input rows (see "Packs" in the module docstring).
+
+    Within a pack the rows keep their order (a stable sort by bucket), so each key's rows reach the
+    operator in the order they would have arrived unpacked.
+
+    >>> rows = pa.record_batch({BUCKET: pa.array([1, 0, 1], pa.int32()), KEY_TEXT: ["sa", "sb", "sc"],
+    ...                         OP: pa.array([0, 0, 4], pa.int8()), TIME: [5, 7, -1], ROW: ["x", "y", "z"]})
+    >>> [(b[BUCKET], b[PACK_TIME], unpack([b[PACK]])[ROW].tolist()) for b in next(pack_rows(iter([rows]))).to_pylist()]
+    [(0, 7, ['y']), (1, 5, ['x', 'z'])]
+    """
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if batch.num_rows:
+            pending.append(batch)
+            count += batch.num_rows
+        if count >= PACK_ROWS:
+            yield _packs(pending)
+            pending, count = [], 0
+    if pending:
+        yield _packs(pending)
+
+
+def _packs(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    table = pa.Table.from_batches(batches).combine_chunks()
+    buckets = table.column(BUCKET).to_numpy()
+    order = np.argsort(buckets, kind="stable")
+    table = table.take(pa.array(order)).select(list(_PACKED_COLUMNS))
+    buckets = buckets[order]
+    starts = np.flatnonzero(np.diff(buckets)) + 1
+    bounds = [0, *starts.tolist(), len(buckets)]
+    times = table.column(TIME).to_numpy()
+    # The largest event time of a pack is what moves the watermark: the same maximum the rows give.
+    # (A dead letter's time is year 1, as its unpacked row's was: below any data row's, never the maximum.)
+    packs, maxima = [], []
+    for start, end in pairwise(bounds):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table.slice(start, end - start))
+        packs.append(sink.getvalue().to_pybytes())
+        maxima.append(int(times[start:end].max()))
+    n = len(packs)
+    return pa.record_batch([
+        pa.array(buckets[bounds[:-1]], pa.int32()),
+        pa.array(np.full(n, DATA_ROW, dtype=np.int8)),
+        pa.array(maxima, pa.int64()),
+        pa.array(packs, pa.binary()),
+    ], names=[BUCKET, OP, PACK_TIME, PACK])
+
+
+def unpack(packs: Any) -> pd.DataFrame:
+    """The rows of one invocation's packs as one frame (columns ``tw_key``, ``tw_op``, ``tw_time``, ``tw_row``)."""
+    table = pa.concat_tables([pa.ipc.open_stream(pack).read_all() for pack in packs])
+    return pd.DataFrame({name: table.column(name).to_numpy() for name in _PACKED_COLUMNS})
+
+
+# =================================================================================================
 # Building the stream
 # =================================================================================================
 @dataclass(frozen=True)
@@ -671,21 +756,24 @@ def match_recognize_stream(
     # One projection over the input, dead letters included (see "Dead letters" in the module docstring).
     dead = time.isNull()
     original = F.to_json(F.struct(*[F.col(_quoted(c)) for c in df.columns]))
-    internal = df.select(
+    rows = df.select(
         *_key_columns(df, bound.partition_columns, buckets),
         F.when(dead, F.lit(DEAD_ROW)).otherwise(F.lit(DATA_ROW)).cast("tinyint").alias(OP),
-        F.when(dead, F.lit(_DEAD_TS).cast("timestamp")).otherwise(event_ts).alias(_TS),
+        F.unix_micros(F.when(dead, F.lit(_DEAD_TS).cast("timestamp")).otherwise(event_ts)).alias(TIME),
         F.when(dead, original).otherwise(_json(df)).alias(ROW),
+    )
+    # Packs (see the module docstring): the operator's input is one row per source partition and bucket.
+    internal = rows.mapInArrow(pack_rows, _PACKS_SCHEMA).select(
+        BUCKET, OP, F.timestamp_micros(F.col(PACK_TIME)).alias(_TS), PACK,
     )
     if heartbeat is not None:
         # Heartbeats travel in bucket 0, never a NULL bucket (see _heartbeat; measured here: a flush
         # batch's data started new, empty partitions when the heartbeat's bucket was NULL).
         beats = _heartbeat(heartbeat, internal)
         internal = internal.unionByName(beats)
-    internal = internal.withWatermark(_TS, watermark)
-    # The operator gets the event time as BIGINT µs only: no input column carries watermark metadata,
+    # The operator gets the event times inside the packs only: no input column carries watermark metadata,
     # so Spark's late-row filter (event_time <= watermark) does not apply; the core decides lateness.
-    internal = internal.withColumn(TIME, F.unix_micros(F.col(_TS))).drop(_TS)
+    internal = internal.withWatermark(_TS, watermark).drop(_TS)
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     matched = internal.groupBy(BUCKET).transformWithStateInPandas(
         statefulProcessor=MatchRecognizeProcessor(spec.text or str(spec), df.schema.json(), timezone, end_us),

@@ -233,3 +233,34 @@ def test_state_cells_and_buffered_rows_of_earlier_versions_resume() -> None:
     rows = [(1_000_000, text % 1), {M._TIME_KEY: 1_000_000, M._TEXT_KEY: text % 2}, dict(decoded)]
     assert processor._rows_of(rows) == [{**decoded, "v": 1}, {**decoded, "v": 2}, decoded]
     assert [M._time_of(row) for row in rows] == [1_000_000] * 3
+
+
+def test_packs_keep_every_row_and_each_buckets_order(monkeypatch) -> None:
+    """pack_rows + unpack (no JVM): every row once, in its bucket's pack, in arrival order; the pack's time is
+    its largest event time; PACK_ROWS bounds a pack's rows."""
+    import pyarrow as pa
+
+    from runtime.spark import match_recognize_streaming as M
+
+    monkeypatch.setattr(M, "PACK_ROWS", 7)
+    n = 40
+    buckets = [(i * 7) % 3 for i in range(n)]
+    times = [(i * 37) % 11 for i in range(n)]
+    batches = [
+        pa.record_batch({
+            M.BUCKET: pa.array(buckets[i:i + 5], pa.int32()), M.KEY_TEXT: [f"s{b}" for b in buckets[i:i + 5]],
+            M.OP: pa.array([M.DATA_ROW] * len(buckets[i:i + 5]), pa.int8()),
+            M.TIME: pa.array(times[i:i + 5], pa.int64()), M.ROW: [f"r{j}" for j in range(i, min(i + 5, n))],
+        })
+        for i in range(0, n, 5)
+    ]
+    out = pa.Table.from_batches(list(M.pack_rows(iter(batches)))).to_pylist()
+    seen: dict[int, list[str]] = {}
+    for pack in out:
+        rows = M.unpack([pack[M.PACK]])
+        assert set(rows[M.KEY_TEXT]) == {f"s{pack[M.BUCKET]}"} and len(rows) <= 10  # 2 batches of 5 reach 7
+        assert pack[M.PACK_TIME] == max(times[int(r[1:])] for r in rows[M.ROW])
+        seen.setdefault(pack[M.BUCKET], []).extend(rows[M.ROW])
+    assert {b: [int(r[1:]) for r in rows] for b, rows in seen.items()} == {
+        b: [i for i in range(n) if buckets[i] == b] for b in range(3)
+    }
