@@ -278,7 +278,10 @@ def plan(spec: ClauseSpec | str, schema: T.StructType) -> MatchPlan:
     partition_fields = [_field(spec, schema, c, _name_position(spec, "PARTITION", c)) for c in spec.partition_by]
     order_fields = [_field(spec, schema, k.column, k.start) for k in spec.order_by]
     for definition in spec.definitions:
-        typer.type_of(definition.condition)
+        condition = typer.type_of(definition.condition)
+        if not isinstance(condition, T.BooleanType | T.NullType):  # Trino / the standard: a predicate, not a value
+            raise _fail(spec, f"the condition defining {definition.var} must be boolean, not "
+                        f"{condition.simpleString()}", definition.condition.start)
     measure_types = [_nullable(typer.type_of(m.expr)) for m in spec.measures]
     fields: list[T.StructField] = []
     keys: list[str] = []
@@ -374,7 +377,9 @@ def _needed_columns(bound: MatchPlan) -> list[str]:
         for node in expression.walk():
             if isinstance(node, E.Column):
                 wanted.add(_field(spec, bound.input_schema, node.name, node.start).name.lower())
-    return [n for n in names if n.lower() in wanted]
+    # a clause that reads no column (Trino's `MEASURES 'foo' AS foo PATTERN (Y+) DEFINE Y AS true`) still
+    # needs the rows: Spark ships a zero-column batch to Python with no rows, so keep one column
+    return [n for n in names if n.lower() in wanted] or names[:1]
 
 
 # -- the SQL door's rewrite ------------------------------------------------------------------------------------

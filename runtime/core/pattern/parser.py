@@ -50,6 +50,7 @@ MAX_DEPTH = 64
 MAX_EXPRESSION_DEPTH = 150
 
 _NAVIGATIONS = ("PREV", "NEXT", "FIRST", "LAST")
+_MAX_OFFSET = 2**31 - 1
 _AGGREGATES = tuple(sorted(ALL_AGGREGATES))
 _COMPARISONS = ("=", "<>", "!=", "<", "<=", ">", ">=")
 _INTERVAL_UNITS = {
@@ -574,11 +575,23 @@ class Parser:
             return E.Subquery("exists", self.subquery_text(), token.start)
         if word == "CASE":
             return self.case()
+        if word in ("CURRENT_TIMESTAMP", "CURRENT_DATE") and not following.is_op("."):
+            # the standard's datetime value functions are one value per query (Spark, Trino): read as the
+            # uncorrelated subquery they equal, so every door that runs subqueries evaluates them once
+            self.advance()
+            if self.tok.is_op("(") and self.peek().is_op(")"):  # Spark's spelling current_timestamp()
+                self.advance()
+                self.advance()
+            return E.Subquery("scalar", f"SELECT {word.lower()}()", token.start)
         if word in ("RUNNING", "FINAL") and following.type is TokenType.IDENT and self.peek(2).is_op("("):
             self.advance()
             inner_token = self.tok
             if inner_token.value not in _NAVIGATIONS + _AGGREGATES:
                 raise self.error(f"{word} applies only to FIRST, LAST, PREV, NEXT and aggregates", inner_token)
+            if word == "FINAL" and inner_token.value in ("PREV", "NEXT"):
+                # the standard (and Trino) give FINAL to the logical navigation inside, not to the physical offset
+                raise self.error(f"FINAL cannot apply to {inner_token.value}; write "
+                                 f"{inner_token.value}(FINAL LAST(...)) instead", inner_token)
             return self.call(semantics=word, start=token.start)
         if word == "ARRAY" and following.is_op("["):
             return self.array_constructor()
@@ -659,9 +672,13 @@ class Parser:
                 var = None
                 if not self.tok.is_op(")"):
                     var = self.name("a pattern variable", folded=True)[0]
+                if not self.tok.is_op(")"):
+                    raise self.error("CLASSIFIER takes no argument or one pattern variable or subset name")
                 self.expect_op(")")
                 return E.Classifier(var, token.start)
             if name == "MATCH_NUMBER":
+                if not self.tok.is_op(")"):
+                    raise self.error("MATCH_NUMBER takes no arguments")
                 self.expect_op(")")
                 return E.MatchNumber(token.start)
             if name == "MATCH_ROWTIME":
@@ -709,10 +726,15 @@ class Parser:
             self.depth -= 1
 
     def navigation(self, token: Token, semantics: str | None, start: int) -> E.Expr:
+        if self.tok.is_op(")"):
+            raise self.error(f"{token.value} takes 1 or 2 arguments (a value and an optional offset), got none")
         arg = self.expression()
         offset, written = (1 if token.value in ("PREV", "NEXT") else 0), False
         if self.accept_op(","):
+            offset_token = self.tok
             offset, written = self.integer("a navigation offset"), True
+            if offset > _MAX_OFFSET:  # Trino's bound (a 32-bit row offset); no partition reaches past it
+                raise self.error(f"the offset of {token.value} must not exceed {_MAX_OFFSET}", offset_token)
         self.expect_op(")")
         return E.Navigation(token.value, arg, offset, semantics, written, start)
 
