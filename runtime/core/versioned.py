@@ -67,6 +67,29 @@ class VersionHistory:
         valid_to = self._times[i + 1] if i + 1 < len(self._times) else None
         return Match(self.events[i], valid_to)
 
+    def versions_at(self, times: list[int]) -> list[Match | None]:
+        """:meth:`version_at` of each of ``times``, which must be ascending: one walk over the events, and
+        rows in the same validity interval share one :class:`Match` (emission asks for a key's ready rows
+        in time order, typically many rows per version).
+
+        >>> h = VersionHistory.of([VersionEvent(10, 0, False, "a"), VersionEvent(20, 1, True), VersionEvent(30, 2, False, "b")])
+        >>> [m and (m.event.payload, m.valid_to) for m in h.versions_at([5, 10, 12, 25, 30, 31])]
+        [None, ('a', 20), ('a', 20), None, ('b', None), ('b', None)]
+        """
+        events, event_times = self.events, self._times
+        last = len(event_times) - 1
+        out: list[Match | None] = []
+        i, current, current_i = -1, None, -1  # i: the last event at or before the time
+        for time in times:
+            while i < last and event_times[i + 1] <= time:
+                i += 1
+            if i != current_i:
+                current_i = i
+                event = events[i]
+                current = None if event.deleted else Match(event, event_times[i + 1] if i < last else None)
+            out.append(current)
+        return out
+
     def expire_before(self, watermark: int) -> int:
         """Drop events older than ``watermark`` except the newest of them; returns how many were dropped."""
         older = bisect_left(self._times, watermark)

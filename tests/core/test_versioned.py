@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from runtime.core.versioned import VersionEvent, VersionHistory
 
 
@@ -45,3 +47,15 @@ def test_expiry_keeps_the_version_in_force_at_the_watermark() -> None:
     assert [e.payload for e in h.events] == ["c", "d"]
     assert h.version_at(35).event.payload == "c"
     assert h.expire_before(35) == 0
+
+
+def test_versions_at_equals_version_at_for_every_ascending_time() -> None:
+    # The emission path asks for many time-ordered rows at once; it must give exactly version_at's answers
+    # (deleted spans, equal times, before the first version, after the last), sharing one Match per version.
+    rng = random.Random(7)
+    for _ in range(200):
+        history = VersionHistory.of([
+            VersionEvent(rng.randrange(0, 40), seq, rng.random() < 0.3, f"p{seq}") for seq in range(rng.randrange(0, 8))
+        ])
+        times = sorted(rng.randrange(-5, 50) for _ in range(rng.randrange(0, 20)))
+        assert history.versions_at(times) == [history.version_at(t) for t in times]

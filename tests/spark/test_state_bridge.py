@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import pickle
+import random
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 from pyspark.sql.streaming.tws_tester import TwsTester
 
@@ -38,11 +40,15 @@ B = 3  # the bucket (the operator's grouping key) the tests' keys are in
 
 
 def _rows(*rows: tuple, key: str | None = "EUR") -> pd.DataFrame:
-    """Operator input rows of one key: (L/R/D/H, time µs, payload, file)."""
-    return pd.DataFrame([
+    """Operator input of rows of one key: (L/R/D/H, time µs, payload, file), packed as the query packs them."""
+    frame = pd.DataFrame([
         {S.BUCKET: B, S.KEY_TEXT: key, S.OP: _OPS[op], S.TIME: t, S.FILE: file, S.ROW: payload}
         for op, t, payload, file in rows
     ])
+    schema = pa.schema([(S.BUCKET, pa.int32()), (S.KEY_TEXT, pa.string()), (S.OP, pa.int8()), (S.TIME, pa.int64()),
+                        (S.FILE, pa.string()), (S.ROW, pa.string())])
+    batch = pa.RecordBatch.from_pandas(frame, schema=schema, preserve_index=False)
+    return next(S.pack_rows(iter([batch]))).to_pandas()
 
 
 def _tester(spec: TemporalJoinSpec, mode: str = "event_time", retention: StateRetention | None = None) -> TwsTester:
@@ -132,10 +138,8 @@ def test_changelog_ties_break_by_input_order_within_a_batch() -> None:
 
 def test_heartbeat_only_invocations_touch_no_state() -> None:
     tester = _tester(_spec())
-    frame = _rows(("H", T0, None, None), key=None)
-    frame[S.BUCKET] = None
-    assert tester.testInPandas(None, frame).empty
-    assert tester.peekMapState("timeweave_keys", None) == {} and tester.peekValueState("timeweave_index", None) is None
+    assert tester.testInPandas(B, _rows(("H", T0, None, None), key=None)).empty
+    assert tester.peekMapState("timeweave_keys", B) == {} and tester.peekValueState("timeweave_index", B) is None
 
 
 def test_retention_drops_an_idle_key_on_the_event_time_clock() -> None:
@@ -258,3 +262,47 @@ def test_joined_rows_leave_in_documents_of_at_most_doc_rows_with_their_validity(
     assert elements[-1] == {"l": {"id": "open"}, "v": {"rate": 1.5}, "f": T0}  # in force: no "t"
     stats = frame[frame[S.KIND] == S.STATS].iloc[0]
     assert (stats[S.N_LEFT], stats[S.N_RIGHT]) == (9, 1)
+
+
+def test_packs_keep_each_buckets_rows_in_input_order_across_batches_and_pack_limits(monkeypatch) -> None:
+    # The operator sees a bucket's rows in the order the source partition produced them, whichever
+    # batch (Arrow record batch of the packing worker) or pack (at most PACK_ROWS rows) they are in.
+    monkeypatch.setattr(S, "PACK_ROWS", 4)
+    buckets = [2, 0, 2, 1, 2, 0, 2, 2, 1, 0]
+    batches = [
+        pa.record_batch({S.BUCKET: pa.array(buckets[i : i + 3], pa.int32()),
+                         S.ROW: [f"r{j}" for j in range(i, min(i + 3, len(buckets)))]})
+        for i in range(0, len(buckets), 3)
+    ]
+    packs = pa.Table.from_batches(list(S.pack_rows(iter(batches)))).to_pydict()
+    got: dict[int, list[str]] = {}
+    for bucket, pack in zip(packs[S.BUCKET], packs[S.PACK], strict=True):
+        got.setdefault(bucket, []).extend(S.unpack([pack])[S.ROW].tolist())
+    expected: dict[int, list[str]] = {}
+    for j, bucket in enumerate(buckets):
+        expected.setdefault(bucket, []).append(f"r{j}")
+    assert got == expected
+    assert len(packs[S.PACK]) > 3  # the limit split the partition's rows into several packs per bucket
+
+
+def test_unpack_keeps_a_sequence_above_2_to_the_53_exact_and_nulls_as_none() -> None:
+    big = 2**62 + 1  # not representable as a float64
+    batch = pa.record_batch({S.BUCKET: pa.array([0, 0], pa.int32()), S.SEQ: pa.array([big, None], pa.int64()),
+                             S.TIME: pa.array([1, 2], pa.int64())})
+    (packed,) = S.pack_rows(iter([batch]))
+    frame = S.unpack(packed.column(S.PACK).to_pylist())
+    assert frame[S.SEQ].tolist() == [big, None]
+    assert frame[S.TIME].tolist() == [1, 2]
+
+
+def test_positions_by_key_groups_in_first_appearance_order_with_positions_ascending() -> None:
+    # The processor numbers a key's rows by these positions (ties between equal times): they must be
+    # exactly what one pass in input order gives, the NULL key included.
+    rng = random.Random(3)
+    for _ in range(200):
+        keys = [rng.choice(["a", "b", "ab", None, '{"k0":1}']) for _ in range(rng.randrange(1, 25))]
+        expected: dict = {}
+        for i, key in enumerate(keys):
+            expected.setdefault(key, []).append(i)
+        got = S.positions_by_key(pd.DataFrame({S.KEY_TEXT: pd.array(keys, dtype=object)}))
+        assert got == expected and list(got) == list(expected)
