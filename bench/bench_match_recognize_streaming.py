@@ -1,7 +1,7 @@
 """Throughput of the streaming MATCH_RECOGNIZE job (availableNow + flush) on ticker-like data.
 
     .venv/bin/python bench/bench_match_recognize_streaming.py [--rows 100000] [--symbols 100] [--runs 2]
-        [--files 2] [--price-max 40] [--batch-door]
+        [--files 2] [--price-max 40] [--batch-door] [--conf KEY=VALUE ...]
     .venv/bin/python bench/bench_match_recognize_streaming.py --steady [--rows 1000000] [--files 20] [--skip 5]
 
 Generates ``../shared/bench/gen_data.py``-shaped ticker rows (``symbol, rowtime, price, tax``; symbols
@@ -114,6 +114,8 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=2)
     p.add_argument("--shuffle-partitions", default="4")
     p.add_argument("--batch-door", action="store_true", help="also time the batch DataFrame door")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark SQL conf set on the session before the runs (repeatable; an experiment's knob)")
     args = p.parse_args()
     if args.rows is None:
         args.rows = 1_000_000 if args.steady else 100_000
@@ -131,6 +133,11 @@ def main() -> int:
     t0 = time.monotonic()
     spark = get_session()
     session_seconds = time.monotonic() - t0
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep:
+            p.error(f"--conf {item!r}: expected KEY=VALUE")
+        spark.conf.set(key, value)
     if args.steady:
         steady(spark, root, args)
         return 0

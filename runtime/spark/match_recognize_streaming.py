@@ -131,8 +131,9 @@ DATA_ROW, DEAD_ROW = 0, 4
 #: The operator's input column holding a pack: many input rows of one bucket as one Arrow IPC stream
 #: (see "Packs" in the module docstring), and the pack's largest event time (µs; the watermark's input).
 PACK, PACK_TIME = "tw_pack", "tw_pack_time"
-#: Input rows per pack at most (per source partition and bucket; bounds the packing worker's memory).
-PACK_ROWS = 65536
+#: A packing step emits its packs once it holds this many input rows or Arrow bytes (bounds the packing
+#: worker's memory and keeps a pack's binary value far below Spark's and Arrow's 2 GB limits).
+PACK_ROWS, PACK_BYTES = 65536, 32 << 20
 #: ``tw_ts`` of a dead letter: below any event time, so it never moves the watermark (Spark takes the maximum).
 _DEAD_TS = "0001-01-01 00:00:00"
 
@@ -279,7 +280,8 @@ def rows_decoder(schema: T.StructType, timezone: str) -> Callable[[list[str]], l
         rows: list[dict[str, Any]] = raw_decode("[" + ",".join(texts) + "]")[0]
         # NULL fields are absent (ignoreNullFields): such a row gets the template's None (and its key order;
         # a complete row has it already: to_json writes the fields in schema order).
-        rows = [row if len(row) == width else {**template, **row} for row in rows]
+        if min(map(len, rows), default=width) < width:  # one C pass; rebuild the list only when a row lacks fields
+            rows = [row if len(row) == width else {**template, **row} for row in rows]
         for name, convert, convert_all in columns:
             values = [row[name] for row in rows]
             if convert_all is not None and None not in values:
@@ -427,11 +429,14 @@ class MatchRecognizeProcessor(StatefulProcessor):
 
     def _rows_of(self, rows: list[Any]) -> list[dict[str, Any]]:
         """The core's ``rows_of``: buffered rows (``(time, text)`` pairs) released to matching, decoded in one call."""
-        if not all(row.__class__ is tuple for row in rows):
+        try:
+            # A (time, text) pair's text; a dict row of an earlier version has no key 1 (KeyError).
+            texts = [row[1] for row in rows]
+        except KeyError:
             return [self._rows_of([row])[0] if row.__class__ is tuple else _old_row(row, self._decode) for row in rows]
-        decoded = self._decode([row[1] for row in rows])
-        for row, (time, _) in zip(decoded, rows, strict=True):
-            row[_TIME_KEY] = time
+        decoded = self._decode(texts)
+        for row, pair in zip(decoded, rows, strict=True):
+            row[_TIME_KEY] = pair[0]
         return decoded
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
@@ -583,7 +588,7 @@ _PACKS_SCHEMA = T.StructType([
 
 def pack_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function packing a source partition's internal rows: one output row per bucket
-    and up to :data:`PACK_ROWS` input rows (see "Packs" in the module docstring).
+    and up to :data:`PACK_ROWS` input rows or :data:`PACK_BYTES` (see "Packs" in the module docstring).
 
     Within a pack the rows keep their order (a stable sort by bucket), so each key's rows reach the
     operator in the order they would have arrived unpacked.
@@ -594,14 +599,15 @@ def pack_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     [(0, 7, ['y']), (1, 5, ['x', 'z'])]
     """
     pending: list[pa.RecordBatch] = []
-    count = 0
+    count = size = 0
     for batch in batches:
         if batch.num_rows:
             pending.append(batch)
             count += batch.num_rows
-        if count >= PACK_ROWS:
+            size += batch.nbytes
+        if count >= PACK_ROWS or size >= PACK_BYTES:
             yield _packs(pending)
-            pending, count = [], 0
+            pending, count, size = [], 0, 0
     if pending:
         yield _packs(pending)
 

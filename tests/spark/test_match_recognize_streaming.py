@@ -235,14 +235,15 @@ def test_state_cells_and_buffered_rows_of_earlier_versions_resume() -> None:
     assert [M._time_of(row) for row in rows] == [1_000_000] * 3
 
 
-def test_packs_keep_every_row_and_each_buckets_order(monkeypatch) -> None:
+@pytest.mark.parametrize(("bound", "value", "most"), [("PACK_ROWS", 7, 10), ("PACK_BYTES", 1, 5)])
+def test_packs_keep_every_row_and_each_buckets_order(monkeypatch, bound: str, value: int, most: int) -> None:
     """pack_rows + unpack (no JVM): every row once, in its bucket's pack, in arrival order; the pack's time is
-    its largest event time; PACK_ROWS bounds a pack's rows."""
+    its largest event time; PACK_ROWS / PACK_BYTES bound a pack's rows (input batches of 5 rows)."""
     import pyarrow as pa
 
     from runtime.spark import match_recognize_streaming as M
 
-    monkeypatch.setattr(M, "PACK_ROWS", 7)
+    monkeypatch.setattr(M, bound, value)
     n = 40
     buckets = [(i * 7) % 3 for i in range(n)]
     times = [(i * 37) % 11 for i in range(n)]
@@ -258,7 +259,7 @@ def test_packs_keep_every_row_and_each_buckets_order(monkeypatch) -> None:
     seen: dict[int, list[str]] = {}
     for pack in out:
         rows = M.unpack([pack[M.PACK]])
-        assert set(rows[M.KEY_TEXT]) == {f"s{pack[M.BUCKET]}"} and len(rows) <= 10  # 2 batches of 5 reach 7
+        assert set(rows[M.KEY_TEXT]) == {f"s{pack[M.BUCKET]}"} and len(rows) <= most
         assert pack[M.PACK_TIME] == max(times[int(r[1:])] for r in rows[M.ROW])
         seen.setdefault(pack[M.BUCKET], []).extend(rows[M.ROW])
     assert {b: [int(r[1:]) for r in rows] for b, rows in seen.items()} == {
