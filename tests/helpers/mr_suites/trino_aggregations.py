@@ -6,8 +6,9 @@ The query text is Trino's, verbatim (the Java text block's whitespace collapsed 
 ``VALUES`` literals are converted to Python values (``BIGINT '1'`` -> 1, ``4e0`` -> 4.0, ``ARRAY[...]`` ->
 list, ``null`` -> None, ``CAST(x AS t)`` -> x's value).  Each case is ``(name, query, expected)``; a test with
 several queries numbers them ``name[1]``, ``name[2]``, ... in source order.  Rows are compared as a multiset,
-as Trino's ``matches`` does.  Where our answer deliberately differs from Trino's, ``CASES`` holds ours and
-``DIFFERENCES`` Trino's, with why; ``SKIPPED`` lists the queries Spark SQL cannot express, with why.
+as Trino's ``matches`` does, and so are the column types (``TYPES``).  Where our answer deliberately differs
+from Trino's, ``CASES`` holds ours and ``DIFFERENCES`` Trino's, with why; ``SKIPPED`` lists the queries Spark
+SQL cannot express, with why.
 """
 
 from __future__ import annotations
@@ -247,6 +248,30 @@ CASES: list[tuple[str, str, list[tuple]]] = [
      [(1, "A", 1, 101, -5), (2, "B", 1, 102, -5), (3, "C", 1, 103, -5), (4, "D", 1, 104, -5),
       (5, "A", 2, 205, -10), (6, "B", 2, 206, -10), (7, "C", 2, 207, -10), (8, "D", 2, 208, -10)]),
 ]
+
+# The column types of Trino's expected VALUES (Trino's ``matches`` compares them too), in Spark's spelling:
+# Trino's INTEGER is ``int``, VARCHAR ``string``, ``array(varchar)`` ``array<string>``, DOUBLE (``4e0``)
+# ``double``.  An integer literal in the first row is INTEGER unless written ``BIGINT '1'`` (later rows
+# take the first row's type, as Trino coerces VALUES rows to one type).
+_I, _L, _S, _D, _AS, _AB = "int", "bigint", "string", "double", "array<string>", "array<boolean>"
+TYPES: dict[str, tuple[str, ...]] = {
+    "testSimpleQuery[1]": (_I, _L), "testSimpleQuery[2]": (_I, _AS), "testSimpleQuery[3]": (_I, _S),
+    "testPartitioning[1]": (_S, _I, _L), "testPartitioning[2]": (_S, _L, _I, _L),
+    "testTentativeLabelMatch[1]": (_I, _S, _D), "testTentativeLabelMatch[2]": (_I, _S, _D),
+    "testTentativeLabelMatch[3]": (_S, _I, _L), "testTentativeLabelMatch[4]": (_S, _I, _S, _L),
+    "testTentativeLabelMatch[5]": (_S, _I, _L), "testTentativeLabelMatch[6]": (_S, _I, _S, _I),
+    "testTentativeLabelMatchWithRuntimeEvaluatedAggregationArgument": (_S, _I, _S, _I),
+    "testAggregationArguments[1]": (_S, _I, _AS), "testAggregationArguments[2]": (_I, _AS),
+    "testAggregationArguments[3]": (_I, _AS, _AB, _AB), "testAggregationArguments[4]": (_I, _AS, _AB, _AB),
+    "testAggregationArguments[5]": (_I, _S), "testSelectiveAggregation": (_I, "array<int>", _AS, _AS),
+    "testCountAggregation[1]": (_I, _L, _L), "testCountAggregation[2]": (_I, _L, _L, _L, _L),
+    "testCountAggregation[3]": (_I, _L, _L), "testLabelAndColumnNames": (_I, _S, _L, _L, _L),
+    "testOneRowPerMatch": (_S, _AS), "testExclusions": (_S, _AS, _AS), "testBalancingSums": (_I, _S, _L, _L),
+    "testPeriodLength": (_I, _I), "testSetPartitioning[1]": (_I, _AS), "testSetPartitioning[2]": (_I, _AS),
+    "testForkingThreads": (_I, _AS), "testMultipleAggregationsInDefine": (_L, _AS),
+    "testRunningAndFinalAggregations": (_I, _L, _AS, _AS, _L, _L),
+    "testMultipleAggregationArguments": (_I, _S, _L, _L, _L),
+}
 
 # Where our answer (above) deliberately differs from Trino's published one: Trino's rows and why.
 DIFFERENCES: dict[str, tuple[list[tuple], str]] = {}
