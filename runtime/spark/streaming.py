@@ -70,7 +70,7 @@ JSON: the batch door's :func:`runtime.spark.dataframe.dead_letters` shape).
 **Packs.**  The internal rows do not reach the operator one by one: a ``mapInArrow`` step
 (:func:`pack_rows`) turns a source partition's rows of one bucket into one row ``(tw_b, tw_pack)``, the
 rows (every internal column but the bucket) as one Arrow IPC stream, in input order (a stable sort by
-bucket; at most :data:`PACK_ROWS` rows per pack), and the processor unpacks an invocation's packs into
+bucket; at most :data:`PACK_ROWS` rows and about :data:`PACK_BYTES` per pack), and the processor unpacks an invocation's packs into
 the frame it used to get (:func:`unpack`).  Why: PySpark 4.3 regroups the operator's input row by row
 (``itertuples``, ``itertools.groupby``, then ``pd.DataFrame`` from namedtuples), ~5 µs per row in the
 Python worker whatever the columns, and the shuffle and the sort in front of the operator move one
@@ -370,6 +370,8 @@ def check_buckets(buckets: Any, where: str) -> None:
 PACK = "tw_pack"
 #: Input rows per pack at most (per source partition and bucket; bounds the packing worker's memory).
 PACK_ROWS = 65536
+#: Arrow bytes of input per packing step at most: wide rows keep a pack far below Spark's 2 GB value limit.
+PACK_BYTES = 32 << 20
 #: The packing step's output, the operator's input: the bucket and its rows as one Arrow IPC stream.
 PACKS_SCHEMA = T.StructType([T.StructField(BUCKET, T.IntegerType()), T.StructField(PACK, T.BinaryType())])
 
@@ -386,14 +388,15 @@ def pack_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     [(0, ['y']), (1, ['x', 'z'])]
     """
     pending: list[pa.RecordBatch] = []
-    count = 0
+    count = size = 0
     for batch in batches:
         if batch.num_rows:
             pending.append(batch)
             count += batch.num_rows
-        if count >= PACK_ROWS:
+            size += batch.nbytes
+        if count >= PACK_ROWS or size >= PACK_BYTES:
             yield _packs(pending)
-            pending, count = [], 0
+            pending, count, size = [], 0, 0
     if pending:
         yield _packs(pending)
 

@@ -283,6 +283,13 @@ def test_packs_keep_each_buckets_rows_in_input_order_across_batches_and_pack_lim
         expected.setdefault(bucket, []).append(f"r{j}")
     assert got == expected
     assert len(packs[S.PACK]) > 3  # the limit split the partition's rows into several packs per bucket
+    monkeypatch.setattr(S, "PACK_ROWS", 1000)
+    monkeypatch.setattr(S, "PACK_BYTES", 1)  # every batch is a packing step of its own
+    packs = pa.Table.from_batches(list(S.pack_rows(iter(batches)))).to_pydict()
+    by_bytes: dict[int, list[str]] = {}
+    for bucket, pack in zip(packs[S.BUCKET], packs[S.PACK], strict=True):
+        by_bytes.setdefault(bucket, []).extend(S.unpack([pack])[S.ROW].tolist())
+    assert by_bytes == expected and len(packs[S.PACK]) == sum(len(set(buckets[i : i + 3])) for i in range(0, 10, 3))
 
 
 def test_unpack_keeps_a_sequence_above_2_to_the_53_exact_and_nulls_as_none() -> None:
