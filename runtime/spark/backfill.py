@@ -137,27 +137,6 @@ def _by_slice(intervals: DataFrame, slices: Sequence[Slice]) -> DataFrame:
     return intervals.withColumn(SLICE, F.explode(indexes))
 
 
-def _slice_rows(time: Column, s: Slice) -> Column:
-    """The rows of slice ``s`` (``start <= time < end``), as a filter whose literals stay out of generated code.
-
-    The bounds must be literals for parquet to skip row groups outside the slice, and Spark keeps pushed
-    filters in the ``Filter`` after the scan, inlining timestamp literals into that whole-stage code:
-    every slice compiled its own scan stage, and C2 compiled its ~60 KB ``processNext`` twice (OSR and
-    normal) per slice, the backfill's main JIT cost.  A branch Spark cannot generate code for (a
-    higher-order function, only reached for a NULL time, which the comparisons already reject) keeps the
-    ``Filter`` out of whole-stage code: the columnar-to-row stage before it is then the same code in
-    every slice (compiled once), and the ``Filter`` evaluates a small per-slice predicate.
-
-    >>> from datetime import datetime
-    >>> s = slices_of(datetime(2020, 1, 1), datetime(2020, 1, 2), 2)[0]
-    >>> "zip_with" in str(_slice_rows(F.col("t"), s))
-    True
-    """
-    inside = (time >= F.lit(s.start)) & (time < F.lit(s.end))
-    no_codegen = F.when(time.isNull(), F.zip_with(F.array(time), F.array(time), lambda a, _: a.isNull())[0]).otherwise(True)
-    return inside & no_codegen
-
-
 def _edge_markers(spark: SparkSession, schema: T.StructType, edges: Sequence[datetime]) -> DataFrame:
     labels = spark.createDataFrame([(slice_label(e),) for e in edges], "edge STRING")
     return labels.select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields], "edge")
@@ -280,7 +259,8 @@ def _run(
     out_seen: list[Observation] = []
     writes = []
     for s in done:
-        left_slice = _observed(left.where(_slice_rows(F.col(spec.left_time), s)), left_seen)
+        left_in = (F.col(spec.left_time) >= F.lit(s.start)) & (F.col(spec.left_time) < F.lit(s.end))
+        left_slice = _observed(left.where(left_in), left_seen)
         # A slice no interval overlaps probes another slice's intervals (none of them can match its rows
         # either): against an empty relation Spark drops an INNER probe whole, the observed left side with
         # it, and the slice's left-row count would never arrive.

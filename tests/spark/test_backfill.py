@@ -4,16 +4,13 @@ jobs count (exact, also for empty and non-contiguous slices re-run with ``only``
 
 from __future__ import annotations
 
-import contextlib
-import io
-from datetime import UTC, timedelta
+from datetime import timedelta
 
 import pytest
-from pyspark.sql import functions as F
 
 import runtime
 from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
-from runtime.spark.backfill import _slice_rows, run_slices, slices_of
+from runtime.spark.backfill import run_slices
 from tests.spark.test_temporal_join_doors import T0, random_inputs
 
 pytestmark = pytest.mark.spark
@@ -76,33 +73,3 @@ def test_backfill_metrics_of_empty_and_non_contiguous_slices(spark, tmp_path) ->
     assert again["rows_out"] == sum(1 for row in left if row[1] is not None and _inside(row[2], third, end))
     assert again["rows_in_right"] == sum(1 for row in right if _inside(row[3], third, end))
     assert sorted(tuple(r) for r in spark.read.parquet(paths[0]).select("order_id", "rate").collect()) == before
-
-
-def _codegen_of(df) -> str:
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        df.explain("codegen")
-    return buf.getvalue()
-
-
-def test_slice_rows_are_the_time_range_and_keep_slice_bounds_out_of_generated_code(spark, tmp_path) -> None:
-    """The slice filter keeps exactly start <= time < end (NULL times out), with the bounds outside whole-stage
-    code, so every slice's scan stage is the same generated class (JIT-compiled once per run, not per slice)."""
-    times = [T0 + timedelta(minutes=m) for m in range(0, 120, 7)] + [None]
-    spark.createDataFrame(list(enumerate(times)), "id INT, t TIMESTAMP").write.parquet(str(tmp_path / "in"))
-    df = spark.read.parquet(str(tmp_path / "in"))  # a file scan, as a slice reads (a local relation is filtered by the optimizer)
-    adaptive = spark.conf.get("spark.sql.adaptive.enabled")
-    spark.conf.set("spark.sql.adaptive.enabled", "false")  # explain("codegen") shows no stages of a plan AQE has not run
-    try:
-        _assert_slices(df, times)
-    finally:
-        spark.conf.set("spark.sql.adaptive.enabled", adaptive)
-
-
-def _assert_slices(df, times) -> None:
-    for s in slices_of(T0 + timedelta(minutes=10), T0 + timedelta(minutes=100), 3):
-        rows = df.where(_slice_rows(F.col("t"), s))
-        assert sorted(r.id for r in rows.collect()) == [i for i, t in enumerate(times) if _inside(t, s.start, s.end)]
-        micros = f"{int(s.start.replace(tzinfo=UTC).timestamp() * 1_000_000)}L"  # how Spark inlines a timestamp literal
-        plain = df.where((F.col("t") >= F.lit(s.start)) & (F.col("t") < F.lit(s.end)))
-        assert micros in _codegen_of(plain) and micros not in _codegen_of(rows) and "WholeStageCodegen" in _codegen_of(rows)
