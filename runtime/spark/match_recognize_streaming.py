@@ -18,7 +18,8 @@ the end of input are the core operator's; the output schema is the batch door's
    sorts each source partition's rows by bucket (stable: each key's rows keep their order) and emits one
    row per bucket and up to :data:`PACK_ROWS` rows, ``tw_pack`` holding those rows' four columns as one
    Arrow IPC stream (numpy and Arrow only, no Python step per row) and ``tw_pack_time`` their largest
-   event time; the processor opens the packs of an invocation with :func:`unpack`.  The shuffle and the
+   event time; the processor opens the packs of an invocation with :func:`unpack`.  Both are
+   :mod:`runtime.spark.streaming`'s (the temporal join packs its rows the same way).  The shuffle and the
    sort in front of the operator then move a few large rows instead of every input row.  The state
    layout does not change (a checkpoint of the unpacked plan resumes).
 2. **Watermark.**  ``withWatermark`` on the packs' largest event time (``watermark_delay`` = allowed
@@ -84,7 +85,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from itertools import pairwise
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -110,6 +110,9 @@ from runtime.spark.streaming import (
     JSON_OPTIONS,
     KEY_TEXT,
     OP,
+    PACK,
+    PACK_TIME,
+    PACKS_WITH_TIME_SCHEMA,
     BatchOutputs,
     SparkKeyContext,
     _from_wire,
@@ -119,6 +122,8 @@ from runtime.spark.streaming import (
     _MapEntry,
     check_buckets,
     data_rows,
+    pack_rows,
+    unpack,
     watermark_us,
 )
 from runtime.spark.subqueries import inline_subqueries
@@ -128,12 +133,6 @@ TIME = "tw_time"
 ROW = "tw_row"
 #: ``tw_op`` of an input row / of a dead letter (NULL event time; ``streaming.HEARTBEAT`` is 3).
 DATA_ROW, DEAD_ROW = 0, 4
-#: The operator's input column holding a pack: many input rows of one bucket as one Arrow IPC stream
-#: (see "Packs" in the module docstring), and the pack's largest event time (µs; the watermark's input).
-PACK, PACK_TIME = "tw_pack", "tw_pack_time"
-#: A packing step emits its packs once it holds this many input rows or Arrow bytes (bounds the packing
-#: worker's memory and keeps a pack's binary value far below Spark's and Arrow's 2 GB limits).
-PACK_ROWS, PACK_BYTES = 65536, 32 << 20
 #: ``tw_ts`` of a dead letter: below any event time, so it never moves the watermark (Spark takes the maximum).
 _DEAD_TS = "0001-01-01 00:00:00"
 
@@ -574,75 +573,13 @@ def rows_by_key(batch: pd.DataFrame) -> dict[str, list[tuple[int, str]]]:
     return {key: pairs[start:end] for key, start, end in zip(keys.tolist(), [0, *ends[:-1]], ends, strict=True)}
 
 
-# =================================================================================================
-# Packs: a source partition's rows of one bucket as one operator input row
-# =================================================================================================
-#: The rows inside a pack: the operator's per-row input columns (the bucket is the pack's own column).
-_PACKED_COLUMNS = (KEY_TEXT, OP, TIME, ROW)
-#: The packing step's output: ``tw_b``, ``tw_op`` (``DATA_ROW``), the largest event time, the pack.
-_PACKS_SCHEMA = T.StructType([
-    T.StructField(BUCKET, T.IntegerType()), T.StructField(OP, T.ByteType()),
-    T.StructField(PACK_TIME, T.LongType()), T.StructField(PACK, T.BinaryType()),
-])
+def _packs_with_time(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The packing step (:func:`runtime.spark.streaming.pack_rows`) with each pack's largest event time.
 
-
-def pack_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The ``mapInArrow`` function packing a source partition's internal rows: one output row per bucket
-    and up to :data:`PACK_ROWS` input rows or :data:`PACK_BYTES` (see "Packs" in the module docstring).
-
-    Within a pack the rows keep their order (a stable sort by bucket), so each key's rows reach the
-    operator in the order they would have arrived unpacked.
-
-    >>> rows = pa.record_batch({BUCKET: pa.array([1, 0, 1], pa.int32()), KEY_TEXT: ["sa", "sb", "sc"],
-    ...                         OP: pa.array([0, 0, 4], pa.int8()), TIME: [5, 7, -1], ROW: ["x", "y", "z"]})
-    >>> [(b[BUCKET], b[PACK_TIME], unpack([b[PACK]])[ROW].tolist()) for b in next(pack_rows(iter([rows]))).to_pylist()]
-    [(0, 7, ['y']), (1, 5, ['x', 'z'])]
+    That maximum is the watermark's input: the same maximum the rows give.  A dead letter's time is year 1
+    (as its unpacked row's was), below any data row's, so it never is the maximum of a pack with data.
     """
-    pending: list[pa.RecordBatch] = []
-    count = size = 0
-    for batch in batches:
-        if batch.num_rows:
-            pending.append(batch)
-            count += batch.num_rows
-            size += batch.nbytes
-        if count >= PACK_ROWS or size >= PACK_BYTES:
-            yield _packs(pending)
-            pending, count, size = [], 0, 0
-    if pending:
-        yield _packs(pending)
-
-
-def _packs(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
-    table = pa.Table.from_batches(batches).combine_chunks()
-    buckets = table.column(BUCKET).to_numpy()
-    order = np.argsort(buckets, kind="stable")
-    table = table.take(pa.array(order)).select(list(_PACKED_COLUMNS))
-    buckets = buckets[order]
-    starts = np.flatnonzero(np.diff(buckets)) + 1
-    bounds = [0, *starts.tolist(), len(buckets)]
-    times = table.column(TIME).to_numpy()
-    # The largest event time of a pack is what moves the watermark: the same maximum the rows give.
-    # (A dead letter's time is year 1, as its unpacked row's was: below any data row's, never the maximum.)
-    packs, maxima = [], []
-    for start, end in pairwise(bounds):
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table.slice(start, end - start))
-        packs.append(sink.getvalue().to_pybytes())
-        maxima.append(int(times[start:end].max()))
-    n = len(packs)
-    return pa.record_batch([
-        pa.array(buckets[bounds[:-1]], pa.int32()),
-        pa.array(np.full(n, DATA_ROW, dtype=np.int8)),
-        pa.array(maxima, pa.int64()),
-        pa.array(packs, pa.binary()),
-    ], names=[BUCKET, OP, PACK_TIME, PACK])
-
-
-def unpack(packs: Any) -> pd.DataFrame:
-    """The rows of one invocation's packs as one frame (columns ``tw_key``, ``tw_op``, ``tw_time``, ``tw_row``)."""
-    table = pa.concat_tables([pa.ipc.open_stream(pack).read_all() for pack in packs])
-    return pd.DataFrame({name: table.column(name).to_numpy() for name in _PACKED_COLUMNS})
+    return pack_rows(batches, latest=TIME)
 
 
 # =================================================================================================
@@ -769,8 +706,8 @@ def match_recognize_stream(
         F.when(dead, original).otherwise(_json(df)).alias(ROW),
     )
     # Packs (see the module docstring): the operator's input is one row per source partition and bucket.
-    internal = rows.mapInArrow(pack_rows, _PACKS_SCHEMA).select(
-        BUCKET, OP, F.timestamp_micros(F.col(PACK_TIME)).alias(_TS), PACK,
+    internal = rows.mapInArrow(_packs_with_time, PACKS_WITH_TIME_SCHEMA).select(
+        BUCKET, F.lit(DATA_ROW).cast("tinyint").alias(OP), F.timestamp_micros(F.col(PACK_TIME)).alias(_TS), PACK,
     )
     if heartbeat is not None:
         # Heartbeats travel in bucket 0, never a NULL bucket (see _heartbeat; measured here: a flush

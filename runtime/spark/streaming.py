@@ -368,24 +368,33 @@ def check_buckets(buckets: Any, where: str) -> None:
 # Packs: a source partition's rows of one bucket as one operator input row
 # =================================================================================================
 PACK = "tw_pack"
+#: The optional column of a pack's largest value of one input column (:func:`pack_rows`' ``latest``).
+PACK_TIME = "tw_pack_time"
 #: Input rows per pack at most (per source partition and bucket; bounds the packing worker's memory).
 PACK_ROWS = 65536
 #: Arrow bytes of input per packing step at most: wide rows keep a pack far below Spark's 2 GB value limit.
 PACK_BYTES = 32 << 20
 #: The packing step's output, the operator's input: the bucket and its rows as one Arrow IPC stream.
 PACKS_SCHEMA = T.StructType([T.StructField(BUCKET, T.IntegerType()), T.StructField(PACK, T.BinaryType())])
+#: :data:`PACKS_SCHEMA` plus each pack's largest value of the ``latest`` column (BIGINT).
+PACKS_WITH_TIME_SCHEMA = T.StructType([*PACKS_SCHEMA.fields, T.StructField(PACK_TIME, T.LongType())])
 
 
-def pack_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def pack_rows(batches: Iterator[pa.RecordBatch], latest: str | None = None) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function packing a source partition's internal rows: one output row per bucket
-    and up to :data:`PACK_ROWS` input rows (see "Packs" in the module docstring).
+    and up to :data:`PACK_ROWS` input rows or :data:`PACK_BYTES` (see "Packs" in the module docstring).
 
     Within a pack the rows keep their order (a stable sort by bucket), so each key's rows reach the
-    operator in the order they would have arrived unpacked.
+    operator in the order they would have arrived unpacked.  With ``latest`` (a BIGINT column), each pack
+    also carries the largest value of that column as :data:`PACK_TIME` (schema :data:`PACKS_WITH_TIME_SCHEMA`):
+    a watermark taken over packs' largest event times is the one their rows give.  Both streaming doors
+    (the temporal join and MATCH_RECOGNIZE) pack with this one function.
 
-    >>> rows = pa.record_batch({BUCKET: pa.array([1, 0, 1], pa.int32()), ROW: ["x", "y", "z"]})
+    >>> rows = pa.record_batch({BUCKET: pa.array([1, 0, 1], pa.int32()), ROW: ["x", "y", "z"], "t": [5, 7, 3]})
     >>> [(b[BUCKET], unpack([b[PACK]])[ROW].tolist()) for b in next(pack_rows(iter([rows]))).to_pylist()]
     [(0, ['y']), (1, ['x', 'z'])]
+    >>> [(b[BUCKET], b[PACK_TIME]) for b in next(pack_rows(iter([rows]), latest="t")).to_pylist()]
+    [(0, 7), (1, 5)]
     """
     pending: list[pa.RecordBatch] = []
     count = size = 0
@@ -395,13 +404,13 @@ def pack_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             count += batch.num_rows
             size += batch.nbytes
         if count >= PACK_ROWS or size >= PACK_BYTES:
-            yield _packs(pending)
+            yield _packs(pending, latest)
             pending, count, size = [], 0, 0
     if pending:
-        yield _packs(pending)
+        yield _packs(pending, latest)
 
 
-def _packs(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+def _packs(batches: list[pa.RecordBatch], latest: str | None) -> pa.RecordBatch:
     table = pa.Table.from_batches(batches).combine_chunks()
     buckets = table.column(BUCKET).to_numpy(zero_copy_only=False)
     order = np.argsort(buckets, kind="stable")
@@ -414,9 +423,12 @@ def _packs(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table.slice(start, end - start))
         packs.append(sink.getvalue().to_pybytes())
-    return pa.record_batch(
-        [pa.array(buckets[bounds[:-1]], pa.int32()), pa.array(packs, pa.binary())], names=[BUCKET, PACK]
-    )
+    columns = [pa.array(buckets[bounds[:-1]], pa.int32()), pa.array(packs, pa.binary())]
+    if latest is None:
+        return pa.record_batch(columns, names=[BUCKET, PACK])
+    values = table.column(latest).to_numpy(zero_copy_only=False)
+    maxima = [int(values[start:end].max()) for start, end in pairwise(bounds)]
+    return pa.record_batch([*columns, pa.array(maxima, pa.int64())], names=[BUCKET, PACK, PACK_TIME])
 
 
 def unpack(packs: Any) -> pd.DataFrame:

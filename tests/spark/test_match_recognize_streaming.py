@@ -242,8 +242,9 @@ def test_packs_keep_every_row_and_each_buckets_order(monkeypatch, bound: str, va
     import pyarrow as pa
 
     from runtime.spark import match_recognize_streaming as M
+    from runtime.spark import streaming as S
 
-    monkeypatch.setattr(M, bound, value)
+    monkeypatch.setattr(S, bound, value)
     n = 40
     buckets = [(i * 7) % 3 for i in range(n)]
     times = [(i * 37) % 11 for i in range(n)]
@@ -255,7 +256,7 @@ def test_packs_keep_every_row_and_each_buckets_order(monkeypatch, bound: str, va
         })
         for i in range(0, n, 5)
     ]
-    out = pa.Table.from_batches(list(M.pack_rows(iter(batches)))).to_pylist()
+    out = pa.Table.from_batches(list(M._packs_with_time(iter(batches)))).to_pylist()
     seen: dict[int, list[str]] = {}
     for pack in out:
         rows = M.unpack([pack[M.PACK]])
