@@ -16,7 +16,7 @@ the end of input are the core operator's; the output schema is the batch door's
    with ``pd.DataFrame(rows)``: ~28 % of the job's Python CPU at 250 k rows per micro-batch).  So the
    rows never reach the operator one by one: a ``mapInArrow`` step in the source stage (:func:`pack_rows`)
    sorts each source partition's rows by bucket (stable: each key's rows keep their order) and emits one
-   row per bucket and up to :data:`PACK_ROWS` rows, ``tw_pack`` holding those rows' four columns as one
+   row per bucket and up to :data:`~runtime.spark.streaming.PACK_ROWS` rows, ``tw_pack`` holding those rows' four columns as one
    Arrow IPC stream (numpy and Arrow only, no Python step per row) and ``tw_pack_time`` their largest
    event time; the processor opens the packs of an invocation with :func:`unpack`.  Both are
    :mod:`runtime.spark.streaming`'s (the temporal join packs its rows the same way).  The shuffle and the
