@@ -25,8 +25,11 @@ buffered rows are emitted, so no row is lost.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+from operator import le, lt
 from typing import Any
 
 from runtime.core.errors import SpecError
@@ -35,7 +38,7 @@ from runtime.core.state import NO_WATERMARK, KeyContext
 from runtime.core.versioned import Match, VersionEvent, VersionHistory
 
 # State names, declared once (Flink declares its state handles in open()).
-LEFT = "left"  # list[LeftRow]: probe rows waiting for the watermark, in arrival order
+LEFT = "left"  # LeftBuffer: probe rows waiting for the watermark, column-wise, in (time, seq) order
 RIGHT = "right"  # VersionHistory: the key's versions newer than the watermark plus the one in force
 NEXT_TIMER = "next-timer"  # int: the single registered emission timer (smallest buffered left time)
 CLEANUP = "cleanup-timestamp"  # int: the idle-state cleanup timer, when retention is on
@@ -48,6 +51,92 @@ class LeftRow:
     time: int
     seq: int
     payload: Any = None
+
+
+@dataclass(slots=True)
+class LeftBuffer:
+    """A key's probe rows waiting for the watermark: parallel lists, kept sorted by (time, seq).
+
+    Column-wise because a key may hold thousands of rows and the buffer is pickled into state and
+    read back every micro-batch: lists of ints and strings pickle in C, a list of objects costs a
+    Python call per row each way.  Sorted by (time, seq), rows with equal (time, seq) in arrival
+    order, because emission takes the rows at or below the watermark in that order: a prefix.
+
+    >>> b = LeftBuffer()
+    >>> b.add([5, 2], [0, 1], ["x", "y"]); b.add([9, 2], [2, 3], ["z", "w"])
+    >>> b.times, b.payloads, b.ready(5)
+    ([2, 2, 5, 9], ['y', 'w', 'x', 'z'], 3)
+    """
+
+    times: list[int] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
+    payloads: list[Any] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def __reduce__(self) -> tuple:
+        # Three lists, pickled in C (the dataclass default would call dataclasses.fields() per object).
+        return (LeftBuffer, (self.times, self.seqs, self.payloads))
+
+    @classmethod
+    def of(cls, value: LeftBuffer | list[LeftRow] | None) -> LeftBuffer:
+        """The buffer in the ``left`` state ``value``: a :class:`LeftBuffer`, nothing, or the ``list[LeftRow]``
+        in arrival order that earlier versions kept (checkpoints written by them resume).
+
+        >>> LeftBuffer.of([LeftRow(7, 0, "a"), LeftRow(3, 1, "b")]).payloads
+        ['b', 'a']
+        """
+        if value is None:
+            return cls()
+        if isinstance(value, LeftBuffer):
+            return value
+        buffer = cls()
+        buffer.add([r.time for r in value], [r.seq for r in value], [r.payload for r in value])
+        return buffer
+
+    def add(self, times: Sequence[int], seqs: Sequence[int], payloads: Sequence[Any]) -> None:
+        """Add rows in arrival order (parallel sequences), keeping the buffer sorted by (time, seq)."""
+        if not times:
+            return
+        if _ascending(times, seqs) and (
+            not self.times or (self.times[-1], self.seqs[-1]) <= (times[0], seqs[0])
+        ):
+            # The usual case: a key's rows arrive in time order, later than what waits.
+            self.times.extend(times)
+            self.seqs.extend(seqs)
+            self.payloads.extend(payloads)
+            return
+        all_times = [*self.times, *times]
+        all_seqs = [*self.seqs, *seqs]
+        all_payloads = [*self.payloads, *payloads]
+        keys = list(zip(all_times, all_seqs, strict=True))
+        order = sorted(range(len(keys)), key=keys.__getitem__)  # stable: equal (time, seq) keep arrival order
+        self.times = [all_times[i] for i in order]
+        self.seqs = [all_seqs[i] for i in order]
+        self.payloads = [all_payloads[i] for i in order]
+
+    def ready(self, watermark: int) -> int:
+        """How many rows (a prefix) have ``time <= watermark``."""
+        return bisect_right(self.times, watermark)
+
+    def take(self, count: int) -> tuple[list[int], list[int], list[Any]]:
+        """Remove the first ``count`` rows; their times, sequences and payloads."""
+        taken = self.times[:count], self.seqs[:count], self.payloads[:count]
+        del self.times[:count], self.seqs[:count], self.payloads[:count]
+        return taken
+
+    def rows(self) -> list[LeftRow]:
+        """The rows as :class:`LeftRow` objects, in buffer order."""
+        return list(map(LeftRow, self.times, self.seqs, self.payloads))
+
+
+def _ascending(times: Sequence[int], seqs: Sequence[int]) -> bool:
+    """Whether (time, seq) pairs are non-decreasing: strictly increasing times are checked first, in C."""
+    if all(map(lt, times, islice(times, 1, None))):
+        return True
+    keys = list(zip(times, seqs, strict=True))
+    return all(map(le, keys, islice(keys, 1, None)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +160,37 @@ class Late:
 
 
 Output = Joined | Late
+
+
+@dataclass(frozen=True, slots=True)
+class JoinedRows:
+    """Joined rows column-wise (:meth:`EventTimeTemporalJoin.release`): the left rows' times, sequences and
+    payloads in emission order, and the versions as runs (how many consecutive rows, the version valid at
+    their times, as :meth:`VersionHistory.version_runs` gives them).
+
+    >>> rows = JoinedRows([1, 2], [0, 1], ["a", "b"], [(2, None)])
+    >>> rows.outputs() == [Joined(LeftRow(1, 0, "a"), None), Joined(LeftRow(2, 1, "b"), None)]
+    True
+    """
+
+    times: list[int]
+    seqs: list[int]
+    payloads: list[Any]
+    runs: list[tuple[int, Match | None]]
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def matches(self) -> list[Match | None]:
+        """The version of each row."""
+        out: list[Match | None] = []
+        for count, match in self.runs:
+            out += [match] * count
+        return out
+
+    def outputs(self) -> list[Joined]:
+        """The rows as :class:`Joined` outputs (one object per row: what :meth:`on_watermark` yields)."""
+        return list(map(Joined, map(LeftRow, self.times, self.seqs, self.payloads), self.matches()))
 
 
 class EventTimeTemporalJoin:
@@ -102,14 +222,7 @@ class EventTimeTemporalJoin:
 
     # -- element handlers: buffer, register the smallest timer ------------------------------------
     def process_left(self, ctx: KeyContext, row: LeftRow) -> Iterator[Output]:
-        if ctx.watermark != NO_WATERMARK and row.time < ctx.watermark:
-            yield Late(row, ctx.watermark)
-            return
-        pending: list[LeftRow] = ctx.get(LEFT) or []
-        pending.append(row)
-        ctx.put(LEFT, pending)
-        self._register_smallest_timer(ctx, row.time)
-        self._touch(ctx)
+        return iter(self.process_left_columns(ctx, [row.time], [row.seq], [row.payload]))
 
     def process_left_rows(self, ctx: KeyContext, rows: list[LeftRow]) -> list[Output]:
         """:meth:`process_left` for several rows of the key, in arrival order: the same outputs and the
@@ -122,21 +235,43 @@ class EventTimeTemporalJoin:
         >>> ctx = InMemoryKeyContext(current_watermark=10)
         >>> [o.left.payload for o in op.process_left_rows(ctx, [LeftRow(12, 0, "a"), LeftRow(5, 1, "late")])]
         ['late']
-        >>> [r.payload for r in ctx.get(LEFT)], ctx.timers()
+        >>> ctx.get(LEFT).payloads, ctx.timers()
         (['a'], [12])
+        """
+        return self.process_left_columns(
+            ctx, [r.time for r in rows], [r.seq for r in rows], [r.payload for r in rows]
+        )
+
+    def process_left_columns(
+        self, ctx: KeyContext, times: Sequence[int], seqs: Sequence[int], payloads: Sequence[Any]
+    ) -> list[Output]:
+        """:meth:`process_left_rows` over parallel sequences (time, seq, payload of each row, in arrival
+        order): no object per row.  Returns the late rows' outputs.
+
+        >>> from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
+        >>> from runtime.core.state import InMemoryKeyContext
+        >>> op = EventTimeTemporalJoin(TemporalJoinSpec(VersionedTableSpec("k", "t"), left_time="t"))
+        >>> ctx = InMemoryKeyContext(current_watermark=10)
+        >>> [o.reason for o in op.process_left_columns(ctx, [12, 5], [0, 1], ["a", "late"])]
+        ['late: event time 5 < watermark 10 (µs since epoch)']
         """
         watermark = ctx.watermark
         late: list[Output] = []
-        on_time = rows
-        if watermark != NO_WATERMARK and any(r.time < watermark for r in rows):
-            late = [Late(r, watermark) for r in rows if r.time < watermark]
-            on_time = [r for r in rows if r.time >= watermark]
-        if on_time:
-            pending: list[LeftRow] = ctx.get(LEFT) or []
-            pending.extend(on_time)
+        if not times:
+            return late
+        if watermark != NO_WATERMARK and min(times) < watermark:
+            late = [Late(LeftRow(t, q, p), watermark) for t, q, p in zip(times, seqs, payloads, strict=True)
+                    if t < watermark]
+            kept = [i for i, t in enumerate(times) if t >= watermark]
+            times = [times[i] for i in kept]
+            seqs = [seqs[i] for i in kept]
+            payloads = [payloads[i] for i in kept]
+        if times:
+            pending = LeftBuffer.of(ctx.get(LEFT))
+            pending.add(times, seqs, payloads)
             ctx.put(LEFT, pending)
             # Row by row the timer would step down to each smaller time; only the smallest remains.
-            self._register_smallest_timer(ctx, min(r.time for r in on_time))
+            self._register_smallest_timer(ctx, min(times))
             self._touch(ctx)
         return late
 
@@ -150,29 +285,51 @@ class EventTimeTemporalJoin:
     # -- the watermark produces output ------------------------------------------------------------
     def on_watermark(self, ctx: KeyContext) -> Iterator[Output]:
         """Emit buffered rows the watermark has passed, expire versions, then apply retention."""
+        released = self.release(ctx)
+        if released is not None:
+            yield from released.outputs()
+
+    def release(self, ctx: KeyContext) -> JoinedRows | None:
+        """:meth:`on_watermark`'s work with its joined rows column-wise (None when no row is emitted): no
+        object per row.  The state changes are on_watermark's.
+
+        >>> from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
+        >>> from runtime.core.state import InMemoryKeyContext
+        >>> op = EventTimeTemporalJoin(TemporalJoinSpec(VersionedTableSpec("k", "t"), left_time="t"))
+        >>> ctx = InMemoryKeyContext()
+        >>> _ = op.process_left_columns(ctx, [15, 30], [0, 1], ["o1", "o2"])
+        >>> ctx.current_watermark = 20
+        >>> op.release(ctx), ctx.timers()
+        (JoinedRows(times=[15], seqs=[0], payloads=['o1'], runs=[(1, None)]), [30])
+        """
         watermark = ctx.watermark
-        pending: list[LeftRow] = ctx.get(LEFT) or []
+        value = ctx.get(LEFT)
+        pending = LeftBuffer.of(value)
         history: VersionHistory = ctx.get(RIGHT) or VersionHistory()
-        ready = sorted((r for r in pending if r.time <= watermark), key=lambda r: (r.time, r.seq))
-        waiting = [r for r in pending if r.time > watermark]
-        # (versions_at: one walk over the history for the time-ordered rows, equal to version_at per row)
-        yield from map(Joined, ready, history.versions_at([r.time for r in ready]))
-        if ready:
-            if waiting:
-                ctx.put(LEFT, waiting)
+        count = pending.ready(watermark)
+        released = None
+        if count:
+            times, seqs, payloads = pending.take(count)
+            # (version_runs: bisections over the history for the time-ordered rows, equal to version_at per row)
+            released = JoinedRows(times, seqs, payloads, history.version_runs(times))
+            if pending:
+                ctx.put(LEFT, pending)
             else:
                 ctx.clear(LEFT)
+        elif pending is not value and pending:
+            ctx.put(LEFT, pending)  # a state value earlier versions wrote, in today's layout
         if len(history) and history.expire_before(watermark):
             ctx.put(RIGHT, history)
         timer = ctx.get(NEXT_TIMER)
         if timer is not None and timer <= watermark:
             ctx.delete_timer(timer)
             ctx.clear(NEXT_TIMER)
-            if waiting:
-                self._register_smallest_timer(ctx, min(r.time for r in waiting))
+            if pending:
+                self._register_smallest_timer(ctx, pending.times[0])  # sorted: the smallest waiting time
         cleanup = ctx.get(CLEANUP)
         if cleanup is not None and cleanup <= watermark:
             self._cleanup(ctx)
+        return released
 
     # -- helpers ----------------------------------------------------------------------------------
     def _register_smallest_timer(self, ctx: KeyContext, time: int) -> None:

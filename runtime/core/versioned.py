@@ -68,27 +68,47 @@ class VersionHistory:
         return Match(self.events[i], valid_to)
 
     def versions_at(self, times: list[int]) -> list[Match | None]:
-        """:meth:`version_at` of each of ``times``, which must be ascending: one walk over the events, and
-        rows in the same validity interval share one :class:`Match` (emission asks for a key's ready rows
-        in time order, typically many rows per version).
+        """:meth:`version_at` of each of ``times``, which must be ascending (see :meth:`version_runs`); rows in
+        the same validity interval share one :class:`Match`.
 
         >>> h = VersionHistory.of([VersionEvent(10, 0, False, "a"), VersionEvent(20, 1, True), VersionEvent(30, 2, False, "b")])
         >>> [m and (m.event.payload, m.valid_to) for m in h.versions_at([5, 10, 12, 25, 30, 31])]
         [None, ('a', 20), ('a', 20), None, ('b', None), ('b', None)]
         """
+        out: list[Match | None] = []
+        for count, match in self.version_runs(times):
+            out += [match] * count
+        return out
+
+    def version_runs(self, times: list[int]) -> list[tuple[int, Match | None]]:
+        """:meth:`versions_at` as runs: (how many consecutive ``times``, the version valid at each of them).
+
+        ``times`` must be ascending.  Two bisections per version the times reach, none per time:
+        emission asks for a key's ready rows in time order, typically many rows per version, and a
+        run lets the adapter encode the version once for all its rows.
+
+        >>> h = VersionHistory.of([VersionEvent(10, 0, False, "a"), VersionEvent(20, 1, True), VersionEvent(30, 2, False, "b")])
+        >>> [(n, m and m.event.payload) for n, m in h.version_runs([5, 10, 12, 25, 30, 31])]
+        [(1, None), (2, 'a'), (1, None), (2, 'b')]
+        """
         events, event_times = self.events, self._times
         last = len(event_times) - 1
-        out: list[Match | None] = []
-        i, current, current_i = -1, None, -1  # i: the last event at or before the time
-        for time in times:
-            while i < last and event_times[i + 1] <= time:
-                i += 1
-            if i != current_i:
-                current_i = i
-                event = events[i]
-                current = None if event.deleted else Match(event, event_times[i + 1] if i < last else None)
-            out.append(current)
-        return out
+        n = len(times)
+        # Times before the first event have no version; then a version covers the times up to the
+        # next event's time, exclusive.
+        pos = bisect_left(times, event_times[0]) if events else n
+        runs: list[tuple[int, Match | None]] = [(pos, None)] if pos else []
+        while pos < n:
+            i = bisect_right(event_times, times[pos]) - 1  # the last event at or before times[pos]: i >= 0
+            event = events[i]
+            if i < last:
+                valid_to = event_times[i + 1]
+                end = bisect_left(times, valid_to, pos)
+            else:
+                valid_to, end = None, n
+            runs.append((end - pos, None if event.deleted else Match(event, valid_to)))
+            pos = end
+        return runs
 
     def expire_before(self, watermark: int) -> int:
         """Drop events older than ``watermark`` except the newest of them; returns how many were dropped."""

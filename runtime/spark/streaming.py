@@ -30,7 +30,13 @@ end with.  What the adapter does:
    and the timer moves to the next smallest.  Every invocation runs ``on_watermark`` for the keys it
    got rows for and for the bucket's due keys, so emission is decided by the core comparing times to
    the watermark.  Checkpoint state format: these two state variables (the earlier per-key ValueState
-   ``timeweave`` layout cannot be resumed; start such jobs from a fresh checkpoint).
+   ``timeweave`` layout cannot be resumed; start such jobs from a fresh checkpoint).  A key's buffered
+   left rows are the core's :class:`~runtime.core.temporal_join.LeftBuffer` (three lists: times,
+   sequences, payloads, sorted by time and sequence), pickled as three lists, so a cell of thousands
+   of rows pickles and loads in C; cells of earlier versions (``list[LeftRow]`` in arrival order)
+   resume, converted when the key is next read.  The processor feeds a key's rows of a micro-batch to
+   the core as slices of column lists and takes the emitted rows back column-wise (``release``,
+   :class:`~runtime.core.temporal_join.JoinedRows`): no Python object per row on the way.
 5. **Ties.**  A right row's sequence is the spec's ``sequence`` column when set, else an arrival counter
    kept per key; within one micro-batch a key's rows are numbered in input order — by file path,
    and within a file in file order — across batches by batch order.  Left rows are numbered the same
@@ -113,11 +119,12 @@ from runtime.core.state import NO_WATERMARK
 from runtime.core.temporal_join import (
     EventTimeTemporalJoin,
     Joined,
+    JoinedRows,
     LeftRow,
     Output,
     ProcessingTimeTemporalJoin,
 )
-from runtime.core.versioned import VersionEvent, VersionHistory
+from runtime.core.versioned import Match, VersionEvent, VersionHistory
 from runtime.spark import plan
 from runtime.spark.schema import schema_kinds
 
@@ -348,14 +355,25 @@ def positions_by_key(batch: pd.DataFrame) -> dict[str, list[int]]:
     >>> positions_by_key(pd.DataFrame({KEY_TEXT: ["a", "b", "a"]}))
     {'a': [0, 2], 'b': [1]}
     """
-    # One factorize and one stable sort (in C) instead of a dict lookup per row: keys in order of first
-    # appearance, each key's positions ascending.
+    texts, order, bounds = key_groups(batch)
+    return dict(zip(texts, (group.tolist() for group in np.split(order, bounds[1:-1])), strict=True))
+
+
+def key_groups(batch: pd.DataFrame) -> tuple[list[str | None], np.ndarray, list[int]]:
+    """A bucket's rows grouped by ``tw_key``: the keys in order of first appearance, the row positions
+    ordered by key (each key's positions ascending), and the bounds of each key's run in that order.
+
+    >>> texts, order, bounds = key_groups(pd.DataFrame({KEY_TEXT: ["a", "b", "a"]}))
+    >>> texts, order.tolist(), bounds
+    (['a', 'b'], [0, 2, 1], [0, 2, 3])
+    """
+    # One factorize and one stable sort (in C) instead of a dict lookup per row.
     codes, keys = pd.factorize(batch[KEY_TEXT].to_numpy(), use_na_sentinel=False)
     order = np.argsort(codes, kind="stable")
-    groups = np.split(order, np.cumsum(np.bincount(codes, minlength=len(keys)))[:-1])
+    bounds = [0, *np.cumsum(np.bincount(codes, minlength=len(keys))).tolist()]
     # Key texts are strings; factorize hands a NULL key back as NaN.
     texts = [key if isinstance(key, str) else None for key in keys.tolist()]
-    return dict(zip(texts, (group.tolist() for group in groups), strict=True))
+    return texts, order, bounds
 
 
 def check_buckets(buckets: Any, where: str) -> None:
@@ -458,8 +476,11 @@ def data_rows(rows: Iterator[pd.DataFrame]) -> pd.DataFrame | None:
     return None if batch.empty else batch
 
 
-def _frame(outputs: list[Output], n_left: int | None = None, n_right: int | None = None) -> pd.DataFrame:
+def _frame(outputs: list[Output | JoinedRows], n_left: int | None = None, n_right: int | None = None) -> pd.DataFrame:
     """The tagged output rows of one invocation (plus one ``stats`` row when counts are given).
+
+    ``outputs``: the core's outputs, in order, where joined rows may also come column-wise
+    (:class:`~runtime.core.temporal_join.JoinedRows`, the event-time processor's: no object per row).
 
     Joined rows go in documents of up to :data:`DOC_ROWS` rows each, one ``joined`` output row per
     document: a JSON array whose elements are ``{"l": left payload, "v": version payload, "f":
@@ -480,29 +501,46 @@ def _frame(outputs: list[Output], n_left: int | None = None, n_right: int | None
     lefts: list[Any] = []
     reasons: list[str | None] = []
     marks: list[int] = []
-    joined: list[str] = []
-    add = joined.append
+    documents: list[str] = []
+    # The current document: pieces of consecutive elements, and how many more rows it takes.
+    pieces: list[str] = []
+    room = DOC_ROWS
     for out in outputs:
+        if out.__class__ is JoinedRows:
+            # Column-wise rows (the core's release): per run of rows sharing a version, the elements are
+            # one join over the payloads, the version's JSON written once for the run.
+            payloads = out.payloads
+            start = 0
+            for count, match in out.runs:
+                tail = _version_json(match)
+                separator = tail + ',{"l":'
+                end = start + count
+                while start < end:
+                    take = min(room, end - start)
+                    pieces.append('{"l":' + separator.join(payloads[start : start + take]) + tail)
+                    start += take
+                    room -= take
+                    if not room:
+                        documents.append("[" + ",".join(pieces) + "]")
+                        pieces, room = [], DOC_ROWS
+            continue
         left = out.left.payload
         if out.__class__ is Joined:
-            match = out.match
-            if match is None:
-                add('{"l":' + left + "}")
-            else:
-                event = match.event
-                to = match.valid_to
-                if to is None:
-                    add(f'{{"l":{left},"v":{event.payload},"f":{event.time}}}')
-                else:
-                    add(f'{{"l":{left},"v":{event.payload},"f":{event.time},"t":{to}}}')
+            pieces.append('{"l":' + left + _version_json(out.match))
+            room -= 1
+            if not room:
+                documents.append("[" + ",".join(pieces) + "]")
+                pieces, room = [], DOC_ROWS
         else:
             kinds.append(LATE)
             lefts.append(left)
             reasons.append(out.reason)
             marks.append(out.watermark)
-    for start in range(0, len(joined), DOC_ROWS):
+    if pieces:
+        documents.append("[" + ",".join(pieces) + "]")
+    for document in documents:
         kinds.append(JOINED)
-        lefts.append("[" + ",".join(joined[start : start + DOC_ROWS]) + "]")
+        lefts.append(document)
         reasons.append(None)
         marks.append(0)
     left_counts = [0] * len(kinds)
@@ -524,6 +562,16 @@ def _frame(outputs: list[Output], n_left: int | None = None, n_right: int | None
         N_RIGHT: np.array(right_counts, dtype=np.int64),
         OUT_SIDE: pd.array([None] * len(kinds), dtype=object),
     })
+
+
+def _version_json(match: Match | None) -> str:
+    """The end of a joined document element after its left payload: the version's fields and the ``}``."""
+    if match is None:
+        return "}"
+    event = match.event
+    if match.valid_to is None:
+        return f',"v":{event.payload},"f":{event.time}}}'
+    return f',"v":{event.payload},"f":{event.time},"t":{match.valid_to}}}'
 
 
 def _dead_frame(rows: pd.DataFrame) -> pd.DataFrame:
@@ -601,57 +649,92 @@ class TemporalJoinProcessor(StatefulProcessor):
             batch = batch[~dead]
             if batch.empty:
                 return
-        ops = batch[OP].tolist()
-        n_left = ops.count(LEFT_ROW)
-        n_right = len(ops) - n_left
+        n_left = int(np.count_nonzero(batch[OP].to_numpy() == LEFT_ROW))
+        n_right = len(batch) - n_left
         if n_right > 1 and batch[FILE].nunique() > 1:
             # Input order of versions: by file (rows of different map tasks arrive in any order),
             # stable within a file.  Left rows carry no file: their order never changes a result.
             batch = batch.sort_values(FILE, kind="stable", na_position="first")
-            ops = batch[OP].tolist()
-        times = batch[TIME].tolist()
-        payloads = batch[ROW].tolist()
-        seqs = batch[SEQ].tolist() if self._has_sequence else None
-        by_key = positions_by_key(batch)
         watermark = self._watermark(timerValues)
         index = _Index.load(self._index_state)
-        outputs: list[Output] = []
-        for text, positions in by_key.items():
-            ctx = SparkKeyContext(None, _MapEntry(self._keys, text), watermark)
-            self._apply(ctx, positions, ops, times, payloads, seqs, outputs)
-            self._finish(ctx, text, index, outputs)
-        if self.mode == "event_time":
-            self._due(watermark, index, by_key, outputs)
+        outputs: list[Output | JoinedRows] = []
+        if isinstance(self._op, EventTimeTemporalJoin):
+            done = self._buffer(batch, watermark, index, outputs)
+            self._due(watermark, index, done, outputs)
+        else:
+            ops = batch[OP].tolist()
+            times = batch[TIME].tolist()
+            payloads = batch[ROW].tolist()
+            seqs = batch[SEQ].tolist() if self._has_sequence else None
+            for text, positions in positions_by_key(batch).items():
+                ctx = SparkKeyContext(None, _MapEntry(self._keys, text), watermark)
+                self._apply(ctx, positions, ops, times, payloads, seqs, outputs)
+                self._finish(ctx, text, index, outputs)
         index.store(self._index_state, self._handle if self.mode == "event_time" else None)
         yield _frame(outputs, n_left, n_right)
 
+    def _buffer(self, batch: pd.DataFrame, watermark: int, index: _Index, outputs: list[Output | JoinedRows]) -> set[str | None]:
+        """Event time: hand each key's rows of the batch to the core, then run its watermark; the keys done.
+
+        The rows are grouped by key with one stable sort and converted to lists once, so a key's left
+        rows reach the core as slices of those lists (:meth:`EventTimeTemporalJoin.process_left_columns`),
+        no object per row.  The handlers only buffer, and a key's versions and left rows touch separate
+        state, so versions go first, one by one, and the left rows in one call (same outputs and state as
+        row by row).  Rows are numbered in input order per key (ties between equal times break by it).
+        """
+        op = self._op
+        assert isinstance(op, EventTimeTemporalJoin)
+        texts, order, bounds = key_groups(batch)
+        ops = batch[OP].to_numpy()[order]
+        counts = np.diff(bounds)
+        # Each row's number among its key's rows of the batch (input order), and the left/version split
+        # of the key-ordered rows: both in numpy, then each side's columns as lists once.
+        rank = np.arange(len(order)) - np.repeat(bounds[:-1], counts)
+        is_left = ops == LEFT_ROW
+        left_at = order[is_left]
+        left_times = batch[TIME].to_numpy()[left_at].tolist()
+        left_payloads = batch[ROW].to_numpy()[left_at].tolist()
+        left_rank = rank[is_left]
+        left_bounds = [0, *np.cumsum(np.add.reduceat(is_left, bounds[:-1])).tolist()]
+        version_rows: list[list[tuple[int, int, bool, Any, Any]]] = [[] for _ in texts]
+        if not is_left.all():
+            # Versions are few (a handful per key and batch): one tuple each, grouped by key in input order.
+            versions = ~is_left
+            at = order[versions]
+            seqs = batch[SEQ].to_numpy()[at].tolist() if self._has_sequence else [None] * len(at)
+            for key, r, t, deleted, payload, seq in zip(
+                np.repeat(np.arange(len(texts)), counts)[versions].tolist(), rank[versions].tolist(),
+                batch[TIME].to_numpy()[at].tolist(), (ops[versions] == DELETE).tolist(),
+                batch[ROW].to_numpy()[at].tolist(), seqs, strict=True,
+            ):
+                version_rows[key].append((r, t, deleted, payload, seq))
+        process_left, process_right = op.process_left_columns, op.process_right
+        for k, text in enumerate(texts):
+            ctx = SparkKeyContext(None, _MapEntry(self._keys, text), watermark)
+            first_seq = ctx.reserve_seqs(int(counts[k]))
+            for r, t, deleted, payload, seq in version_rows[k]:
+                seq = _sequence(seq) if self._has_sequence else first_seq + r
+                outputs.extend(process_right(ctx, VersionEvent(t, seq, deleted, payload)))
+            start, end = left_bounds[k], left_bounds[k + 1]
+            if end > start:
+                outputs.extend(process_left(
+                    ctx, left_times[start:end], (left_rank[start:end] + first_seq).tolist(), left_payloads[start:end]
+                ))
+            self._finish(ctx, text, index, outputs)
+        return set(texts)
+
     def _apply(
         self, ctx: SparkKeyContext, positions: list[int], ops: list[int], times: list[int], payloads: list[Any],
-        seqs: list[Any] | None, outputs: list[Output],
+        seqs: list[Any] | None, outputs: list[Output | JoinedRows],
     ) -> None:
-        """Feed one key's rows of the batch to the core, numbered in input order."""
+        """Processing time: feed one key's rows of the batch to the core, numbered in input order (event
+        time: :meth:`_buffer`)."""
         first_seq = ctx.reserve_seqs(len(positions))
         op = self._op
         emit = outputs.extend
         process_left, process_right = op.process_left, op.process_right
-        order = range(len(positions))
-        if isinstance(op, EventTimeTemporalJoin):
-            # Event time: the handlers only buffer, and a key's versions and left rows touch separate
-            # state, so all left rows go in one call (same outputs and state as row by row).
-            lefts = []
-            for j in order:
-                i = positions[j]
-                if ops[i] == LEFT_ROW:
-                    lefts.append(LeftRow(times[i], first_seq + j, payloads[i]))
-                else:
-                    seq = _sequence(seqs[i]) if seqs is not None else first_seq + j
-                    emit(process_right(ctx, VersionEvent(times[i], seq, ops[i] == DELETE, payloads[i])))
-            if lefts:
-                emit(op.process_left_rows(ctx, lefts))
-            return
-        # Processing time: a micro-batch's rows arrive together; versions of the batch apply before
-        # its left rows look one up.
-        order = sorted(order, key=lambda j: ops[positions[j]] == LEFT_ROW)
+        # A micro-batch's rows arrive together; versions of the batch apply before its left rows look one up.
+        order = sorted(range(len(positions)), key=lambda j: ops[positions[j]] == LEFT_ROW)
         for j in order:
             i = positions[j]
             if ops[i] == LEFT_ROW:
@@ -660,15 +743,17 @@ class TemporalJoinProcessor(StatefulProcessor):
                 seq = _sequence(seqs[i]) if seqs is not None else first_seq + j
                 emit(process_right(ctx, VersionEvent(times[i], seq, ops[i] == DELETE, payloads[i])))
 
-    def _finish(self, ctx: SparkKeyContext, text: str, index: _Index, outputs: list[Output]) -> None:
+    def _finish(self, ctx: SparkKeyContext, text: str, index: _Index, outputs: list[Output | JoinedRows]) -> None:
         """Emit what the watermark allows, let Spark's due timers fire, write the key back, index its timer."""
         if isinstance(self._op, EventTimeTemporalJoin):
-            outputs.extend(self._op.on_watermark(ctx))
+            released = self._op.release(ctx)  # on_watermark, its joined rows column-wise
+            if released is not None:
+                outputs.append(released)
             ctx.expire_timers()
         ctx.commit()
         index.set(text, ctx.smallest_timer())
 
-    def _due(self, watermark: int, index: _Index, done: dict[str, Any], outputs: list[Output]) -> None:
+    def _due(self, watermark: int, index: _Index, done: dict[str, Any], outputs: list[Output | JoinedRows]) -> None:
         """Run the watermark for every other key of the bucket with a timer at or below it."""
         for text in index.due(watermark):
             if text not in done:
@@ -682,7 +767,7 @@ class TemporalJoinProcessor(StatefulProcessor):
         watermark = self._watermark(timerValues)
         index = _Index.load(self._index_state)
         index.fired(expiredTimerInfo.getExpiryTimeInMs())
-        outputs: list[Output] = []
+        outputs: list[Output | JoinedRows] = []
         self._due(watermark, index, {}, outputs)
         index.store(self._index_state, self._handle)
         if outputs:

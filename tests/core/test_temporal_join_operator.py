@@ -10,11 +10,12 @@ from hypothesis import strategies as st
 
 from runtime.core.errors import SpecError
 from runtime.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
-from runtime.core.state import InMemoryKeyContext
+from runtime.core.state import NO_WATERMARK, InMemoryKeyContext
 from runtime.core.temporal_join import (
     EventTimeTemporalJoin,
     Joined,
     Late,
+    LeftBuffer,
     LeftRow,
     ProcessingTimeTemporalJoin,
 )
@@ -216,3 +217,88 @@ def test_process_left_rows_equals_process_left_row_by_row(before, rows, watermar
     assert op.process_left_rows(contexts[1], batch) == one_by_one
     assert contexts[1].values == contexts[0].values
     assert contexts[1].timers() == contexts[0].timers()
+
+
+# -- the column-wise left buffer and release (the adapters' batch path) --------------------------------
+@settings(max_examples=300, deadline=None)
+@given(chunks=st.lists(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 5)), max_size=8), max_size=5))
+def test_left_buffer_keeps_rows_by_time_then_seq_then_arrival(chunks) -> None:
+    buffer, arrived = LeftBuffer(), []
+    for chunk in chunks:
+        payloads = [len(arrived) + i for i in range(len(chunk))]
+        buffer.add([t for t, _ in chunk], [s for _, s in chunk], payloads)
+        arrived += [(t, s, p) for (t, s), p in zip(chunk, payloads, strict=True)]
+    assert list(zip(buffer.times, buffer.seqs, buffer.payloads, strict=True)) == sorted(arrived, key=lambda r: r[:2])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    batches=st.lists(st.lists(st.integers(0, 30), max_size=10), max_size=5),
+    marks=st.lists(st.integers(0, 35), max_size=5),
+    seq_order=st.randoms(use_true_random=False),
+)
+def test_emission_is_the_ready_rows_in_time_then_seq_order_and_the_timer_the_smallest_waiting(
+    batches, marks, seq_order
+) -> None:
+    # The rule the buffer implements, stated row by row: at each watermark, every row arrived and not yet
+    # emitted with time <= watermark, sorted by (time, seq), equal pairs in arrival order; late rows aside.
+    op = EventTimeTemporalJoin(SPEC)
+    ctx = InMemoryKeyContext()
+    list(op.process_right(ctx, VersionEvent(10, 0, False, "v")))
+    waiting: list[tuple[int, int, int]] = []
+    seqs = list(range(sum(map(len, batches))))
+    seq_order.shuffle(seqs)  # sequences need not follow arrival (equal times then order by them)
+    n = 0
+    for batch, mark in zip(batches, [*sorted(marks), *[None] * len(batches)], strict=False):
+        rows = [(t, seqs[n + i], n + i) for i, t in enumerate(batch)]
+        n += len(batch)
+        late = op.process_left_columns(ctx, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+        wm = ctx.watermark
+        assert [o.left.payload for o in late] == [r[2] for r in rows if wm != NO_WATERMARK and r[0] < wm]
+        waiting += [r for r in rows if wm == NO_WATERMARK or r[0] >= wm]
+        if mark is None:
+            continue
+        ctx.current_watermark = max(mark, wm) if wm != NO_WATERMARK else mark
+        out = list(op.on_watermark(ctx))
+        ready = sorted((r for r in waiting if r[0] <= ctx.watermark), key=lambda r: r[:2])
+        waiting = [r for r in waiting if r[0] > ctx.watermark]
+        assert [(o.left.time, o.left.seq, o.left.payload) for o in out] == ready
+        assert [o.match and o.match.event.payload for o in out] == ["v" if r[0] >= 10 else None for r in ready]
+        assert ctx.timers() == ([min(r[0] for r in waiting)] if waiting else [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.integers(0, 30), max_size=12), watermark=st.integers(0, 30))
+def test_release_is_on_watermark_column_wise_with_the_same_state(rows, watermark) -> None:
+    op = EventTimeTemporalJoin(SPEC, StateRetention(min_idle=5, max_idle=10))
+    contexts = [InMemoryKeyContext(), InMemoryKeyContext()]
+    for ctx in contexts:
+        for t in (3, 12, 20):
+            list(op.process_right(ctx, VersionEvent(t, t, t == 12, f"v{t}")))
+        op.process_left_columns(ctx, rows, list(range(len(rows))), [f"o{i}" for i in range(len(rows))])
+        ctx.current_watermark = watermark
+    released = op.release(contexts[0])
+    emitted = list(op.on_watermark(contexts[1]))
+    assert (released.outputs() if released is not None else []) == emitted
+    assert released is None or sum(n for n, _ in released.runs) == len(released) == len(emitted)
+    assert contexts[0].values == contexts[1].values and contexts[0].timers() == contexts[1].timers()
+
+
+def test_a_left_state_in_the_earlier_layout_resumes() -> None:
+    # Checkpoints written before the column-wise buffer hold list[LeftRow] in arrival order.
+    op = EventTimeTemporalJoin(SPEC)
+    old, new = InMemoryKeyContext(), InMemoryKeyContext()
+    list(op.process_right(old, VersionEvent(0, 0, False, "v")))
+    list(op.process_right(new, VersionEvent(0, 0, False, "v")))
+    rows = [LeftRow(9, 0, "o9"), LeftRow(2, 1, "o2"), LeftRow(5, 2, "o5"), LeftRow(2, 3, "o2b")]
+    old.values.update({"left": rows, "next-timer": 2})
+    old.timer_set.add(2)
+    op.process_left_rows(new, rows)
+    for watermark in (1, 5, 9):
+        old.current_watermark = new.current_watermark = watermark
+        assert list(op.on_watermark(old)) == list(op.on_watermark(new))
+        assert old.values == new.values and old.timers() == new.timers()
+    # More rows for a key whose state is in the old layout go into the same buffer.
+    old.values["left"] = [LeftRow(20, 4, "o20")]
+    op.process_left_columns(old, [15], [5], ["o15"])
+    assert old.get("left") == LeftBuffer([15, 20], [5, 4], ["o15", "o20"])
