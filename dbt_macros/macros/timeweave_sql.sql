@@ -71,9 +71,9 @@ FROM {{ right }}
 WHERE ({{ timeweave.timeweave__reject_reason('right', key, time, format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL
 {%- endmacro -%}
 
-{#- Left rows matched with the version in force at their time: columns __tw_l, __tw_v.
-    __tw_v = struct(deleted, valid_from, valid_to, p), NULL when no version is in force (before the key's
-    first version, or inside a deleted span).  Left rows with a NULL key or time are excluded here (they go
+{#- Left rows matched with the version in force at their time, in the flat form timeweave__probe_sql
+    describes: no version (__tw_found false, __tw_p NULL) before the key's first version or inside a deleted
+    span.  Left rows with a NULL key or time are excluded here (they go
     to the dead letter).
 
     Plan (a bucketed range join, exact; O(n log n) in the versions and O(1) probes per left row):
@@ -82,8 +82,8 @@ WHERE ({{ timeweave.timeweave__reject_reason('right', key, time, format, op, del
     3. per key, a bucket width w = key's time span / its event count, so a key has about 2 buckets per
        version however skewed the keys are (a hot key gets narrow buckets, a quiet key wide ones);
     4. each interval is exploded into the buckets it covers; a left row probes the (key, bucket) of its
-       time (clamped to the key's last bucket, where the open-ended version lives) and checks the exact
-       range.  Intervals of a key are disjoint, so at most one matches.
+       time (clamped to the key's first and last bucket; the open-ended version lives in the last) and
+       checks the exact range.  Intervals of a key are disjoint, so at most one matches.
     The left side is never sorted nor shuffled when the versions fit a broadcast; a hot key spreads over
     many buckets otherwise. -#}
 {%- macro timeweave__matched_sql(left, left_columns, left_key, left_time, events, nkeys) -%}
@@ -93,21 +93,35 @@ __tw_iv AS ({{ timeweave.timeweave__intervals_sql('__tw_ev', '__tw_st', nkeys) }
 {{ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, '__tw_st', '__tw_iv', nkeys) }}
 {%- endmacro -%}
 
-{#- Step 3's per-key statistics over version events: bucket width __tw_w and the last event time __tw_umax. -#}
+{#- Step 3's per-key statistics over version events: bucket width __tw_w, the last event time __tw_umax, the
+    key's first bucket __tw_b0, its bucket count __tw_nb and __tw_off, where its buckets start in one
+    numbering of all keys' buckets (keys in order).  The probe's second lookup is then by one BIGINT (the
+    global bucket __tw_gb), a direct array index in Spark's long hashed relation, instead of hashing and
+    comparing a (key..., bucket) row per left row.  The window has no partition: one row per key. -#}
 {%- macro timeweave__stats_sql(events, nkeys) -%}
 {%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
-SELECT {{ ks | join(', ') }}, greatest(1L, (max(unix_micros(__tw_t)) - min(unix_micros(__tw_t))) DIV count(1)) AS __tw_w,
-  max(unix_micros(__tw_t)) AS __tw_umax
-FROM {{ events }}
-GROUP BY {{ ks | join(', ') }}
+SELECT *, coalesce(sum(__tw_nb) OVER (ORDER BY {{ ks | join(', ') }} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0L) AS __tw_off
+FROM (
+  SELECT *, __tw_umax DIV __tw_w - __tw_b0 + 1 AS __tw_nb
+  FROM (
+    SELECT *, __tw_umin DIV __tw_w AS __tw_b0
+    FROM (
+      SELECT {{ ks | join(', ') }}, greatest(1L, (max(unix_micros(__tw_t)) - min(unix_micros(__tw_t))) DIV count(1)) AS __tw_w,
+        max(unix_micros(__tw_t)) AS __tw_umax, min(unix_micros(__tw_t)) AS __tw_umin
+      FROM {{ events }}
+      GROUP BY {{ ks | join(', ') }}
+    ) __tw_a
+  ) __tw_b
+) __tw_c
 {%- endmacro -%}
 
-{#- Steps 1, 2 and 4: validity intervals of the versions (deletes dropped), exploded into their buckets. -#}
+{#- Steps 1, 2 and 4: validity intervals of the versions (deletes dropped), exploded into their buckets
+    (__tw_bucket within the key, __tw_gb in the numbering of all keys' buckets the statistics define). -#}
 {%- macro timeweave__intervals_sql(events, stats, nkeys) -%}
 {%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
-SELECT {{ ks | join(', ') }}, __tw_t, __tw_valid_to, __tw_p, __tw_bucket
+SELECT {{ ks | join(', ') }}, __tw_t, __tw_valid_to, __tw_p, __tw_bucket, __tw_off + __tw_bucket - __tw_b0 AS __tw_gb
 FROM (
-  SELECT __tw_iv.*, __tw_s2.__tw_w,
+  SELECT __tw_iv.*, __tw_s2.__tw_w, __tw_s2.__tw_off, __tw_s2.__tw_b0,
     explode(sequence(unix_micros(__tw_iv.__tw_t) DIV __tw_s2.__tw_w,
                      coalesce(unix_micros(__tw_iv.__tw_valid_to) - 1, __tw_s2.__tw_umax) DIV __tw_s2.__tw_w)) AS __tw_bucket
   FROM (
@@ -123,64 +137,86 @@ FROM (
 ) __tw_x
 {%- endmacro -%}
 
-{#- The probe: each valid left row looks up the (key, bucket) of its time and checks the exact range. -#}
+{#- The probe: each valid left row looks up the (key, bucket) of its time (one global bucket number) and checks
+    the exact range.
+    Output (the flat `matched` relation finalize reads): the left columns as __tw_c<i> (by position in
+    left_columns), __tw_p (the version's struct of right columns, NULL without a version), __tw_found,
+    __tw_vf / __tw_vt (the version's validity).  The left row travels through both joins as plain columns:
+    a struct of it was built per row and taken apart again after the joins (with the second lookup, most
+    of the probe's per-row CPU at 10 M rows), and flat columns the output does not read are pruned. -#}
 {%- macro timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, nkeys) -%}
 {%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
-SELECT __tw_l,
-  CASE WHEN __tw_b.__tw_t IS NOT NULL THEN named_struct('deleted', false, 'valid_from', __tw_b.__tw_t, 'valid_to', __tw_b.__tw_valid_to, 'p', __tw_b.__tw_p) END AS __tw_v
+SELECT {% for c in left_columns %}__tw_lb.__tw_c{{ loop.index0 }}, {% endfor %}__tw_b.__tw_p,
+  __tw_b.__tw_t IS NOT NULL AS __tw_found, __tw_b.__tw_t AS __tw_vf, __tw_b.__tw_valid_to AS __tw_vt
 FROM (
-  SELECT __tw_lr.*, least(__tw_lr.__tw_lu DIV __tw_s.__tw_w, __tw_s.__tw_umax DIV __tw_s.__tw_w) AS __tw_bucket
+  SELECT __tw_lr.*,
+    -- the key's bucket of the row's time, clamped to the key's buckets (a row outside the key's first
+    -- and last event cannot match an interval in the clamped bucket either: the range check holds)
+    __tw_s.__tw_off + least(greatest(__tw_lr.__tw_lu DIV __tw_s.__tw_w, __tw_s.__tw_b0), __tw_s.__tw_umax DIV __tw_s.__tw_w) - __tw_s.__tw_b0 AS __tw_gb
   FROM (
-    SELECT {% for k in left_key %}{{ timeweave.timeweave__q(k) }} AS __tw_k{{ loop.index0 }}, {% endfor %}unix_micros(CAST({{ timeweave.timeweave__q(left_time) }} AS TIMESTAMP)) AS __tw_lu,
-      named_struct({% for c in left_columns %}'{{ c }}', {{ timeweave.timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_l
+    SELECT {% for k in left_key %}{{ timeweave.timeweave__q(k) }} AS __tw_k{{ loop.index0 }}, {% endfor %}unix_micros(CAST({{ timeweave.timeweave__q(left_time) }} AS TIMESTAMP)) AS __tw_lu
+      {%- for c in left_columns %}, {{ timeweave.timeweave__q(c) }} AS __tw_c{{ loop.index0 }}{% endfor %}
     FROM {{ left }}
     WHERE ({{ timeweave.timeweave__reject_reason('left', left_key, left_time) }}) IS NULL
   ) __tw_lr
   LEFT JOIN {{ stats }} __tw_s ON {% for k in ks %}__tw_lr.{{ k }} = __tw_s.{{ k }}{{ " AND " if not loop.last }}{% endfor %}
 ) __tw_lb
 LEFT JOIN {{ intervals }} __tw_b
-ON {% for k in ks %}__tw_lb.{{ k }} = __tw_b.{{ k }} AND {% endfor %}__tw_lb.__tw_bucket = __tw_b.__tw_bucket
+ON __tw_lb.__tw_gb = __tw_b.__tw_gb
   AND __tw_lb.__tw_lu >= unix_micros(__tw_b.__tw_t)
   AND (__tw_b.__tw_valid_to IS NULL OR __tw_lb.__tw_lu < unix_micros(__tw_b.__tw_valid_to))
 {%- endmacro -%}
 
 {#- Join type, extra predicate, projection: the one finalize step of every door (batch and streaming).
-    `matched` has columns __tw_l and __tw_v.  output_right: [[source_column, output_name], ...].
-    nested=true also returns the two sides as struct columns named by their aliases (the SQL door's
-    outer query reads `o.col` / `r.col`). -#}
-{%- macro timeweave__finalize_sql(matched, left_columns, right_columns, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false) -%}
+    `matched` is flat: the left columns as __tw_c<i> (by position in left_columns), __tw_p (struct of the
+    version's right columns, NULL without one), __tw_found (a version is in force), __tw_vf / __tw_vt (its
+    validity).  output_right: [[source_column, output_name], ...].  The sides are structs named by their
+    aliases only for the predicate and nested=true (the SQL door's outer query reads `o.col` / `r.col`); the
+    plain output reads the flat columns, so no struct is built per row for it. -#}
+{%- macro timeweave__finalize_flat_sql(matched, left_columns, right_columns, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false) -%}
+{%- set left_struct -%}
+named_struct({% for c in left_columns %}'{{ c }}', __tw_c{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %})
+{%- endset -%}
 SELECT
 {%- for c in left_columns %}
-  {{ timeweave.timeweave__q(left_alias) }}.{{ timeweave.timeweave__q(c) }} AS {{ timeweave.timeweave__q(c) }},
+  __tw_c{{ loop.index0 }} AS {{ timeweave.timeweave__q(c) }},
 {%- endfor %}
 {%- for pair in output_right %}
-  CASE WHEN __tw_ok THEN {{ timeweave.timeweave__q(right_alias) }}.{{ timeweave.timeweave__q(pair[0]) }} END AS {{ timeweave.timeweave__q(pair[1]) }},
+  CASE WHEN __tw_ok THEN __tw_p.{{ timeweave.timeweave__q(pair[0]) }} END AS {{ timeweave.timeweave__q(pair[1]) }},
 {%- endfor %}
 {%- if valid_from %}
-  CASE WHEN __tw_ok THEN __tw_valid_from END AS {{ timeweave.timeweave__q(valid_from) }},
+  CASE WHEN __tw_ok THEN __tw_vf END AS {{ timeweave.timeweave__q(valid_from) }},
 {%- endif %}
 {%- if valid_to %}
-  CASE WHEN __tw_ok THEN __tw_valid_to END AS {{ timeweave.timeweave__q(valid_to) }},
+  CASE WHEN __tw_ok THEN __tw_vt END AS {{ timeweave.timeweave__q(valid_to) }},
 {%- endif %}
 {%- if nested %}
-  {{ timeweave.timeweave__q(left_alias) }} AS {{ timeweave.timeweave__q(left_alias) }},
-  CASE WHEN __tw_ok THEN {{ timeweave.timeweave__q(right_alias) }} END AS {{ timeweave.timeweave__q(right_alias) }},
+  {{ left_struct }} AS {{ timeweave.timeweave__q(left_alias) }},
+  CASE WHEN __tw_ok THEN __tw_p END AS {{ timeweave.timeweave__q(right_alias) }},
 {%- endif %}
   __tw_ok AS __tw_matched
 FROM (
   SELECT *, coalesce(__tw_found{% if predicate %} AND ({{ predicate }}){% endif %}, false) AS __tw_ok
   FROM (
-    SELECT __tw_l AS {{ timeweave.timeweave__q(left_alias) }},
-      __tw_v.p AS {{ timeweave.timeweave__q(right_alias) }},
-      (__tw_v IS NOT NULL AND NOT __tw_v.deleted) AS __tw_found,
-      __tw_v.valid_from AS __tw_valid_from,
-      __tw_v.valid_to AS __tw_valid_to
+    SELECT *{% if predicate %}, {{ left_struct }} AS {{ timeweave.timeweave__q(left_alias) }}, __tw_p AS {{ timeweave.timeweave__q(right_alias) }}{% endif %}
     FROM {{ matched }}
   ) __tw_m
 ) __tw_f
 {%- if how == 'inner' %}
 WHERE __tw_ok
 {%- endif %}
+{%- endmacro -%}
+
+{#- finalize over the streaming operator's struct form: `matched` has __tw_l (struct of all left columns)
+    and __tw_v (struct deleted, valid_from, valid_to, p; NULL when no version is in force), taken apart
+    into the flat form of timeweave__finalize_flat_sql. -#}
+{%- macro timeweave__finalize_sql(matched, left_columns, right_columns, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false) -%}
+{%- set flat -%}
+(SELECT {% for c in left_columns %}__tw_l.{{ timeweave.timeweave__q(c) }} AS __tw_c{{ loop.index0 }}, {% endfor %}__tw_v.p AS __tw_p,
+  (__tw_v IS NOT NULL AND NOT __tw_v.deleted) AS __tw_found, __tw_v.valid_from AS __tw_vf, __tw_v.valid_to AS __tw_vt
+FROM {{ matched }}) __tw_fm
+{%- endset -%}
+{{ timeweave.timeweave__finalize_flat_sql(flat, left_columns, right_columns, output_right, how, predicate, left_alias, right_alias, valid_from, valid_to, nested) }}
 {%- endmacro -%}
 
 {#- The right side's half of the plan as two relations a sliced backfill builds once and every slice probes:
@@ -196,7 +232,7 @@ __tw_st AS ({% if stats %}SELECT * FROM {{ stats }}{% else %}{{ timeweave.timewe
 {#- The left half: the temporal join of `left` against relations built by timeweave__versions_sql. -#}
 {%- macro timeweave__probe_join_sql(left, stats, intervals, left_columns, right_columns, left_key, left_time, key, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none) -%}
 SELECT * EXCEPT (__tw_matched) FROM (
-{{ timeweave.timeweave__finalize_sql(
+{{ timeweave.timeweave__finalize_flat_sql(
     "(" ~ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, key | length) ~ ") __tw_mm",
     left_columns, right_columns, output_right, how, predicate, left_alias, right_alias, valid_from, valid_to) }}
 ) __tw_out
@@ -205,7 +241,7 @@ SELECT * EXCEPT (__tw_matched) FROM (
 {#- The whole event-time temporal join as one query (the batch doors' plan). -#}
 {%- macro timeweave__temporal_join_sql(left, right, left_columns, right_columns, left_key, left_time, key, time, output_right, how='inner', format='append', op=none, delete_flag=none, sequence=none, predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false, upsert_ops=[], delete_ops=[]) -%}
 SELECT * EXCEPT (__tw_matched) FROM (
-{{ timeweave.timeweave__finalize_sql(
+{{ timeweave.timeweave__finalize_flat_sql(
     "(" ~ timeweave.timeweave__matched_sql(left, left_columns, left_key, left_time,
         timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops),
         key | length) ~ ") __tw_mm",
