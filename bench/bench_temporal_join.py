@@ -98,6 +98,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--data", type=Path, default=None, help="data directory (generated if missing)")
     parser.add_argument("--skip", default="", help="comma-separated rows to skip: naive,pandas,backfill,sql")
+    parser.add_argument("--slices-per-job", type=int, default=1,
+                        help="also time the backfill writing this many slices per Spark job (run_slices(slices_per_job=N))")
     parser.add_argument("--cpu", action="store_true", help="print the last run's JVM CPU by thread kind and Janino compiles")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -176,6 +178,10 @@ def main() -> None:
         bench("timeweave DataFrame door -> parquet", one_shot)
         bench("timeweave backfill, 10 slices -> parquet", lambda: run_slices(
             orders, rates, spec, start_t, end_t, 10, str(out / "bf"), str(out / "bf_dead"), str(out / "bf_state")))
+        if args.slices_per_job > 1:
+            bench(f"timeweave backfill, 10 slices, {args.slices_per_job} per job -> parquet", lambda: run_slices(
+                orders, rates, spec, start_t, end_t, 10, str(out / "bfj"), str(out / "bfj_dead"), str(out / "bfj_state"),
+                slices_per_job=args.slices_per_job))
     if "pandas" not in skip:
         import pandas as pd
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from runtime.core.errors import SpecError
 from runtime.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig, load_job_config, parse_utc_timestamp
 
 
@@ -33,11 +34,13 @@ def run_backfill(
     slices: int = 1,
     spark=None,
     only: Sequence[int] | None = None,
+    slices_per_job: int = 1,
 ) -> dict:
     """Run the backfill of ``config`` over ``[start, end)`` (UTC) in ``slices`` slices; returns metrics.
 
     ``config`` is either job shape (:func:`runtime.jobs.config.load_job_config`): a temporal join, or a
-    MATCH_RECOGNIZE sliced on the clause's first ORDER BY column.
+    MATCH_RECOGNIZE sliced on the clause's first ORDER BY column.  ``slices_per_job`` (temporal joins
+    only) lets one Spark job write that many contiguous slices (:func:`runtime.spark.backfill.run_slices`).
 
     Example::
 
@@ -49,6 +52,8 @@ def run_backfill(
 
         spark = get_session()
     if isinstance(job, MatchRecognizeJobConfig):
+        if slices_per_job != 1:
+            raise SpecError("slices_per_job", "applies to temporal-join backfills only", where="backfill")
         from runtime.spark.match_recognize_backfill import backfill_match_recognize
 
         return backfill_match_recognize(
@@ -60,7 +65,7 @@ def run_backfill(
     state = f"{job.checkpoint}/backfill_state" if job.checkpoint else f"{job.output_path}_state"
     metrics = run_slices(
         read_batch(spark, job.left), read_batch(spark, job.right), job.join, _when(start, "start"), _when(end, "end"),
-        slices, job.output_path, job.dead_letter_path, state, only=only,
+        slices, job.output_path, job.dead_letter_path, state, only=only, slices_per_job=slices_per_job,
     )
     metrics["kind"] = "backfill"
     return metrics

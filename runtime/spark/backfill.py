@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial, reduce
@@ -42,6 +43,9 @@ from runtime.spark.schema import schema_kinds
 
 SEQ = "__tw_seq"
 SLICE = "__tw_slice"  # the intervals' partition column: the index of a slice they overlap
+FIRST = "__tw_first"  # the intervals' first overlapping slice of the run
+#: the output's partition column when one job writes several slices (``slices_per_job``)
+SLICE_COLUMN = "slice"
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,40 @@ def _by_slice(intervals: DataFrame, slices: Sequence[Slice]) -> DataFrame:
         F.when((start < F.lit(s.end)) & (end.isNull() | (end > F.lit(s.start))), F.lit(s.index)) for s in slices
     ]
     indexes = F.filter(F.array(*overlaps), lambda i: i.isNotNull())
-    return intervals.withColumn(SLICE, F.explode(indexes))
+    # FIRST lets a job over several contiguous slices keep one row per interval (see `_group_intervals`)
+    return intervals.withColumn(FIRST, F.get(indexes, 0)).withColumn(SLICE, F.explode(indexes))  # get: NULL when empty
+
+
+def _groups(wanted: Sequence[int], slices_per_job: int) -> list[list[int]]:
+    """``wanted`` (sorted) cut into runs of consecutive indexes, each at most ``slices_per_job`` long.
+
+    >>> _groups([0, 1, 2, 4, 5], 2)
+    [[0, 1], [2], [4, 5]]
+    """
+    groups: list[list[int]] = []
+    for i in wanted:
+        if groups and groups[-1][-1] == i - 1 and len(groups[-1]) < slices_per_job:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def _group_intervals(intervals: DataFrame, lo: int, hi: int, present: Sequence[int]) -> DataFrame:
+    """The run's intervals a job over slices ``lo..hi`` probes, each once.
+
+    An interval is stored once per slice it overlaps (contiguous indexes from ``FIRST``); within the
+    group it is kept in the partition of its first slice there, so no left row meets it twice.  A group
+    no interval overlaps probes another slice's intervals (they cannot match its rows either): Spark
+    would drop an INNER probe against an empty relation whole, and the left count would never arrive.
+    """
+    if not any(lo <= p <= hi for p in present):
+        chosen = intervals if not present else intervals.where(F.col(SLICE) == present[0])
+        return chosen.drop(SLICE, FIRST)
+    if lo == hi:  # one slice: its partition holds each interval overlapping it once
+        return intervals.where(F.col(SLICE) == lo).drop(SLICE, FIRST)
+    inside = (F.col(SLICE) >= lo) & (F.col(SLICE) <= hi)  # partition pruning picks the group's directories
+    return intervals.where(inside & (F.col(SLICE) == F.greatest(F.col(FIRST), F.lit(lo)))).drop(SLICE, FIRST)
 
 
 def _edge_markers(spark: SparkSession, schema: T.StructType, edges: Sequence[datetime]) -> DataFrame:
@@ -167,14 +204,27 @@ def run_slices(
     state: str,
     only: Sequence[int] | None = None,
     concurrent_slices: int = 2,
+    slices_per_job: int = 1,
 ) -> dict:
     """Run the backfill; returns metrics.  ``only`` re-runs the given slice indexes (their start state must exist).
 
-    ``concurrent_slices`` slice jobs run at a time (each writes only its own directory).
+    ``concurrent_slices`` slice jobs run at a time (each writes only its own directories).
+
+    ``slices_per_job`` (default 1: one probe job per slice) lets one job write up to that many
+    contiguous slices of the run: it scans their time range once and writes each row into its slice's
+    directory (``slice=<label>``, the layout one job per slice gives; the run's slice directories are
+    cleared first, so re-running a slice still replaces exactly its output).  Each slice stays a unit
+    of state, dead letters and re-runs (``only``); the rows are the same.  It saves the per-job fixed
+    costs, the second decoding of the parquet row groups a slice shares with its neighbours (a slice's
+    time range rarely ends on a row-group edge) and, in a fresh JVM, the per-slice generated code
+    (Spark inlines each slice's time bounds into the scan's generated Java).  Measured at 10 M orders x
+    100 k versions, warm, one JVM: JVM CPU 60.1 s (one job per slice) -> 47.0 s (10 per job), one-shot 28-31 s.
+    Differences: a slice without output rows gets no directory (one job per slice writes an empty
+    file), and the left input may not have a column named ``slice``.
 
     Spark jobs: one for the states of all edges (written per edge with dynamic partition overwrite),
     two for the run's versions (statistics, intervals), one probe join per slice (reading only the
-    slice's rows where the input layout allows pruning by time) and one for the dead letters of all
+    slice's rows where the input layout allows pruning by time; per group of ``slices_per_job``) and one for the dead letters of all
     slices.  The metrics are counted by those jobs as they write (``DataFrame.observe``), no extra job.
     Needs a classic session (it clears the dead-letter directories of the slices it runs through the
     driver's Hadoop file system).
@@ -191,12 +241,21 @@ def run_slices(
     unknown = [i for i in wanted if not 0 <= i < len(plan)]
     if unknown:
         raise SpecError("only", f"slice indexes {unknown} are outside 0..{len(plan) - 1}", where="backfill")
+    if slices_per_job < 1:
+        raise SpecError("slices_per_job", f"must be >= 1, got {slices_per_job}", where="backfill")
+    if slices_per_job > 1 and SLICE_COLUMN in left.columns:
+        raise SpecError(
+            "slices_per_job", f"writes the output partitioned by a column {SLICE_COLUMN!r}, which the left input already has",
+            where="backfill",
+        )
     spec, right = _with_sequence(spec, right)
     # Every run-level job reads the (small) versioned side: cache it once, with its input-order sequence
     # computed once, instead of each job scanning it and computing the sequence again.
     right = right.select("*").persist(StorageLevel.MEMORY_AND_DISK)  # our own cache entry: never unpersist the caller's
     try:
-        return _run(spark, left, right, spec, plan, wanted, output, dead_letter, state, end, concurrent_slices)
+        return _run(
+            spark, left, right, spec, plan, wanted, output, dead_letter, state, end, concurrent_slices, slices_per_job
+        )
     finally:
         right.unpersist()
 
@@ -212,6 +271,7 @@ def _payload_columns(spec: TemporalJoinSpec, right_columns: Sequence[str]) -> li
 def _run(
     spark: SparkSession, left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, plan: list[Slice],
     wanted: list[int], output: str, dead_letter: str, state: str, end: datetime, concurrent_slices: int,
+    slices_per_job: int,
 ) -> dict:
     v = spec.versioned
     reject = reject_reason(spec, "right")
@@ -254,25 +314,38 @@ def _run(
         intervals = spark.read.schema(tagged.schema).parquet(intervals_path)
         present = sorted({int(m.group(1)) for f in intervals.inputFiles() if (m := re.search(rf"/{SLICE}=(\d+)/", f))})
         sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
+        grouped_sql = render.probe_join_sql(
+            spec, "{left}", "{stats}", "{intervals}", [*left.columns, SLICE_COLUMN], right.columns
+        )
     # Counts come out of the jobs that write (DataFrame.observe), not from extra jobs over inputs and outputs.
     left_seen: list[Observation] = []
     out_seen: list[Observation] = []
     writes = []
-    for s in done:
-        left_in = (F.col(spec.left_time) >= F.lit(s.start)) & (F.col(spec.left_time) < F.lit(s.end))
-        left_slice = _observed(left.where(left_in), left_seen)
-        # A slice no interval overlaps probes another slice's intervals (none of them can match its rows
-        # either): against an empty relation Spark drops an INNER probe whole, the observed left side with
-        # it, and the slice's left-row count would never arrive.
-        part = s.index if s.index in present else (present[0] if present else None)
-        overlapping = (intervals if part is None else intervals.where(F.col(SLICE) == part)).drop(SLICE)
-        joined = _observed(spark.sql(sql, left=left_slice, stats=stats, intervals=overlapping), out_seen)
-        writes.append(partial(joined.write.mode("overwrite").parquet, f"{output}/slice={s.label}"))
+    files = HadoopFiles(spark)
+    for group in _groups(wanted, slices_per_job):
+        first, last = plan[group[0]], plan[group[-1]]
+        left_in = (F.col(spec.left_time) >= F.lit(first.start)) & (F.col(spec.left_time) < F.lit(last.end))
+        overlapping = _group_intervals(intervals, group[0], group[-1], present)
+        if len(group) == 1:
+            left_slice = _observed(left.where(left_in), left_seen)
+            joined = _observed(spark.sql(sql, left=left_slice, stats=stats, intervals=overlapping), out_seen)
+            writes.append(partial(joined.write.mode("overwrite").parquet, f"{output}/slice={first.label}"))
+            continue
+        # the slice of a row inside the group: the last slice starting at or before its time
+        label = F.lit(first.label)
+        for i in group[1:]:
+            label = F.when(F.col(spec.left_time) >= F.lit(plan[i].start), F.lit(plan[i].label)).otherwise(label)
+        left_slice = _observed(left.where(left_in), left_seen).withColumn(SLICE_COLUMN, label)
+        joined = _observed(spark.sql(grouped_sql, left=left_slice, stats=stats, intervals=overlapping), out_seen)
+        for i in group:  # a slice of the group without rows now must not keep an earlier run's output
+            files.delete(f"{output}/slice={plan[i].label}")
+        writer = joined.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy(SLICE_COLUMN)
+        writes.append(partial(writer.parquet, output))
     # Slices are independent once the edge states and the run's versions exist, so `concurrent_slices` of
     # them run at a time: with input sorted by time a slice's rows sit in one or two parquet row groups,
     # which one task each reads, so a lone slice job keeps one core busy where the one-shot run keeps all
     # busy; a second job also overlaps one slice's fixed costs (broadcasts, commit) with another's work.
-    with ThreadPoolExecutor(max_workers=max(1, concurrent_slices)) as pool:
+    with _concurrent_writers(spark, slices_per_job), ThreadPoolExecutor(max_workers=max(1, concurrent_slices)) as pool:
         for finished in [pool.submit(write) for write in writes]:
             finished.result()  # the first failure propagates; slices already written stay (each is idempotent)
     # Dead letters of all slices run, plus the rows with a NULL time (they belong to no slice: `slice=none`),
@@ -284,7 +357,6 @@ def _run(
         inside = (F.col("__tw_t") >= F.lit(s.start)) & (F.col("__tw_t") < F.lit(s.end))
         ran = ran | inside
         label = F.when(inside, F.lit(s.label)).otherwise(label)
-    files = HadoopFiles(spark)
     for name in [*(s.label for s in done), "none"]:
         files.delete(f"{dead_letter}/slice={name}")
     left_side, right_side = (
@@ -310,6 +382,28 @@ def _run(
     metrics["dead_letter"] = _total(dead_seen)
     metrics["watermark"] = end.isoformat()
     return metrics
+
+
+@contextmanager
+def _concurrent_writers(spark: SparkSession, slices_per_job: int) -> Iterator[None]:
+    """While a job writes several slices, each task keeps one open file per slice it meets.
+
+    Without it Spark sorts every task's rows by the partition column before writing (a sort of the
+    whole run's output, for rows a time-ordered input delivers mostly slice after slice anyway).
+    """
+    if slices_per_job == 1:
+        yield
+        return
+    key = "spark.sql.maxConcurrentOutputFileWriters"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, str(slices_per_job + 1))
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
 
 
 def _observed(df: DataFrame, seen: list[Observation], count: Column | None = None) -> DataFrame:

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 import runtime
+from runtime.core.errors import SpecError
 from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
 from runtime.spark.backfill import run_slices
 from tests.spark.test_temporal_join_doors import T0, random_inputs
@@ -73,3 +74,58 @@ def test_backfill_metrics_of_empty_and_non_contiguous_slices(spark, tmp_path) ->
     assert again["rows_out"] == sum(1 for row in left if row[1] is not None and _inside(row[2], third, end))
     assert again["rows_in_right"] == sum(1 for row in right if _inside(row[3], third, end))
     assert sorted(tuple(r) for r in spark.read.parquet(paths[0]).select("order_id", "rate").collect()) == before
+
+
+@pytest.mark.parametrize("slices_per_job", [2, 7])
+def test_backfill_several_slices_per_job_equals_one_job_per_slice(spark, tmp_path, slices_per_job) -> None:
+    """`slices_per_job`: the same rows, the same slice directories, metrics and edge states as one job per slice."""
+    left, right = random_inputs(7, n_left=150, n_right=60)
+    orders, rates = spark.createDataFrame(left, LEFT_DDL), spark.createDataFrame(right, RIGHT_DDL)
+    start, end = T0 - timedelta(hours=2), T0 + timedelta(hours=11)  # slice 0 precedes every row: no output there
+    one = [str(tmp_path / "one" / name) for name in ("out", "dead", "state")]
+    grouped = [str(tmp_path / "grouped" / name) for name in ("out", "dead", "state")]
+
+    expected = run_slices(orders, rates, _spec(None), start, end, 7, *one)
+    metrics = run_slices(orders, rates, _spec(None), start, end, 7, *grouped, slices_per_job=slices_per_job)
+
+    def rows(path: str) -> list[tuple]:
+        return sorted(tuple(r) for r in spark.read.parquet(path).select("slice", "order_id", "rate").collect())
+
+    assert metrics == expected
+    assert rows(grouped[0]) == rows(one[0]) and len(rows(one[0])) == expected["rows_out"] > 0
+    with_rows = {f"slice={label}" for label, _, _ in rows(one[0])}  # one job per slice also writes empty ones
+    assert {p.name for p in (tmp_path / "grouped" / "out").glob("slice=*")} == with_rows
+    states = [sorted(map(str, spark.read.parquet(paths[2]).collect())) for paths in (one, grouped)]
+    assert states[0] == states[1]
+
+
+def test_backfill_rerun_inside_a_group_replaces_exactly_its_slices(spark, tmp_path) -> None:
+    """Re-running slices 2 and 3 (one group) rebuilds their rows, drops their stale files, leaves the others."""
+    left, right = random_inputs(8, n_left=150, n_right=60)
+    orders, rates = spark.createDataFrame(left, LEFT_DDL), spark.createDataFrame(right, RIGHT_DDL)
+    start, end = T0, T0 + timedelta(hours=10)
+    paths = [str(tmp_path / name) for name in ("out", "dead", "state")]
+    run_slices(orders, rates, _spec(None), start, end, 5, *paths, slices_per_job=5)
+    before = sorted(tuple(r) for r in spark.read.parquet(paths[0]).select("slice", "order_id", "rate").collect())
+    dirs = sorted((tmp_path / "out").glob("slice=*"))
+    assert len(dirs) == 5
+    stale = dirs[2] / "part-stale.parquet"
+    orders.limit(1).toPandas().to_parquet(stale)  # a leftover file a re-run must not keep
+    untouched = {p: p.stat().st_mtime_ns for d in (dirs[0], dirs[1], dirs[4]) for p in d.iterdir()}
+
+    again = run_slices(orders, rates, _spec(None), start, end, 5, *paths, only=[2, 3], slices_per_job=5)
+
+    assert again["slices"] == 2 and not stale.exists()
+    assert sorted(tuple(r) for r in spark.read.parquet(paths[0]).select("slice", "order_id", "rate").collect()) == before
+    assert {p: p.stat().st_mtime_ns for p in untouched} == untouched
+
+
+def test_backfill_slices_per_job_errors_name_the_argument(spark, tmp_path) -> None:
+    left, right = random_inputs(9, n_left=10, n_right=10)
+    orders, rates = spark.createDataFrame(left, LEFT_DDL), spark.createDataFrame(right, RIGHT_DDL)
+    paths = [str(tmp_path / name) for name in ("out", "dead", "state")]
+    with pytest.raises(SpecError, match=r"slices_per_job.*must be >= 1, got 0"):
+        run_slices(orders, rates, _spec(None), T0, T0 + timedelta(hours=1), 2, *paths, slices_per_job=0)
+    clash = orders.withColumnRenamed("amount", "slice")
+    with pytest.raises(SpecError, match=r"slices_per_job.*column 'slice'"):
+        run_slices(clash, rates, _spec(None), T0, T0 + timedelta(hours=1), 2, *paths, slices_per_job=2)
