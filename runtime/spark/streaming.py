@@ -34,9 +34,11 @@ end with.  What the adapter does:
    left rows are the core's :class:`~runtime.core.temporal_join.LeftBuffer` (three lists: times,
    sequences, payloads, sorted by time and sequence), pickled as three lists, so a cell of thousands
    of rows pickles and loads in C; cells of earlier versions (``list[LeftRow]`` in arrival order)
-   resume, converted when the key is next read.  The processor feeds a key's rows of a micro-batch to
-   the core as slices of column lists and takes the emitted rows back column-wise (``release``,
-   :class:`~runtime.core.temporal_join.JoinedRows`): no Python object per row on the way.
+   resume, converted when the key is next read.  In event time the processor reads its packs' Arrow
+   columns directly (no pandas frame; key texts dictionary-encoded, one Python string per key), feeds
+   a key's rows of a micro-batch to the core as slices of column lists and takes the emitted rows back
+   column-wise (``release``, :class:`~runtime.core.temporal_join.JoinedRows`): no Python object per
+   row on the way.
 5. **Ties.**  A right row's sequence is the spec's ``sequence`` column when set, else an arrival counter
    kept per key; within one micro-batch a key's rows are numbered in input order — by file path,
    and within a file in file order — across batches by batch order.  Left rows are numbered the same
@@ -99,7 +101,7 @@ from __future__ import annotations
 import copyreg
 import io
 import pickle
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -107,6 +109,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -640,7 +643,12 @@ class TemporalJoinProcessor(StatefulProcessor):
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         packs = [pack for frame in rows for pack in frame[PACK].tolist()]
-        batch = data_rows(iter([unpack(packs)])) if packs else None
+        if not packs:
+            return
+        if isinstance(self._op, EventTimeTemporalJoin):
+            yield from self._event_time(packs, timerValues)
+            return
+        batch = data_rows(iter([unpack(packs)]))
         if batch is None:
             return
         dead = batch[OP].to_numpy() >= DEAD_LEFT
@@ -658,23 +666,61 @@ class TemporalJoinProcessor(StatefulProcessor):
         watermark = self._watermark(timerValues)
         index = _Index.load(self._index_state)
         outputs: list[Output | JoinedRows] = []
-        if isinstance(self._op, EventTimeTemporalJoin):
-            done = self._buffer(batch, watermark, index, outputs)
-            self._due(watermark, index, done, outputs)
-        else:
-            ops = batch[OP].tolist()
-            times = batch[TIME].tolist()
-            payloads = batch[ROW].tolist()
-            seqs = batch[SEQ].tolist() if self._has_sequence else None
-            for text, positions in positions_by_key(batch).items():
-                ctx = SparkKeyContext(None, _MapEntry(self._keys, text), watermark)
-                self._apply(ctx, positions, ops, times, payloads, seqs, outputs)
-                self._finish(ctx, text, index, outputs)
-        index.store(self._index_state, self._handle if self.mode == "event_time" else None)
+        ops = batch[OP].tolist()
+        times = batch[TIME].tolist()
+        payloads = batch[ROW].tolist()
+        seqs = batch[SEQ].tolist() if self._has_sequence else None
+        for text, positions in positions_by_key(batch).items():
+            ctx = SparkKeyContext(None, _MapEntry(self._keys, text), watermark)
+            self._apply(ctx, positions, ops, times, payloads, seqs, outputs)
+            self._finish(ctx, text, index, outputs)
+        index.store(self._index_state, None)
         yield _frame(outputs, n_left, n_right)
 
-    def _buffer(self, batch: pd.DataFrame, watermark: int, index: _Index, outputs: list[Output | JoinedRows]) -> set[str | None]:
-        """Event time: hand each key's rows of the batch to the core, then run its watermark; the keys done.
+    def _event_time(self, packs: list[bytes], timer_values: TimerValues) -> Iterator[pd.DataFrame]:
+        """Event time: the invocation's rows straight from the packs' Arrow columns (no pandas frame, no
+        Python string per key text: keys are dictionary-encoded), each key's rows to the core, then the
+        watermark for them and for the bucket's other due keys."""
+        table = pa.concat_tables([pa.ipc.open_stream(pack).read_all() for pack in packs]).combine_chunks()
+        ops = table.column(OP).to_numpy()
+        if (ops >= HEARTBEAT).any():
+            # Heartbeats only move the watermark (data_rows); dead letters leave at once, untouched.
+            dead = ops >= DEAD_LEFT
+            if dead.any():
+                yield _dead_frame(table.filter(pa.array(dead)).to_pandas())
+            table = table.filter(pa.array(ops < HEARTBEAT))
+            ops = ops[ops < HEARTBEAT]
+            if not len(table):
+                return
+        n_left = int(np.count_nonzero(ops == LEFT_ROW))
+        n_right = len(ops) - n_left
+        keys = table.column(KEY_TEXT).combine_chunks().dictionary_encode(null_encoding="encode")  # first appearance order
+        codes = keys.indices.to_numpy(zero_copy_only=False)
+        texts = keys.dictionary.to_pylist()
+        times = table.column(TIME).to_numpy()
+        payloads = table.column(ROW).to_numpy(zero_copy_only=False)
+        seqs = np.array(table.column(SEQ).to_pylist(), dtype=object) if self._has_sequence else None
+        if n_right > 1 and pc.count_distinct(table.column(FILE), mode="only_valid").as_py() > 1:
+            # Input order of versions: by file (rows of different map tasks arrive in any order), stable
+            # within a file, no file (left rows) first.  Left rows' order never changes a result.
+            files, _ = pd.factorize(table.column(FILE).to_numpy(zero_copy_only=False), sort=True)  # None: -1
+            by_file = np.argsort(files, kind="stable")
+            ops, codes, times, payloads = ops[by_file], codes[by_file], times[by_file], payloads[by_file]
+            seqs = seqs[by_file] if seqs is not None else None
+        watermark = self._watermark(timer_values)
+        index = _Index.load(self._index_state)
+        outputs: list[Output | JoinedRows] = []
+        done = self._buffer(texts, codes, ops, times, payloads, seqs, watermark, index, outputs)
+        self._due(watermark, index, done, outputs)
+        index.store(self._index_state, self._handle)
+        yield _frame(outputs, n_left, n_right)
+
+    def _buffer(
+        self, texts: list[str], codes: np.ndarray, ops: np.ndarray, times: np.ndarray, payloads: np.ndarray,
+        seqs: np.ndarray | None, watermark: int, index: _Index, outputs: list[Output | JoinedRows],
+    ) -> set[str]:
+        """Hand each key's rows (``codes``: the position of its key in ``texts``) to the core, then run its
+        watermark; the keys done.
 
         The rows are grouped by key with one stable sort and converted to lists once, so a key's left
         rows reach the core as slices of those lists (:meth:`EventTimeTemporalJoin.process_left_columns`),
@@ -684,16 +730,17 @@ class TemporalJoinProcessor(StatefulProcessor):
         """
         op = self._op
         assert isinstance(op, EventTimeTemporalJoin)
-        texts, order, bounds = key_groups(batch)
-        ops = batch[OP].to_numpy()[order]
-        counts = np.diff(bounds)
+        order = np.argsort(codes, kind="stable")
+        counts = np.bincount(codes, minlength=len(texts))
+        bounds = [0, *np.cumsum(counts).tolist()]
+        ops = ops[order]
         # Each row's number among its key's rows of the batch (input order), and the left/version split
         # of the key-ordered rows: both in numpy, then each side's columns as lists once.
         rank = np.arange(len(order)) - np.repeat(bounds[:-1], counts)
         is_left = ops == LEFT_ROW
         left_at = order[is_left]
-        left_times = batch[TIME].to_numpy()[left_at].tolist()
-        left_payloads = batch[ROW].to_numpy()[left_at].tolist()
+        left_times = times[left_at].tolist()
+        left_payloads = payloads[left_at].tolist()
         left_rank = rank[is_left]
         left_bounds = [0, *np.cumsum(np.add.reduceat(is_left, bounds[:-1])).tolist()]
         version_rows: list[list[tuple[int, int, bool, Any, Any]]] = [[] for _ in texts]
@@ -701,19 +748,18 @@ class TemporalJoinProcessor(StatefulProcessor):
             # Versions are few (a handful per key and batch): one tuple each, grouped by key in input order.
             versions = ~is_left
             at = order[versions]
-            seqs = batch[SEQ].to_numpy()[at].tolist() if self._has_sequence else [None] * len(at)
-            for key, r, t, deleted, payload, seq in zip(
+            for k, r, t, deleted, payload, seq in zip(
                 np.repeat(np.arange(len(texts)), counts)[versions].tolist(), rank[versions].tolist(),
-                batch[TIME].to_numpy()[at].tolist(), (ops[versions] == DELETE).tolist(),
-                batch[ROW].to_numpy()[at].tolist(), seqs, strict=True,
+                times[at].tolist(), (ops[versions] == DELETE).tolist(), payloads[at].tolist(),
+                seqs[at].tolist() if seqs is not None else [None] * len(at), strict=True,
             ):
-                version_rows[key].append((r, t, deleted, payload, seq))
+                version_rows[k].append((r, t, deleted, payload, seq))
         process_left, process_right = op.process_left_columns, op.process_right
         for k, text in enumerate(texts):
             ctx = SparkKeyContext(None, _MapEntry(self._keys, text), watermark)
             first_seq = ctx.reserve_seqs(int(counts[k]))
             for r, t, deleted, payload, seq in version_rows[k]:
-                seq = _sequence(seq) if self._has_sequence else first_seq + r
+                seq = _sequence(seq) if seqs is not None else first_seq + r
                 outputs.extend(process_right(ctx, VersionEvent(t, seq, deleted, payload)))
             start, end = left_bounds[k], left_bounds[k + 1]
             if end > start:
@@ -753,7 +799,7 @@ class TemporalJoinProcessor(StatefulProcessor):
         ctx.commit()
         index.set(text, ctx.smallest_timer())
 
-    def _due(self, watermark: int, index: _Index, done: dict[str, Any], outputs: list[Output | JoinedRows]) -> None:
+    def _due(self, watermark: int, index: _Index, done: Container[Any], outputs: list[Output | JoinedRows]) -> None:
         """Run the watermark for every other key of the bucket with a timer at or below it."""
         for text in index.due(watermark):
             if text not in done:

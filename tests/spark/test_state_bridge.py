@@ -368,3 +368,34 @@ def test_a_key_cell_written_before_the_column_wise_buffer_resumes() -> None:
     assert state["values"]["left"] == LeftBuffer([T0 + 20_000, T0 + 30_000], [1, 3], ['{"id": "o2"}', '{"id": "o3"}'])
     assert state["seq"] == 4 and state["timers"] == {T0 + 20_000}
     assert _out(tester.setWatermark((T0 + 30_000) // MS)) == [("joined", "o2", 1.1), ("joined", "o3", 1.1)]
+
+
+def test_an_event_time_invocation_with_dead_letters_heartbeats_files_and_a_sequence_column() -> None:
+    # The event-time processor reads its packs' Arrow columns directly: dead letters leave at once with their
+    # reason, heartbeats are dropped, versions order by file (none first) and the spec's sequence decides ties.
+    spec = TemporalJoinSpec(VersionedTableSpec("currency", "update_time", sequence="seq"), left_time="order_time")
+    tester = _tester(spec)
+    rows = [  # (op, key, time, file, payload, seq, reason)
+        (S.UPSERT, "EUR", T0, "b.csv", '{"rate": 1.2}', 9, None),
+        (S.UPSERT, "EUR", T0, "a.csv", '{"rate": 1.1}', 5, None),
+        (S.UPSERT, "USD", T0, "a.csv", '{"rate": 2.0}', 2**62 + 1, None),
+        (S.LEFT_ROW, "EUR", T0 + 1_000, None, '{"id": "o1"}', None, None),
+        (S.HEARTBEAT, None, T0, None, None, None, None),
+        (S.DEAD_LEFT, None, 0, None, '{"id": "dead"}', None, "currency is NULL"),
+        (S.LEFT_ROW, "USD", T0 + 2_000, None, '{"id": "u1"}', None, None),
+    ]
+    names = [S.OP, S.KEY_TEXT, S.TIME, S.FILE, S.ROW, S.SEQ, S.REJECT]
+    types = [pa.int8(), pa.string(), pa.int64(), pa.string(), pa.string(), pa.int64(), pa.string()]
+    batch = pa.record_batch(
+        [pa.array([B] * len(rows), pa.int32()), *[pa.array(list(c), t) for c, t in zip(zip(*rows, strict=True), types,
+                                                                                       strict=True)]],
+        names=[S.BUCKET, *names],
+    )
+    out = tester.testInPandas(B, next(S.pack_rows(iter([batch]))).to_pandas())
+    dead = out[out[S.KIND] == S.DEAD]
+    assert dead[S.REASON].tolist() == ["currency is NULL"] and dead[S.OUT_SIDE].tolist() == ["left"]
+    stats = out[out[S.KIND] == S.STATS].iloc[0]
+    assert (stats[S.N_LEFT], stats[S.N_RIGHT]) == (2, 3)
+    assert _out(tester.setWatermark((T0 + 2_000) // MS)) == [("joined", "o1", 1.2), ("joined", "u1", 2.0)]
+    usd = _state(tester, "USD")["values"]["right"].events
+    assert [e.seq for e in usd] == [2**62 + 1]
