@@ -25,6 +25,9 @@ directory ``<path>/_tw_staging/`` and moves its files to ``<path>/part-b<N>-<i>.
 batch first deletes its own ``part-b<N>-*`` files, so a restart never duplicates rows.  Readers read
 ``<path>`` as a plain parquet directory (``_``-prefixed entries are ignored by Spark).
 
+The query starts with :data:`QUERY_CONFIGS` set (Spark SQL confs that cut its per-row JVM work); the
+query keeps its own copy of the session's conf, and the caller's session gets its own values back at once.
+
 Late output: the left (MATCH_RECOGNIZE: input) columns + ``reason`` + ``watermark``.  Dead letter:
 ``side``, ``reason``, ``row`` (the original row as JSON), as the batch door's ``dead_letters``.  For
 MATCH_RECOGNIZE the flush is the end of input: every partition is closed as the batch door closes it,
@@ -63,6 +66,13 @@ CONTROL_DIR = "control"
 CONTROL_SCHEMA = "ts TIMESTAMP"
 #: Spark SQL conf: compress the columns of cached DataFrames (the temporal-join writer turns it off, see there).
 _CACHE_COMPRESSED = "spark.sql.inMemoryColumnarStorage.compressed"
+#: Spark SQL confs the streaming query runs with (the query keeps its own copy of the session's conf,
+#: taken at start; the caller's session gets its values back right after).  ``maxBytesPerBatch`` at
+#: Int.MaxValue: Spark then skips its per-row byte check when filling the Arrow batches of the packing
+#: step (``mapInArrow``); below it, ``BatchedPythonArrowInput`` recomputes the batch's buffer sizes after
+#: every row (``ArrowWriter.sizeInBytes``, walking each struct child): ~10 % of the executors' CPU of a
+#: micro-batch (JFR).  Batches stay bounded by ``maxRecordsPerBatch`` rows, and the packs by ``PACK_BYTES``.
+QUERY_CONFIGS = {"spark.sql.execution.arrow.maxBytesPerBatch": str(2**31 - 1)}
 
 
 def checkpoint_root(job: JobConfig | MatchRecognizeJobConfig) -> str:
@@ -290,7 +300,7 @@ def run_streaming(
         writer = writer.trigger(processingTime=job.processing_time)
     timeout = timeout_seconds if timeout_seconds is not None else _config_timeout(job)
     started = time.monotonic()
-    query = writer.start()
+    query = _start(spark, writer)
     try:
         if job.available_now:
             query.awaitTermination(timeout)
@@ -321,6 +331,21 @@ def run_streaming(
     if isinstance(job, MatchRecognizeJobConfig):
         metrics["kind"] = "match_recognize"
     return metrics
+
+
+def _start(spark: SparkSession, writer: Any) -> StreamingQuery:
+    """Start ``writer``'s query with :data:`QUERY_CONFIGS` (the query's copy only: the session's values come back)."""
+    saved = {key: spark.conf.get(key, None) for key in QUERY_CONFIGS}
+    for key, value in QUERY_CONFIGS.items():
+        spark.conf.set(key, value)
+    try:
+        return writer.start()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def _await_processing_time(query: StreamingQuery, timeout: float | None, until_idle: bool, interval: float) -> None:

@@ -8,6 +8,7 @@ projection are decided once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -74,3 +75,54 @@ def finalize(
         # A Spark Connect DataFrame resolves the view when it runs, so there it stays (uniquely named).
         spark.catalog.dropTempView(view)
     return result
+
+
+class Finalizer:
+    """:func:`finalize` for many ``matched`` DataFrames of one schema (a stream's micro-batches), parsed once.
+
+    :func:`finalize` renders and parses its SQL on every call.  A streaming job calls it once per
+    micro-batch, and the parse kept the JVM's JIT compiling ANTLR's parser into the later batches
+    (C2 compiles of ``ParserATNSimulator.closure_``, ``PredictionContext.mergeArrays``), besides the parse
+    itself.  A Finalizer renders the same SQL once, parses it once (a classic session's parser gives an
+    unresolved plan reading one temp view by name) and per call binds the view to ``matched`` and
+    analyzes that plan: the rows are :func:`finalize`'s.  On Spark Connect (no JVM handle) it calls
+    :func:`finalize`.
+
+    Example::
+
+        finalizer = Finalizer(spec, left_columns, right_columns)
+        main = finalizer(matched_batch)   # == finalize(matched_batch, spec, left_columns, right_columns)
+    """
+
+    def __init__(
+        self,
+        spec: TemporalJoinSpec,
+        left_columns: Sequence[str],
+        right_columns: Sequence[str],
+        left_alias: str = "l",
+        right_alias: str = "r",
+    ) -> None:
+        self._spec = spec
+        self._columns = (list(left_columns), list(right_columns))
+        self._aliases = (left_alias, right_alias)
+        self._view = f"__tw_matched_{next(_counter)}"
+        self._sql = render.finalize_sql(
+            spec, self._view, *self._columns, left_alias=left_alias, right_alias=right_alias
+        )
+        self._parsed: Any = None  # the JVM's unresolved plan of self._sql, parsed on the first classic call
+
+    def __call__(self, matched: DataFrame) -> DataFrame:
+        """``finalize(matched, ...)`` with this Finalizer's spec and columns."""
+        spark = matched.sparkSession
+        if not hasattr(spark, "_jsparkSession"):
+            return finalize(matched, self._spec, *self._columns, *self._aliases)
+        jsession = spark._jsparkSession
+        if self._parsed is None:
+            self._parsed = jsession.sessionState().sqlParser().parsePlan(self._sql)
+        matched.createOrReplaceTempView(self._view)
+        try:
+            # ofRows analyzes eagerly: the view's plan (this batch's) is inlined, so the view can go.
+            jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(jsession, self._parsed)
+        finally:
+            spark.catalog.dropTempView(self._view)
+        return DataFrame(jdf, spark)
