@@ -367,6 +367,12 @@ def _run(
     # plain IS NULL tests lets the parquet scan skip every row group without NULLs (the CASE expression
     # of the reason cannot be pushed down), so clean input costs no scan here.
     nulls = [F.col(c).isNull() for c in (*spec.left_key, spec.left_time)]
+    if not _may_hold_nulls(left, spec.left_time):
+        # Row-group statistics cannot always answer `time IS NULL` (Spark builds no parquet filter on a
+        # TIMESTAMP_NTZ column stored with isAdjustedToUTC=false), and one unanswerable test in the OR
+        # made the scan read every left row (10 M orders: 2.4-3.4 JVM CPU-s). Without NULL times the key
+        # tests alone decide, and they skip the row groups; the check reads the time column only (~1 s).
+        nulls = nulls[:-1] or [F.lit(False)]
     left_side = left_side.where(reduce(operator.or_, nulls))
     # The right side is small: counting its rows here (before the reject filter) reads it whole.
     right_seen: list[Observation] = []
@@ -382,6 +388,14 @@ def _run(
     metrics["dead_letter"] = _total(dead_seen)
     metrics["watermark"] = end.isoformat()
     return metrics
+
+
+def _may_hold_nulls(df: DataFrame, column: str) -> bool:
+    """Whether ``column`` of ``df`` may hold a NULL: its schema allows one and one job reading that column finds one."""
+    field = next((f for f in df.schema.fields if f.name == column), None)
+    if field is not None and not field.nullable:
+        return False
+    return not df.select(column).where(F.col(column).isNull()).isEmpty()
 
 
 @contextmanager

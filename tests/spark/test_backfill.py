@@ -11,7 +11,7 @@ import pytest
 import runtime
 from runtime.core.errors import SpecError
 from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
-from runtime.spark.backfill import run_slices
+from runtime.spark.backfill import run_slices, slices_of
 from tests.spark.test_temporal_join_doors import T0, random_inputs
 
 pytestmark = pytest.mark.spark
@@ -129,3 +129,21 @@ def test_backfill_slices_per_job_errors_name_the_argument(spark, tmp_path) -> No
     clash = orders.withColumnRenamed("amount", "slice")
     with pytest.raises(SpecError, match=r"slices_per_job.*column 'slice'"):
         run_slices(clash, rates, _spec(None), T0, T0 + timedelta(hours=1), 2, *paths, slices_per_job=2)
+
+
+def test_backfill_dead_letters_without_null_times_keep_the_null_keys_of_their_slice(spark, tmp_path) -> None:
+    """Left input without NULL times (the dead-letter job then tests the key columns only): each NULL-key
+    row is a dead letter of the slice its time falls in."""
+    left, right = random_inputs(9, n_left=80, n_right=40)
+    left = [row for row in left if row[2] is not None]
+    orders, rates = spark.createDataFrame(left, LEFT_DDL), spark.createDataFrame(right, RIGHT_DDL)
+    start, end = T0, T0 + timedelta(hours=10)
+    dead = tmp_path / "dead"
+
+    metrics = run_slices(orders, rates, _spec(None), start, end, 4, str(tmp_path / "out"), str(dead), str(tmp_path / "state"))
+
+    plan = slices_of(start, end, 4)
+    expected = sorted((row[0], s.label) for row in left if row[1] is None for s in plan if _inside(row[2], s.start, s.end))
+    rows = spark.read.parquet(str(dead)).where("side = 'left'").selectExpr("get_json_object(row, '$.order_id')", "slice")
+    assert expected and sorted(tuple(r) for r in rows.collect()) == expected
+    assert metrics["dead_letter"] == spark.read.parquet(str(dead)).count()
