@@ -72,7 +72,12 @@ _CACHE_COMPRESSED = "spark.sql.inMemoryColumnarStorage.compressed"
 #: step (``mapInArrow``); below it, ``BatchedPythonArrowInput`` recomputes the batch's buffer sizes after
 #: every row (``ArrowWriter.sizeInBytes``, walking each struct child): ~10 % of the executors' CPU of a
 #: micro-batch (JFR).  Batches stay bounded by ``maxRecordsPerBatch`` rows, and the packs by ``PACK_BYTES``.
-QUERY_CONFIGS = {"spark.sql.execution.arrow.maxBytesPerBatch": str(2**31 - 1)}
+#: ``outputTimestampType`` TIMESTAMP_MICROS: the outputs' timestamps as parquet's exact µs type instead of the
+#: deprecated INT96 (a Julian day and nanoseconds, converted per value); readers get the same values.
+QUERY_CONFIGS = {
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(2**31 - 1),
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+}
 
 
 def checkpoint_root(job: JobConfig | MatchRecognizeJobConfig) -> str:
