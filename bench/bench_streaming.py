@@ -303,7 +303,7 @@ def main() -> int:
                    help="--steady: unmeasured runs of the same workload first, in the same JVM (a warm, long-running JVM)")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet")
-    p.add_argument("--shuffle-partitions", default="4")
+    p.add_argument("--shuffle-partitions", default="2", help="the local job session's default: one per core")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark SQL conf set on the session before the runs (repeatable)")
     args = p.parse_args()
