@@ -99,7 +99,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None, help="data directory (generated if missing)")
     parser.add_argument("--skip", default="", help="comma-separated rows to skip: naive,pandas,backfill,sql")
     parser.add_argument("--slices-per-job", type=int, default=1,
-                        help="also time the backfill writing this many slices per Spark job (run_slices(slices_per_job=N))")
+                        help="also time the backfill writing this many slices per Spark job (run_slices(slices_per_job=N); "
+                             "default 1: one job per slice; 0: skip)")
     parser.add_argument("--cpu", action="store_true", help="print the last run's JVM CPU by thread kind and Janino compiles")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -176,9 +177,9 @@ def main() -> None:
             runtime.temporal_join(orders, rates, "order_time", **join).write.mode("overwrite").parquet(str(out / "one"))
 
         bench("timeweave DataFrame door -> parquet", one_shot)
-        bench("timeweave backfill, 10 slices -> parquet", lambda: run_slices(
+        bench("timeweave backfill, 10 slices -> parquet (default: one probe job)", lambda: run_slices(
             orders, rates, spec, start_t, end_t, 10, str(out / "bf"), str(out / "bf_dead"), str(out / "bf_state")))
-        if args.slices_per_job > 1:
+        if args.slices_per_job:
             bench(f"timeweave backfill, 10 slices, {args.slices_per_job} per job -> parquet", lambda: run_slices(
                 orders, rates, spec, start_t, end_t, 10, str(out / "bfj"), str(out / "bfj_dead"), str(out / "bfj_state"),
                 slices_per_job=args.slices_per_job))

@@ -34,13 +34,14 @@ def run_backfill(
     slices: int = 1,
     spark=None,
     only: Sequence[int] | None = None,
-    slices_per_job: int = 1,
+    slices_per_job: int | None = None,
 ) -> dict:
     """Run the backfill of ``config`` over ``[start, end)`` (UTC) in ``slices`` slices; returns metrics.
 
     ``config`` is either job shape (:func:`runtime.jobs.config.load_job_config`): a temporal join, or a
     MATCH_RECOGNIZE sliced on the clause's first ORDER BY column.  ``slices_per_job`` (temporal joins
-    only) lets one Spark job write that many contiguous slices (:func:`runtime.spark.backfill.run_slices`).
+    only; default: all the run's slices) is how many contiguous slices one Spark job writes
+    (:func:`runtime.spark.backfill.run_slices`; 1: one job per slice).
 
     Example::
 
@@ -52,7 +53,7 @@ def run_backfill(
 
         spark = get_session()
     if isinstance(job, MatchRecognizeJobConfig):
-        if slices_per_job != 1:
+        if slices_per_job not in (None, 1):
             raise SpecError("slices_per_job", "applies to temporal-join backfills only", where="backfill")
         from runtime.spark.match_recognize_backfill import backfill_match_recognize
 

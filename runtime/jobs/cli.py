@@ -39,6 +39,10 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--end", required=True, help="ISO timestamp (UTC), exclusive")
     b.add_argument("--slices", type=int, default=1, help="number of slices (default 1)")
     b.add_argument("--only", type=int, nargs="*", help="re-run only these slice indexes")
+    b.add_argument(
+        "--slices-per-job", type=int,
+        help="temporal joins: contiguous slices one Spark job writes (default: all of the run's; 1: one job per slice)",
+    )
     return p
 
 
@@ -56,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         kw = {"start": args.start, "end": args.end, "slices": args.slices}
         if args.only:
             kw["only"] = args.only
+        if args.slices_per_job is not None:
+            kw["slices_per_job"] = args.slices_per_job
         metrics = run("backfill", args.config, **kw)
     sys.stdout.write(METRICS_PREFIX + json.dumps(metrics, sort_keys=True, default=str) + "\n")
     sys.stdout.flush()

@@ -9,12 +9,14 @@ event per key before ``start``), and writes the states of the edges it passes in
 The versioned side is small next to the probe side, so a run builds the right half of the shared
 plan once — per-key bucket statistics and the exploded validity intervals of ``carried state ∪ the
 run's events ∪ one look-ahead event per key`` (the look-ahead keeps ``valid_to`` equal to the one-shot
-result) — and each slice only scans its left rows, probes, and writes.  The union of the slices
+result) — and probes its slices' left rows against it: inside the one probe job when all the run's
+slices share one (the default), written once for the run's jobs otherwise.  The union of the slices
 equals one batch run over ``[start, end)``.
 
 Layout under ``output``: ``slice=<start ISO>/`` parquet per slice (re-running a slice overwrites only
-it: idempotent), dead letters likewise under ``dead_letter``, state under ``state/edge=<ISO>/`` (plus
-the run's ``_run_stats`` / ``_run_intervals``, the latter partitioned by the slices each interval overlaps).
+it: idempotent), dead letters likewise under ``dead_letter``, state under ``state/edge=<ISO>/`` (plus,
+for runs of several probe jobs, the run's ``_run_stats`` / ``_run_intervals``, the latter partitioned by
+the slices each interval overlaps).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ SLICE = "__tw_slice"  # the intervals' partition column: the index of a slice th
 FIRST = "__tw_first"  # the intervals' first overlapping slice of the run
 #: the output's partition column when one job writes several slices (``slices_per_job``)
 SLICE_COLUMN = "slice"
+#: the most slice files one task of a grouped job keeps open at a time
+MAX_OPEN_SLICE_FILES = 32
 
 
 @dataclass(frozen=True)
@@ -126,20 +130,30 @@ def _edge_states(
     )
 
 
-def _by_slice(intervals: DataFrame, slices: Sequence[Slice]) -> DataFrame:
+def _by_slice(intervals: DataFrame, plan: Sequence[Slice], slices: Sequence[Slice]) -> DataFrame:
     """``intervals`` with a ``__tw_slice`` column, one row per slice of ``slices`` each interval overlaps.
 
     A left row of slice ``s`` at time ``x`` can only match an interval with ``from <= x < to`` (``to``
     NULL: open), which therefore overlaps ``[s.start, s.end)``: keeping those intervals (all their
     bucket rows) keeps every match, so a slice probes the same versions as against all intervals.
+    ``slices`` are in time order; the indexes between them are filled from ``plan`` (an interval's
+    overlaps are computed over the contiguous range, then kept for ``slices`` only).
     """
+    wanted = [s.index for s in slices]
+    slices = plan[wanted[0] : wanted[-1] + 1]
     start, end = F.col("__tw_t"), F.col("__tw_valid_to")
-    overlaps = [
-        F.when((start < F.lit(s.end)) & (end.isNull() | (end > F.lit(s.start))), F.lit(s.index)) for s in slices
-    ]
-    indexes = F.filter(F.array(*overlaps), lambda i: i.isNotNull())
+    # The slices an interval overlaps are a run of indexes: from the slice holding its start (or the
+    # first one) to the last slice starting before its end.  CASE chains are compiled into the generated
+    # code; an array of candidates filtered by a lambda (a higher-order function) is interpreted per row:
+    # 0.7-0.8 JVM CPU-s more for the 200 k interval rows of a 100 k-version run.
+    first = last = F.lit(slices[0].index)
+    for s in slices[1:]:
+        first = F.when(start >= F.lit(s.start), F.lit(s.index)).otherwise(first)
+        last = F.when(end.isNull() | (end > F.lit(s.start)), F.lit(s.index)).otherwise(last)
+    overlaps = (start < F.lit(slices[-1].end)) & (end.isNull() | (end > F.lit(slices[0].start)))
     # FIRST lets a job over several contiguous slices keep one row per interval (see `_group_intervals`)
-    return intervals.withColumn(FIRST, F.get(indexes, 0)).withColumn(SLICE, F.explode(indexes))  # get: NULL when empty
+    tagged = intervals.where(overlaps).withColumn(FIRST, first).withColumn(SLICE, F.explode(F.sequence(F.col(FIRST), last)))
+    return tagged if len(wanted) == len(slices) else tagged.where(F.col(SLICE).isin(wanted))
 
 
 def _groups(wanted: Sequence[int], slices_per_job: int) -> list[list[int]]:
@@ -204,30 +218,31 @@ def run_slices(
     state: str,
     only: Sequence[int] | None = None,
     concurrent_slices: int = 2,
-    slices_per_job: int = 1,
+    slices_per_job: int | None = None,
 ) -> dict:
     """Run the backfill; returns metrics.  ``only`` re-runs the given slice indexes (their start state must exist).
 
-    ``concurrent_slices`` slice jobs run at a time (each writes only its own directories).
+    Each slice is a unit of output (``output/slice=<label>/``; re-running a slice replaces exactly its
+    output), of dead letters and of state (the state at every slice edge is written under
+    ``state/edge=<label>/``, so a later run can start at any edge).  How many Spark jobs write them is
+    separate: ``slices_per_job`` contiguous slices of the run share one probe job, which scans their
+    time range once and writes each row into its slice's directory.  The default (None) writes all the
+    run's slices with one job, like the one-shot plan: that job builds the run's versions itself, so a
+    run costs one probe job plus two small side jobs (edge states, dead letters) that run beside it.
+    ``slices_per_job=1`` gives one probe job per slice, ``concurrent_slices`` of them at a time, against
+    versions the run builds and writes once (two more jobs): each job's work is bounded by its slice,
+    and the slices written before a failure stay written.  The rows are the same either way; the
+    differences: a grouped job gives a slice without output rows no directory (one job per slice writes
+    an empty file), and needs the left input to have no column named ``slice`` (the default then falls
+    back to one job per slice).
 
-    ``slices_per_job`` (default 1: one probe job per slice) lets one job write up to that many
-    contiguous slices of the run: it scans their time range once and writes each row into its slice's
-    directory (``slice=<label>``, the layout one job per slice gives; the run's slice directories are
-    cleared first, so re-running a slice still replaces exactly its output).  Each slice stays a unit
-    of state, dead letters and re-runs (``only``); the rows are the same.  It saves the per-job fixed
-    costs, the second decoding of the parquet row groups a slice shares with its neighbours (a slice's
-    time range rarely ends on a row-group edge) and, in a fresh JVM, the per-slice generated code
-    (Spark inlines each slice's time bounds into the scan's generated Java).  Measured at 10 M orders x
-    100 k versions, warm, one JVM: JVM CPU 60.1 s (one job per slice) -> 47.0 s (10 per job), one-shot 28-31 s.
-    Differences: a slice without output rows gets no directory (one job per slice writes an empty
-    file), and the left input may not have a column named ``slice``.
+    Spark jobs: the edge states (one job, written per edge with dynamic partition overwrite), the dead
+    letters (one job counting the run's left rows from their time column, one writing), and the probe
+    jobs.  Rows written are counted as they are written (``DataFrame.observe``).  Needs a classic
+    session (it clears output and dead-letter directories through the driver's Hadoop file system).
 
-    Spark jobs: one for the states of all edges (written per edge with dynamic partition overwrite),
-    two for the run's versions (statistics, intervals), one probe join per slice (reading only the
-    slice's rows where the input layout allows pruning by time; per group of ``slices_per_job``) and one for the dead letters of all
-    slices.  The metrics are counted by those jobs as they write (``DataFrame.observe``), no extra job.
-    Needs a classic session (it clears the dead-letter directories of the slices it runs through the
-    driver's Hadoop file system).
+    Measured on 10 M orders x 100 k versions (``bench/RESULTS.md``): one-shot -> parquet vs this with
+    10 slices, default grouping and one job per slice.
 
     Example::
 
@@ -241,6 +256,8 @@ def run_slices(
     unknown = [i for i in wanted if not 0 <= i < len(plan)]
     if unknown:
         raise SpecError("only", f"slice indexes {unknown} are outside 0..{len(plan) - 1}", where="backfill")
+    if slices_per_job is None:
+        slices_per_job = 1 if SLICE_COLUMN in left.columns else max(1, len(wanted))
     if slices_per_job < 1:
         raise SpecError("slices_per_job", f"must be >= 1, got {slices_per_job}", where="backfill")
     if slices_per_job > 1 and SLICE_COLUMN in left.columns:
@@ -273,84 +290,151 @@ def _run(
     wanted: list[int], output: str, dead_letter: str, state: str, end: datetime, concurrent_slices: int,
     slices_per_job: int,
 ) -> dict:
-    v = spec.versioned
-    reject = reject_reason(spec, "right")
-    valid_right = right.where(F.expr(f"({reject}) IS NULL"))
-    metrics: dict = {"late": 0}
     done = [plan[i] for i in wanted]
-    stats_path, intervals_path = f"{state}/_run_stats", f"{state}/_run_intervals"
-    if done:
-        lo, hi = wanted[0], wanted[-1]
-        # The state at the first slice's start edge: carried (persisted by an earlier run) or, at the very
-        # start, the newest event per key before `start`.
-        if lo == 0:
-            base = _newest_per_key(valid_right.where(F.col(v.time) < F.lit(plan[0].start)), v)
-        else:
-            base = _read_state(spark, valid_right, v, state, plan[lo])
-        span = (F.col(v.time) >= F.lit(plan[lo].start)) & (F.col(v.time) < F.lit(plan[hi].end))
-        edge_states = _edge_states(base, valid_right.where(span), v, plan, lo, hi)
-        # one row of NULLs per edge, so an edge where no key has state yet still exists (as "empty")
-        edge_states = edge_states.unionByName(_edge_markers(spark, base.schema, [plan[k].end for k in range(lo, hi + 1)]))
-        edge_states.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("edge").parquet(state)
-        # The versions every slice of this run probes, built once: the carried state, the run's events and
-        # one look-ahead event per key (so `valid_to` of a key's last version in the run is the one-shot
-        # value).  A slice then costs its scan, one probe join and its write.  The intervals reuse the
-        # written statistics, and versions carry only the columns the probe reads (smaller broadcasts).
-        lookahead = _newest_per_key(valid_right.where(F.col(v.time) >= F.lit(plan[hi].end)), v, descending=False)
-        run_events = base.unionByName(valid_right.where(span)).unionByName(lookahead)
-        payload = _payload_columns(spec, right.columns)
-        spark.sql(render.versions_sql("stats", v, "{right}", payload), right=run_events).write.mode("overwrite").parquet(stats_path)
+    groups = _groups(wanted, slices_per_job)
+    valid_right = right.where(F.expr(f"({reject_reason(spec, 'right')}) IS NULL"))
+    # The edge states and the dead letters need nothing the probes write, so two side threads run their
+    # (small) jobs while this one builds the versions and probes: their driver work and single-task
+    # stages overlap the probes' instead of delaying them (10 M orders x 100 k versions, warm: -1.3 s).
+    # the state at the run's first edge (fails, before anything is written, when it was never written)
+    base = _base_state(spark, valid_right, spec.versioned, plan, state, wanted[0]) if done else None
+    with ThreadPoolExecutor(max_workers=2) as side:
+        dead = side.submit(_write_dead_letters, left, right, spec, done, dead_letter)
+        edges = side.submit(_write_edge_states, spark, base, valid_right, spec.versioned, plan, wanted, state) if done else None
+        rows_out = _write_slices(
+            spark, left, right, base, valid_right, spec, plan, wanted, groups, output, state, concurrent_slices,
+            slices_per_job,
+        ) if done else 0
+        rows_in_left, rows_in_right, dead_rows = dead.result()
+        if edges is not None:
+            edges.result()
+    return {
+        "late": 0, "slices": len(done), "rows_in_left": rows_in_left, "rows_in_right": rows_in_right,
+        "rows_out": rows_out, "dead_letter": dead_rows, "watermark": end.isoformat(),
+    }
+
+
+def _base_state(spark: SparkSession, valid_right: DataFrame, v: VersionedTableSpec, plan: Sequence[Slice], state: str, lo: int) -> DataFrame:
+    """The state at slice ``lo``'s start edge: carried (written by an earlier run) or, at the very start, the newest event per key before it."""
+    if lo == 0:
+        return _newest_per_key(valid_right.where(F.col(v.time) < F.lit(plan[0].start)), v)
+    return _read_state(spark, valid_right, v, state, plan[lo])
+
+
+def _span(v: VersionedTableSpec, plan: Sequence[Slice], lo: int, hi: int) -> Column:
+    return (F.col(v.time) >= F.lit(plan[lo].start)) & (F.col(v.time) < F.lit(plan[hi].end))
+
+
+def _write_edge_states(
+    spark: SparkSession, base: DataFrame, valid_right: DataFrame, v: VersionedTableSpec, plan: Sequence[Slice],
+    wanted: Sequence[int], state: str,
+) -> None:
+    """Write the state at every edge the run passes (``state/edge=<label>/``), from ``base`` (the state at its first edge), in one job."""
+    lo, hi = wanted[0], wanted[-1]
+    edge_states = _edge_states(base, valid_right.where(_span(v, plan, lo, hi)), v, plan, lo, hi)
+    # one row of NULLs per edge, so an edge where no key has state yet still exists (as "empty")
+    edge_states = edge_states.unionByName(_edge_markers(spark, base.schema, [plan[k].end for k in range(lo, hi + 1)]))
+    edge_states.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("edge").parquet(state)
+
+
+def _write_slices(
+    spark: SparkSession, left: DataFrame, right: DataFrame, base: DataFrame, valid_right: DataFrame, spec: TemporalJoinSpec,
+    plan: list[Slice], wanted: list[int], groups: list[list[int]], output: str, state: str, concurrent_slices: int,
+    slices_per_job: int,
+) -> int:
+    """Probe and write the wanted slices, one Spark job per group of ``groups``; returns the rows written."""
+    v = spec.versioned
+    lo, hi = wanted[0], wanted[-1]
+    # The versions every slice of this run probes: the carried state, the run's events and one look-ahead
+    # event per key (so `valid_to` of a key's last version in the run is the one-shot value).  Versions
+    # carry only the columns the probe reads (smaller broadcasts).
+    lookahead = _newest_per_key(valid_right.where(F.col(v.time) >= F.lit(plan[hi].end)), v, descending=False)
+    run_events = base.unionByName(valid_right.where(_span(v, plan, lo, hi))).unionByName(lookahead)
+    payload = _payload_columns(spec, right.columns)
+    stats_sql = render.versions_sql("stats", v, "{right}", payload)
+    intervals_sql = render.versions_sql("intervals", v, "{right}", payload, stats="{stats}")
+    if len(groups) == 1:
+        # One probe job: it builds the versions itself, like the one-shot plan, instead of two more jobs
+        # writing and re-reading them.  Spark over-estimates the union above (each part as large as the whole
+        # versioned side) and would plan shuffles around a broadcast-sized input, so when the versioned side
+        # fits a broadcast the hint says what the one-shot plan gets from the input's size.
+        hint = F.broadcast if _fits_broadcast(spark, right) else (lambda df: df)
+        stats = hint(spark.sql(stats_sql, right=run_events))
+        intervals = hint(spark.sql(intervals_sql, right=run_events, stats=stats))
+        present: list[int] = []
+    else:
+        stats_path, intervals_path = f"{state}/_run_stats", f"{state}/_run_intervals"
+        spark.sql(stats_sql, right=run_events).write.mode("overwrite").parquet(stats_path)
         stats = spark.read.parquet(stats_path)
-        intervals_sql = render.versions_sql("intervals", v, "{right}", payload, stats="{stats}")
         run_intervals = spark.sql(intervals_sql, right=run_events, stats=stats)
-        # Each slice broadcasts only the intervals overlapping it (partition `__tw_slice=<index>`), not all
-        # the run's: every slice built the broadcast hash relation of all of them (2 M orders x 100 k
-        # versions, 10 slices: 6.0-7.3 -> 3.0-3.7 driver-side JVM CPU-s, 20 % of the run's JVM CPU).
+        # Each job broadcasts only the intervals overlapping its slices (partition `__tw_slice=<index>`),
+        # not all the run's: every slice built the broadcast hash relation of all of them (2 M orders x
+        # 100 k versions, 10 slices: 6.0-7.3 -> 3.0-3.7 driver-side JVM CPU-s, 20 % of the run's JVM CPU).
         # Partition pruning picks a slice's directory on the driver, so the slices' scans share one plan.
-        tagged = _by_slice(run_intervals, [plan[i] for i in wanted])
+        tagged = _by_slice(run_intervals, plan, [plan[i] for i in wanted])
         # static: only this run's partitions may exist (a session default of dynamic would keep others)
         tagged.write.mode("overwrite").option("partitionOverwriteMode", "static").partitionBy(SLICE).parquet(intervals_path)
         # read once per run: every slice probes the same two relations (no re-listing per slice)
         intervals = spark.read.schema(tagged.schema).parquet(intervals_path)
         present = sorted({int(m.group(1)) for f in intervals.inputFiles() if (m := re.search(rf"/{SLICE}=(\d+)/", f))})
-        sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
-        grouped_sql = render.probe_join_sql(
-            spec, "{left}", "{stats}", "{intervals}", [*left.columns, SLICE_COLUMN], right.columns
-        )
-    # Counts come out of the jobs that write (DataFrame.observe), not from extra jobs over inputs and outputs.
-    left_seen: list[Observation] = []
+    sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
+    # Rows written are counted as they are written (DataFrame.observe at the plan's end, where it splits
+    # no generated stage).  The left rows are counted by the dead-letter side job, which reads the time
+    # column anyway: an observation on the scan cut each probe's generated code in two (10 M orders:
+    # ~3 JVM CPU-s).
     out_seen: list[Observation] = []
     writes = []
     files = HadoopFiles(spark)
-    for group in _groups(wanted, slices_per_job):
+    for group in groups:
         first, last = plan[group[0]], plan[group[-1]]
         left_in = (F.col(spec.left_time) >= F.lit(first.start)) & (F.col(spec.left_time) < F.lit(last.end))
-        overlapping = _group_intervals(intervals, group[0], group[-1], present)
+        overlapping = intervals if len(groups) == 1 else _group_intervals(intervals, group[0], group[-1], present)
         if len(group) == 1:
-            left_slice = _observed(left.where(left_in), left_seen)
-            joined = _observed(spark.sql(sql, left=left_slice, stats=stats, intervals=overlapping), out_seen)
+            joined = _observed(spark.sql(sql, left=left.where(left_in), stats=stats, intervals=overlapping), out_seen)
             writes.append(partial(joined.write.mode("overwrite").parquet, f"{output}/slice={first.label}"))
             continue
-        # the slice of a row inside the group: the last slice starting at or before its time
+        # The slice of a row inside the group: the last slice starting at or before its time.  Taken from the
+        # output's copy of the left time column (the output keeps every left column under its name), so the
+        # label does not travel through the joins.
         label = F.lit(first.label)
         for i in group[1:]:
             label = F.when(F.col(spec.left_time) >= F.lit(plan[i].start), F.lit(plan[i].label)).otherwise(label)
-        left_slice = _observed(left.where(left_in), left_seen).withColumn(SLICE_COLUMN, label)
-        joined = _observed(spark.sql(grouped_sql, left=left_slice, stats=stats, intervals=overlapping), out_seen)
+        probed = spark.sql(sql, left=left.where(left_in), stats=stats, intervals=overlapping)
+        joined = _observed(probed.withColumn(SLICE_COLUMN, label), out_seen)
         for i in group:  # a slice of the group without rows now must not keep an earlier run's output
             files.delete(f"{output}/slice={plan[i].label}")
         writer = joined.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy(SLICE_COLUMN)
         writes.append(partial(writer.parquet, output))
-    # Slices are independent once the edge states and the run's versions exist, so `concurrent_slices` of
-    # them run at a time: with input sorted by time a slice's rows sit in one or two parquet row groups,
-    # which one task each reads, so a lone slice job keeps one core busy where the one-shot run keeps all
-    # busy; a second job also overlaps one slice's fixed costs (broadcasts, commit) with another's work.
+    # Groups are independent once the run's versions exist, so `concurrent_slices` of their jobs run at a
+    # time: with input sorted by time a slice's rows sit in one or two parquet row groups, which one task
+    # each reads, so a lone slice job keeps one core busy where the one-shot run keeps all busy; a second
+    # job also overlaps one slice's fixed costs (broadcasts, commit) with another's work.
     with _concurrent_writers(spark, slices_per_job), ThreadPoolExecutor(max_workers=max(1, concurrent_slices)) as pool:
         for finished in [pool.submit(write) for write in writes]:
             finished.result()  # the first failure propagates; slices already written stay (each is idempotent)
-    # Dead letters of all slices run, plus the rows with a NULL time (they belong to no slice: `slice=none`),
-    # in one job: the run's slice directories are cleared first, then written by partition, so re-running
-    # a slice still replaces exactly its dead letters.
+    return _total(out_seen)
+
+
+def _fits_broadcast(spark: SparkSession, df: DataFrame) -> bool:
+    """Whether Spark's size estimate of ``df`` is within the session's broadcast threshold (never when broadcasts are off)."""
+    threshold = spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold()  # parsed ("10MB", "-1")
+    if threshold < 0:
+        return False
+    estimate = int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())  # a BigInteger: py4j gives an int
+    return estimate <= threshold
+
+
+def _write_dead_letters(
+    left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, done: Sequence[Slice], dead_letter: str
+) -> tuple[int, int, int]:
+    """Write the dead letters of the slices run; returns (left rows in those slices, right rows, dead letters).
+
+    Dead letters of all slices run, plus the rows with a NULL time (they belong to no slice: `slice=none`),
+    in one job: the run's slice directories are cleared first, then written by partition, so re-running
+    a slice still replaces exactly its dead letters.
+    """
+    v = spec.versioned
+    files = HadoopFiles(left.sparkSession)
     ran = F.lit(False)
     label = F.lit("none")
     for s in done:
@@ -359,43 +443,31 @@ def _run(
         label = F.when(inside, F.lit(s.label)).otherwise(label)
     for name in [*(s.label for s in done), "none"]:
         files.delete(f"{dead_letter}/slice={name}")
+    # One job reading the left time column only: the run's left rows (the metric) and whether any time is
+    # NULL.  Row-group statistics cannot always answer `time IS NULL` (Spark builds no parquet filter on a
+    # TIMESTAMP_NTZ column stored with isAdjustedToUTC=false), and one unanswerable test in the OR below
+    # made the dead-letter scan read every left row (10 M orders: 2.4-3.4 JVM CPU-s).
+    times = left.select(F.col(spec.left_time).alias("__tw_t")).where(ran | F.col("__tw_t").isNull())
+    counts = times.agg(F.count_if(ran).alias("ran"), F.count_if(F.col("__tw_t").isNull()).alias("nulls")).first()
+    rows_in_left, null_times = int(counts["ran"]), int(counts["nulls"])
     left_side, right_side = (
         df.withColumn("__tw_t", F.col(t)).where(ran | F.col("__tw_t").isNull()).withColumn("__tw_slice", label)
         for df, t in ((left, spec.left_time), (right, v.time))
     )
     # A left row is rejected only for a NULL key or time column (timeweave__reject_reason): saying so as
     # plain IS NULL tests lets the parquet scan skip every row group without NULLs (the CASE expression
-    # of the reason cannot be pushed down), so clean input costs no scan here.
-    nulls = [F.col(c).isNull() for c in (*spec.left_key, spec.left_time)]
-    if not _may_hold_nulls(left, spec.left_time):
-        # Row-group statistics cannot always answer `time IS NULL` (Spark builds no parquet filter on a
-        # TIMESTAMP_NTZ column stored with isAdjustedToUTC=false), and one unanswerable test in the OR
-        # made the scan read every left row (10 M orders: 2.4-3.4 JVM CPU-s). Without NULL times the key
-        # tests alone decide, and they skip the row groups; the check reads the time column only (~1 s).
-        nulls = nulls[:-1] or [F.lit(False)]
-    left_side = left_side.where(reduce(operator.or_, nulls))
+    # of the reason cannot be pushed down), so clean input costs no scan here.  Without NULL times the
+    # key tests alone decide.
+    nulls = [F.col(c).isNull() for c in spec.left_key] + ([F.col(spec.left_time).isNull()] if null_times else [])
+    left_side = left_side.where(reduce(operator.or_, nulls, F.lit(False)))
     # The right side is small: counting its rows here (before the reject filter) reads it whole.
     right_seen: list[Observation] = []
-    right_side = _observed(right_side, right_seen, F.count(F.col("__tw_t")))
     dead_seen: list[Observation] = []
+    right_side = _observed(right_side, right_seen, F.count(F.col("__tw_t")))
     rejected = dead_letters(left_side.drop("__tw_t"), right_side.drop("__tw_t"), spec, carry="__tw_slice")
     rejected = _observed(rejected.withColumnRenamed("__tw_slice", "slice"), dead_seen)
     rejected.write.mode("append").partitionBy("slice").parquet(dead_letter)
-    metrics["slices"] = len(done)
-    metrics["rows_in_left"] = _total(left_seen)
-    metrics["rows_in_right"] = _total(right_seen)
-    metrics["rows_out"] = _total(out_seen)
-    metrics["dead_letter"] = _total(dead_seen)
-    metrics["watermark"] = end.isoformat()
-    return metrics
-
-
-def _may_hold_nulls(df: DataFrame, column: str) -> bool:
-    """Whether ``column`` of ``df`` may hold a NULL: its schema allows one and one job reading that column finds one."""
-    field = next((f for f in df.schema.fields if f.name == column), None)
-    if field is not None and not field.nullable:
-        return False
-    return not df.select(column).where(F.col(column).isNull()).isEmpty()
+    return rows_in_left, _total(right_seen), _total(dead_seen)
 
 
 @contextmanager
@@ -410,7 +482,8 @@ def _concurrent_writers(spark: SparkSession, slices_per_job: int) -> Iterator[No
         return
     key = "spark.sql.maxConcurrentOutputFileWriters"
     before = spark.conf.get(key, None)
-    spark.conf.set(key, str(slices_per_job + 1))
+    # Each open writer buffers its row group: past this many slices a task meets, Spark sorts the rest.
+    spark.conf.set(key, str(min(slices_per_job, MAX_OPEN_SLICE_FILES) + 1))
     try:
         yield
     finally:

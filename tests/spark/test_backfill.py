@@ -30,7 +30,8 @@ def _inside(t, start, end) -> bool:
     return t is not None and start <= t < end
 
 
-def test_backfill_predicate_on_a_column_outside_the_output_equals_the_dataframe_door(spark, tmp_path) -> None:
+@pytest.mark.parametrize("slices_per_job", [None, 1])
+def test_backfill_predicate_on_a_column_outside_the_output_equals_the_dataframe_door(spark, tmp_path, slices_per_job) -> None:
     """The run's versions carry only what the probe reads; a predicate may read any right column (here `seq`)."""
     left, right = random_inputs(5, n_left=120, n_right=60)
     orders, rates = spark.createDataFrame(left, LEFT_DDL), spark.createDataFrame(right, RIGHT_DDL)
@@ -38,7 +39,10 @@ def test_backfill_predicate_on_a_column_outside_the_output_equals_the_dataframe_
     start, end = T0, T0 + timedelta(hours=10)
     out = tmp_path / "out"
 
-    metrics = run_slices(orders, rates, _spec(predicate), start, end, 4, str(out), str(tmp_path / "dead"), str(tmp_path / "state"))
+    metrics = run_slices(
+        orders, rates, _spec(predicate), start, end, 4, str(out), str(tmp_path / "dead"), str(tmp_path / "state"),
+        slices_per_job=slices_per_job,
+    )
 
     door = runtime.temporal_join(orders, rates, "order_time", how="left", right_columns=["rate"], predicate=predicate, **VERSIONED)
     expected = sorted(tuple(r) for r in door.select("order_id", "rate").collect())
@@ -55,16 +59,17 @@ def test_backfill_predicate_on_a_column_outside_the_output_equals_the_dataframe_
     assert metrics["dead_letter"] == spark.read.parquet(str(tmp_path / "dead")).count()
 
 
-def test_backfill_metrics_of_empty_and_non_contiguous_slices(spark, tmp_path) -> None:
+@pytest.mark.parametrize("slices_per_job", [None, 1])
+def test_backfill_metrics_of_empty_and_non_contiguous_slices(spark, tmp_path, slices_per_job) -> None:
     """Slices without left rows count 0 (their observations still complete); `only` counts just its slices."""
     left, right = random_inputs(6, n_left=80, n_right=40)
     orders, rates = spark.createDataFrame(left, LEFT_DDL), spark.createDataFrame(right, RIGHT_DDL)
     start, end = T0 - timedelta(hours=10), T0 + timedelta(hours=10)  # slices 0 and 1 precede every row
     paths = [str(tmp_path / name) for name in ("out", "dead", "state")]
-    full = run_slices(orders, rates, _spec(None), start, end, 4, *paths)
+    full = run_slices(orders, rates, _spec(None), start, end, 4, *paths, slices_per_job=slices_per_job)
     before = sorted(tuple(r) for r in spark.read.parquet(paths[0]).select("order_id", "rate").collect())
 
-    again = run_slices(orders, rates, _spec(None), start, end, 4, *paths, only=[1, 3])
+    again = run_slices(orders, rates, _spec(None), start, end, 4, *paths, only=[1, 3], slices_per_job=slices_per_job)
 
     third = T0 + timedelta(hours=5)
     assert full["rows_in_left"] == sum(1 for row in left if row[2] is not None)
@@ -76,7 +81,7 @@ def test_backfill_metrics_of_empty_and_non_contiguous_slices(spark, tmp_path) ->
     assert sorted(tuple(r) for r in spark.read.parquet(paths[0]).select("order_id", "rate").collect()) == before
 
 
-@pytest.mark.parametrize("slices_per_job", [2, 7])
+@pytest.mark.parametrize("slices_per_job", [2, None])
 def test_backfill_several_slices_per_job_equals_one_job_per_slice(spark, tmp_path, slices_per_job) -> None:
     """`slices_per_job`: the same rows, the same slice directories, metrics and edge states as one job per slice."""
     left, right = random_inputs(7, n_left=150, n_right=60)
@@ -85,7 +90,7 @@ def test_backfill_several_slices_per_job_equals_one_job_per_slice(spark, tmp_pat
     one = [str(tmp_path / "one" / name) for name in ("out", "dead", "state")]
     grouped = [str(tmp_path / "grouped" / name) for name in ("out", "dead", "state")]
 
-    expected = run_slices(orders, rates, _spec(None), start, end, 7, *one)
+    expected = run_slices(orders, rates, _spec(None), start, end, 7, *one, slices_per_job=1)
     metrics = run_slices(orders, rates, _spec(None), start, end, 7, *grouped, slices_per_job=slices_per_job)
 
     def rows(path: str) -> list[tuple]:

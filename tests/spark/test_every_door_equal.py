@@ -80,9 +80,10 @@ def test_every_door_gives_the_same_rows(spark, spark_home, tmp_path, seed) -> No
     nulls = sum(1 for _, k, t, _ in left if k is None or t is None) + sum(1 for _, k, _, t, _ in right if k is None or t is None)
     assert metrics["dead_letter"] == nulls and metrics["late"] == 0
 
-    for slices in (1, 3, 7):
-        name = f"backfill{slices}"
-        bf = run_backfill(job_config(tmp_path, name), T0, T0 + timedelta(hours=10), slices, spark=spark)
+    # one probe job for all slices (the default), and one job per slice against the run's written versions
+    for slices, per_job in ((1, None), (3, None), (7, None), (3, 1), (7, 1)):
+        name = f"backfill{slices}" + ("" if per_job is None else f"x{per_job}")
+        bf = run_backfill(job_config(tmp_path, name), T0, T0 + timedelta(hours=10), slices, spark=spark, slices_per_job=per_job)
         results[name] = pairs(spark.read.parquet(str(tmp_path / name)).collect())
         assert bf["dead_letter"] == nulls
 
