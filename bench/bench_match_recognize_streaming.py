@@ -112,7 +112,7 @@ def main() -> int:
     p.add_argument("--files", type=int, default=None, help="input files (2; --steady: 20)")
     p.add_argument("--skip", type=int, default=5, help="--steady: data batches left out of the rate")
     p.add_argument("--runs", type=int, default=2)
-    p.add_argument("--shuffle-partitions", default="4")
+    p.add_argument("--shuffle-partitions", default="2", help="the local job session's default: one per core")
     p.add_argument("--batch-door", action="store_true", help="also time the batch DataFrame door")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark SQL conf set on the session before the runs (repeatable; an experiment's knob)")

@@ -62,31 +62,28 @@ def finalize(
 
     ``matched`` has the columns ``__tw_l`` (struct of all left columns) and ``__tw_v`` (struct
     ``deleted, valid_from, valid_to, p`` with ``p`` the struct of all right columns; NULL when the key
-    had no event at or before the left row's time).
+    had no event at or before the left row's time).  A one-call :class:`Finalizer`.
+
+    Example::
+
+        main = finalize(matched, spec, ["order_id", "currency", "order_time"], ["currency", "rate", "update_time"])
     """
-    view = f"__tw_matched_{next(_counter)}"
-    matched.createOrReplaceTempView(view)
-    sql = render.finalize_sql(spec, view, left_columns, right_columns, left_alias=left_alias, right_alias=right_alias)
-    spark = matched.sparkSession
-    result = spark.sql(sql)
-    if hasattr(spark, "_jsparkSession"):
-        # A classic session has analyzed the query, so the view can go: a streaming job calls this
-        # once per micro-batch and would otherwise keep every batch's view (and plan) for its lifetime.
-        # A Spark Connect DataFrame resolves the view when it runs, so there it stays (uniquely named).
-        spark.catalog.dropTempView(view)
-    return result
+    return Finalizer(spec, left_columns, right_columns, left_alias, right_alias)(matched)
 
 
 class Finalizer:
     """:func:`finalize` for many ``matched`` DataFrames of one schema (a stream's micro-batches), parsed once.
 
-    :func:`finalize` renders and parses its SQL on every call.  A streaming job calls it once per
-    micro-batch, and the parse kept the JVM's JIT compiling ANTLR's parser into the later batches
-    (C2 compiles of ``ParserATNSimulator.closure_``, ``PredictionContext.mergeArrays``), besides the parse
-    itself.  A Finalizer renders the same SQL once, parses it once (a classic session's parser gives an
-    unresolved plan reading one temp view by name) and per call binds the view to ``matched`` and
-    analyzes that plan: the rows are :func:`finalize`'s.  On Spark Connect (no JVM handle) it calls
-    :func:`finalize`.
+    A streaming job finalizes every micro-batch, and parsing the SQL per batch kept the JVM's JIT
+    compiling ANTLR's parser into the later batches (C2 compiles of ``ParserATNSimulator.closure_``,
+    ``PredictionContext.mergeArrays``), besides the parse itself.  A Finalizer renders its SQL once,
+    parses it once (a classic session's parser gives an unresolved plan reading one temp view by name)
+    and per call binds the view to ``matched`` and analyzes that plan.  Analysis inlines the view's
+    plan, so the view is dropped again: a streaming job would otherwise keep every batch's view (and
+    plan) for its lifetime.  Spark Connect has no JVM handle and resolves a view only when the query
+    runs, so there each call renders the SQL over a view of its own, which stays (uniquely named).
+    Classic calls go through Spark's classic ``Dataset.ofRows`` (py4j), an internal API: a Spark upgrade
+    must re-check it (``tests/spark/test_finalizer.py``).
 
     Example::
 
@@ -104,21 +101,23 @@ class Finalizer:
     ) -> None:
         self._spec = spec
         self._columns = (list(left_columns), list(right_columns))
-        self._aliases = (left_alias, right_alias)
+        self._aliases = {"left_alias": left_alias, "right_alias": right_alias}
         self._view = f"__tw_matched_{next(_counter)}"
-        self._sql = render.finalize_sql(
-            spec, self._view, *self._columns, left_alias=left_alias, right_alias=right_alias
-        )
-        self._parsed: Any = None  # the JVM's unresolved plan of self._sql, parsed on the first classic call
+        self._parsed: Any = None  # the JVM's unresolved plan of the SQL over self._view, parsed on the first classic call
+
+    def _sql(self, view: str) -> str:
+        return render.finalize_sql(self._spec, view, *self._columns, **self._aliases)
 
     def __call__(self, matched: DataFrame) -> DataFrame:
         """``finalize(matched, ...)`` with this Finalizer's spec and columns."""
         spark = matched.sparkSession
-        if not hasattr(spark, "_jsparkSession"):
-            return finalize(matched, self._spec, *self._columns, *self._aliases)
+        if not hasattr(spark, "_jsparkSession"):  # Spark Connect
+            view = f"__tw_matched_{next(_counter)}"
+            matched.createOrReplaceTempView(view)
+            return spark.sql(self._sql(view))
         jsession = spark._jsparkSession
         if self._parsed is None:
-            self._parsed = jsession.sessionState().sqlParser().parsePlan(self._sql)
+            self._parsed = jsession.sessionState().sqlParser().parsePlan(self._sql(self._view))
         matched.createOrReplaceTempView(self._view)
         try:
             # ofRows analyzes eagerly: the view's plan (this batch's) is inlined, so the view can go.

@@ -99,7 +99,7 @@ as before); the operator's output lost its per-row version columns (``__tw_v_row
 from __future__ import annotations
 
 import copyreg
-import dataclasses
+import functools
 import io
 import pickle
 from collections.abc import Container, Iterator
@@ -915,8 +915,10 @@ class StreamingJoin:
     left_schema: T.StructType
     right_schema: T.StructType
     mode: str
-    #: Per-job memo of :meth:`split`: the finalize step, parsed once (see :class:`plan.Finalizer`).
-    _memo: dict[str, Any] = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
+    @functools.cached_property
+    def _finalizer(self) -> plan.Finalizer:
+        """The finalize step of :meth:`split`, parsed once per job (see :class:`plan.Finalizer`)."""
+        return plan.Finalizer(self.spec, self.left_schema.fieldNames(), self.right_schema.fieldNames())
 
     def split(self, batch: DataFrame) -> BatchOutputs:
         """Main (finalized), late and dead-letter DataFrames of one micro-batch of :attr:`stream`."""
@@ -944,13 +946,7 @@ class StreamingJoin:
                 )
             ).alias("__tw_v"),
         )
-        # Parsed once per job, analyzed per batch: the same SQL as plan.finalize, without a parse per batch.
-        finalizer = self._memo.get("finalize")
-        if finalizer is None:
-            finalizer = self._memo["finalize"] = plan.Finalizer(
-                self.spec, self.left_schema.fieldNames(), self.right_schema.fieldNames()
-            )
-        main = finalizer(joined)
+        main = self._finalizer(joined)  # parsed once per job, analyzed per batch
         late = batch.where(kind == LATE).select(
             _from_wire(F.col(L_ROW), self.left_schema).alias("__tw_l"),
             F.col(REASON).alias("reason"),

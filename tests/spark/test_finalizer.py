@@ -10,7 +10,7 @@ from pyspark.sql import types as T
 
 from runtime.core.spec import TemporalJoinSpec, ValidityColumns, VersionedTableSpec
 from runtime.jobs import streaming as jobs_streaming
-from runtime.spark import plan
+from runtime.spark import plan, render
 
 pytestmark = pytest.mark.spark
 
@@ -44,7 +44,8 @@ def _rows(df) -> list[tuple]:
 
 
 @pytest.mark.parametrize("how, predicate", [("left", None), ("inner", None), ("left", "r.rate > 1.5"), ("inner", "l.id <> 2")])
-def test_finalizer_equals_finalize_on_every_batch(spark, how: str, predicate: str | None) -> None:
+def test_finalizer_equals_the_rendered_finalize_sql_on_every_batch(spark, how: str, predicate: str | None) -> None:
+    """Parsed once and bound per batch, the Finalizer gives what ``spark.sql`` of the rendered SQL gives."""
     spec = TemporalJoinSpec(
         VersionedTableSpec("cur", "ut"), left_time="t", how=how, right_columns=["rate"], predicate=predicate,
         validity=ValidityColumns(valid_from="rate_from", valid_to=None),
@@ -58,7 +59,9 @@ def test_finalizer_equals_finalize_on_every_batch(spark, how: str, predicate: st
     for rows in batches:
         matched = _matched(spark, rows)
         got = finalizer(matched)
-        want = plan.finalize(matched, spec, LEFT.fieldNames(), RIGHT.fieldNames())
+        matched.createOrReplaceTempView("finalizer_reference")
+        want = spark.sql(render.finalize_sql(spec, "finalizer_reference", LEFT.fieldNames(), RIGHT.fieldNames()))
+        assert _rows(plan.finalize(matched, spec, LEFT.fieldNames(), RIGHT.fieldNames())) == _rows(want)
         assert got.columns == want.columns
         assert got.schema == want.schema
         assert _rows(got) == _rows(want)
