@@ -293,11 +293,11 @@ def _run(
     done = [plan[i] for i in wanted]
     groups = _groups(wanted, slices_per_job)
     valid_right = right.where(F.expr(f"({reject_reason(spec, 'right')}) IS NULL"))
+    # the state at the run's first edge (fails, before anything is written, when it was never written)
+    base = _base_state(spark, valid_right, spec.versioned, plan, state, wanted[0]) if done else None
     # The edge states and the dead letters need nothing the probes write, so two side threads run their
     # (small) jobs while this one builds the versions and probes: their driver work and single-task
     # stages overlap the probes' instead of delaying them (10 M orders x 100 k versions, warm: -1.3 s).
-    # the state at the run's first edge (fails, before anything is written, when it was never written)
-    base = _base_state(spark, valid_right, spec.versioned, plan, state, wanted[0]) if done else None
     with ThreadPoolExecutor(max_workers=2) as side:
         dead = side.submit(_write_dead_letters, left, right, spec, done, dead_letter)
         edges = side.submit(_write_edge_states, spark, base, valid_right, spec.versioned, plan, wanted, state) if done else None
