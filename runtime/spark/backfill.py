@@ -130,30 +130,29 @@ def _edge_states(
     )
 
 
-def _by_slice(intervals: DataFrame, plan: Sequence[Slice], slices: Sequence[Slice]) -> DataFrame:
-    """``intervals`` with a ``__tw_slice`` column, one row per slice of ``slices`` each interval overlaps.
+def _by_slice(intervals: DataFrame, plan: Sequence[Slice], wanted: Sequence[int]) -> DataFrame:
+    """``intervals`` with a ``__tw_slice`` column, one row per slice of ``wanted`` (sorted indexes) each interval overlaps.
 
     A left row of slice ``s`` at time ``x`` can only match an interval with ``from <= x < to`` (``to``
     NULL: open), which therefore overlaps ``[s.start, s.end)``: keeping those intervals (all their
     bucket rows) keeps every match, so a slice probes the same versions as against all intervals.
-    ``slices`` are in time order; the indexes between them are filled from ``plan`` (an interval's
-    overlaps are computed over the contiguous range, then kept for ``slices`` only).
+    An interval's overlaps are computed over the contiguous range of ``plan`` from the first to the
+    last wanted slice, then kept for ``wanted`` only.
     """
-    wanted = [s.index for s in slices]
-    slices = plan[wanted[0] : wanted[-1] + 1]
+    span = plan[wanted[0] : wanted[-1] + 1]
     start, end = F.col("__tw_t"), F.col("__tw_valid_to")
     # The slices an interval overlaps are a run of indexes: from the slice holding its start (or the
     # first one) to the last slice starting before its end.  CASE chains are compiled into the generated
     # code; an array of candidates filtered by a lambda (a higher-order function) is interpreted per row:
     # 0.7-0.8 JVM CPU-s more for the 200 k interval rows of a 100 k-version run.
-    first = last = F.lit(slices[0].index)
-    for s in slices[1:]:
+    first = last = F.lit(span[0].index)
+    for s in span[1:]:
         first = F.when(start >= F.lit(s.start), F.lit(s.index)).otherwise(first)
         last = F.when(end.isNull() | (end > F.lit(s.start)), F.lit(s.index)).otherwise(last)
-    overlaps = (start < F.lit(slices[-1].end)) & (end.isNull() | (end > F.lit(slices[0].start)))
+    overlaps = (start < F.lit(span[-1].end)) & (end.isNull() | (end > F.lit(span[0].start)))
     # FIRST lets a job over several contiguous slices keep one row per interval (see `_group_intervals`)
     tagged = intervals.where(overlaps).withColumn(FIRST, first).withColumn(SLICE, F.explode(F.sequence(F.col(FIRST), last)))
-    return tagged if len(wanted) == len(slices) else tagged.where(F.col(SLICE).isin(wanted))
+    return tagged if len(wanted) == len(span) else tagged.where(F.col(SLICE).isin(wanted))
 
 
 def _groups(wanted: Sequence[int], slices_per_job: int) -> list[list[int]]:
@@ -371,7 +370,7 @@ def _write_slices(
         # not all the run's: every slice built the broadcast hash relation of all of them (2 M orders x
         # 100 k versions, 10 slices: 6.0-7.3 -> 3.0-3.7 driver-side JVM CPU-s, 20 % of the run's JVM CPU).
         # Partition pruning picks a slice's directory on the driver, so the slices' scans share one plan.
-        tagged = _by_slice(run_intervals, plan, [plan[i] for i in wanted])
+        tagged = _by_slice(run_intervals, plan, wanted)
         # static: only this run's partitions may exist (a session default of dynamic would keep others)
         tagged.write.mode("overwrite").option("partitionOverwriteMode", "static").partitionBy(SLICE).parquet(intervals_path)
         # read once per run: every slice probes the same two relations (no re-listing per slice)

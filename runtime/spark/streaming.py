@@ -915,6 +915,7 @@ class StreamingJoin:
     left_schema: T.StructType
     right_schema: T.StructType
     mode: str
+
     @functools.cached_property
     def _finalizer(self) -> plan.Finalizer:
         """The finalize step of :meth:`split`, parsed once per job (see :class:`plan.Finalizer`)."""
