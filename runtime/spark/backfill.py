@@ -9,7 +9,7 @@ event per key before ``start``), and writes the states of the edges it passes in
 The versioned side is small next to the probe side, so a run builds the right half of the shared
 plan once — per-key bucket statistics and the exploded validity intervals of ``carried state ∪ the
 run's events ∪ one look-ahead event per key`` (the look-ahead keeps ``valid_to`` equal to the one-shot
-result) — and probes its slices' left rows against it: inside the one probe job when all the run's
+result; a run from the first slice carries nothing and takes the whole versioned side) — and probes its slices' left rows against it: inside the one probe job when all the run's
 slices share one (the default), written once for the run's jobs otherwise.  The union of the slices
 equals one batch run over ``[start, end)``.
 
@@ -314,9 +314,14 @@ def _run(
 
 
 def _base_state(spark: SparkSession, valid_right: DataFrame, v: VersionedTableSpec, plan: Sequence[Slice], state: str, lo: int) -> DataFrame:
-    """The state at slice ``lo``'s start edge: carried (written by an earlier run) or, at the very start, the newest event per key before it."""
+    """The events giving the state at slice ``lo``'s start edge: the carried state (written by an earlier run) or,
+    at the very start, all events before it.
+
+    Every consumer takes the newest event per key of these, so the very start needs no aggregate of its own
+    (one sort aggregate with its exchange less in each job that reads it).
+    """
     if lo == 0:
-        return _newest_per_key(valid_right.where(F.col(v.time) < F.lit(plan[0].start)), v)
+        return valid_right.where(F.col(v.time) < F.lit(plan[0].start))
     return _read_state(spark, valid_right, v, state, plan[lo])
 
 
@@ -347,8 +352,13 @@ def _write_slices(
     # The versions every slice of this run probes: the carried state, the run's events and one look-ahead
     # event per key (so `valid_to` of a key's last version in the run is the one-shot value).  Versions
     # carry only the columns the probe reads (smaller broadcasts).
-    lookahead = _newest_per_key(valid_right.where(F.col(v.time) >= F.lit(plan[hi].end)), v, descending=False)
-    run_events = base.unionByName(valid_right.where(_span(v, plan, lo, hi))).unionByName(lookahead)
+    # A run from the first slice has no carried state: the events before it, the run's and all later ones are
+    # the whole versioned side, which needs no look-ahead aggregate and gives the one-shot plan's versions.
+    if lo == 0:
+        run_events = valid_right
+    else:
+        lookahead = _newest_per_key(valid_right.where(F.col(v.time) >= F.lit(plan[hi].end)), v, descending=False)
+        run_events = base.unionByName(valid_right.where(_span(v, plan, lo, hi))).unionByName(lookahead)
     payload = _payload_columns(spec, right.columns)
     stats_sql = render.versions_sql("stats", v, "{right}", payload)
     intervals_sql = render.versions_sql("intervals", v, "{right}", payload, stats="{stats}")
@@ -434,12 +444,15 @@ def _write_dead_letters(
     """
     v = spec.versioned
     files = HadoopFiles(left.sparkSession)
-    ran = F.lit(False)
     label = F.lit("none")
     for s in done:
         inside = (F.col("__tw_t") >= F.lit(s.start)) & (F.col("__tw_t") < F.lit(s.end))
-        ran = ran | inside
         label = F.when(inside, F.lit(s.label)).otherwise(label)
+    # "in a slice run" as one range test per run of adjacent slices (one for a whole run), not one per slice:
+    # the count below evaluates it for every left row.
+    ran = reduce(operator.or_, [
+        (F.col("__tw_t") >= F.lit(lo)) & (F.col("__tw_t") < F.lit(hi)) for lo, hi in _ranges(done)
+    ], F.lit(False))
     for name in [*(s.label for s in done), "none"]:
         files.delete(f"{dead_letter}/slice={name}")
     # One job reading the left time column only: the run's left rows (the metric) and whether any time is
@@ -467,6 +480,22 @@ def _write_dead_letters(
     rejected = _observed(rejected.withColumnRenamed("__tw_slice", "slice"), dead_seen)
     rejected.write.mode("append").partitionBy("slice").parquet(dead_letter)
     return rows_in_left, _total(right_seen), _total(dead_seen)
+
+
+def _ranges(done: Sequence[Slice]) -> list[tuple[datetime, datetime]]:
+    """The time ranges ``done`` covers, adjacent slices merged.
+
+    >>> [(a.hour, b.hour) for a, b in _ranges([Slice(0, datetime(2020, 1, 1, 0), datetime(2020, 1, 1, 1)),
+    ...     Slice(1, datetime(2020, 1, 1, 1), datetime(2020, 1, 1, 2)), Slice(3, datetime(2020, 1, 1, 3), datetime(2020, 1, 1, 4))])]
+    [(0, 2), (3, 4)]
+    """
+    ranges: list[tuple[datetime, datetime]] = []
+    for s in done:
+        if ranges and ranges[-1][1] == s.start:
+            ranges[-1] = (ranges[-1][0], s.end)
+        else:
+            ranges.append((s.start, s.end))
+    return ranges
 
 
 @contextmanager
