@@ -93,7 +93,8 @@ def _with_sequence(spec: TemporalJoinSpec, right: DataFrame) -> tuple[TemporalJo
 
 
 def _newest_per_key(events: DataFrame, spec: VersionedTableSpec, descending: bool = True) -> DataFrame:
-    """Per key, the last (or first) event by (time, sequence): a hash aggregate, no sort of the events."""
+    """Per key, the last (or first) event by (time, sequence): one aggregate (Spark plans it as a sort aggregate, since
+    ``max_by`` of a struct has no fixed-width buffer for a hash aggregate; no window over all the events)."""
     order = F.struct(F.col(spec.time), F.col(spec.sequence))
     row = F.struct(*[F.col(c) for c in events.columns])
     pick = F.max_by(row, order) if descending else F.min_by(row, order)
@@ -105,7 +106,7 @@ def _edge_states(
 ) -> DataFrame:
     """Per key, the state at every edge ``lo+1 .. hi+1``, from the state at ``lo`` and the events of slices ``lo..hi``.
 
-    One pass for all edges (a hash aggregate per (key, slice) and a window over the few resulting rows),
+    One pass for all edges (an aggregate per (key, slice) and a window over the few resulting rows),
     not one Spark job per edge.  Events of slice ``j`` are all newer than those of slice ``j-1`` (the
     slices partition time), so the state at edge ``k`` is the newest event of the last slice before
     ``k`` in which the key had any event, or ``base``.
