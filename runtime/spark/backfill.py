@@ -9,8 +9,9 @@ event per key before ``start``), and writes the states of the edges it passes in
 The versioned side is small next to the probe side, so a run builds the right half of the shared
 plan once — per-key bucket statistics and the exploded validity intervals of ``carried state ∪ the
 run's events ∪ one look-ahead event per key`` (the look-ahead keeps ``valid_to`` equal to the one-shot
-result; a run from the first slice carries nothing and takes the whole versioned side) — and probes its slices' left rows against it: inside the one probe job when all the run's
-slices share one (the default), written once for the run's jobs otherwise.  The union of the slices
+result; a run from the first slice carries nothing and takes the whole versioned side) — and probes
+its slices' left rows against it: inside the one probe job when all the run's slices share one (the
+default), written once for the run's jobs otherwise.  The union of the slices
 equals one batch run over ``[start, end)``.
 
 Layout under ``output``: ``slice=<start ISO>/`` parquet per slice (re-running a slice overwrites only
@@ -104,7 +105,10 @@ def _newest_per_key(events: DataFrame, spec: VersionedTableSpec, descending: boo
 def _edge_states(
     base: DataFrame, events: DataFrame, spec: VersionedTableSpec, plan: Sequence[Slice], lo: int, hi: int
 ) -> DataFrame:
-    """Per key, the state at every edge ``lo+1 .. hi+1``, from the state at ``lo`` and the events of slices ``lo..hi``.
+    """Per key, the state at every edge ``lo+1 .. hi+1``, from ``base`` and the events of slices ``lo..hi``.
+
+    ``base`` holds the events giving the state at ``lo`` (``_base_state``: the carried state, or at the very
+    start all earlier events); the newest per key counts.
 
     One pass for all edges (an aggregate per (key, slice) and a window over the few resulting rows),
     not one Spark job per edge.  Events of slice ``j`` are all newer than those of slice ``j-1`` (the
@@ -351,10 +355,10 @@ def _write_slices(
     v = spec.versioned
     lo, hi = wanted[0], wanted[-1]
     # The versions every slice of this run probes: the carried state, the run's events and one look-ahead
-    # event per key (so `valid_to` of a key's last version in the run is the one-shot value).  Versions
+    # event per key (so `valid_to` of a key's last version in the run is the one-shot value).  A run from
+    # the first slice has no carried state: the events before it, the run's and all later ones are the whole
+    # versioned side, which needs no look-ahead aggregate and gives the one-shot plan's versions.  Versions
     # carry only the columns the probe reads (smaller broadcasts).
-    # A run from the first slice has no carried state: the events before it, the run's and all later ones are
-    # the whole versioned side, which needs no look-ahead aggregate and gives the one-shot plan's versions.
     if lo == 0:
         run_events = valid_right
     else:
@@ -451,8 +455,10 @@ def _write_dead_letters(
         label = F.when(inside, F.lit(s.label)).otherwise(label)
     # "in a slice run" as one range test per run of adjacent slices (one for a whole run), not one per slice:
     # the count below evaluates it for every left row.
+    by_index = {s.index: s for s in done}
     ran = reduce(operator.or_, [
-        (F.col("__tw_t") >= F.lit(lo)) & (F.col("__tw_t") < F.lit(hi)) for lo, hi in _ranges(done)
+        (F.col("__tw_t") >= F.lit(by_index[run[0]].start)) & (F.col("__tw_t") < F.lit(by_index[run[-1]].end))
+        for run in _groups(list(by_index), len(done))
     ], F.lit(False))
     for name in [*(s.label for s in done), "none"]:
         files.delete(f"{dead_letter}/slice={name}")
@@ -481,22 +487,6 @@ def _write_dead_letters(
     rejected = _observed(rejected.withColumnRenamed("__tw_slice", "slice"), dead_seen)
     rejected.write.mode("append").partitionBy("slice").parquet(dead_letter)
     return rows_in_left, _total(right_seen), _total(dead_seen)
-
-
-def _ranges(done: Sequence[Slice]) -> list[tuple[datetime, datetime]]:
-    """The time ranges ``done`` covers, adjacent slices merged.
-
-    >>> [(a.hour, b.hour) for a, b in _ranges([Slice(0, datetime(2020, 1, 1, 0), datetime(2020, 1, 1, 1)),
-    ...     Slice(1, datetime(2020, 1, 1, 1), datetime(2020, 1, 1, 2)), Slice(3, datetime(2020, 1, 1, 3), datetime(2020, 1, 1, 4))])]
-    [(0, 2), (3, 4)]
-    """
-    ranges: list[tuple[datetime, datetime]] = []
-    for s in done:
-        if ranges and ranges[-1][1] == s.start:
-            ranges[-1] = (ranges[-1][0], s.end)
-        else:
-            ranges.append((s.start, s.end))
-    return ranges
 
 
 @contextmanager
