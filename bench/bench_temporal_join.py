@@ -78,13 +78,15 @@ def jvm_cpu_by_thread(pid: int) -> dict[str, float]:
     return split
 
 
-def timed(fn, runs: int) -> tuple[float, float, float]:
-    """(cold, warm min, warm median) seconds."""
+def timed(fn, runs: int, warmup: int = 0) -> tuple[float, float, float]:
+    """(cold, warm min, warm median) seconds: the first run, then ``warmup`` unmeasured runs, then the rest."""
     times = []
-    for _ in range(runs):
+    for i in range(runs):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
+        for _ in range(warmup if i == 0 else 0):
+            fn()
     warm = times[1:] or times
     return times[0], min(warm), statistics.median(warm)
 
@@ -96,6 +98,9 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=1000)
     parser.add_argument("--skew", type=float, default=0.0)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=0,
+                        help="unmeasured runs after the cold one (warm = steady state: the JIT has compiled every "
+                             "query's code; the backfill runs more distinct queries than the one-shot, so it warms slower)")
     parser.add_argument("--data", type=Path, default=None, help="data directory (generated if missing)")
     parser.add_argument("--skip", default="", help="comma-separated rows to skip: naive,pandas,backfill,sql")
     parser.add_argument("--slices-per-job", type=int, default=1,
@@ -133,7 +138,7 @@ def main() -> None:
     compiles = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
 
     def bench(name: str, fn) -> None:
-        cold, best, median = timed(fn, args.runs)
+        cold, best, median = timed(fn, args.runs, args.warmup)
         rows.append((name, cold, best, median))
         print(f"{name:55s} cold {cold:7.2f}s  warm {best:6.2f} / {median:6.2f}s  {n / median / 1e6:6.2f} M rows/s", flush=True)
         if args.cpu:  # one extra run (not in the table) with the CPU split taken around it

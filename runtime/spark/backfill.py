@@ -103,12 +103,12 @@ def _newest_per_key(events: DataFrame, spec: VersionedTableSpec, descending: boo
 
 
 def _edge_states(
-    base: DataFrame, events: DataFrame, spec: VersionedTableSpec, plan: Sequence[Slice], lo: int, hi: int
+    base: DataFrame | None, events: DataFrame, spec: VersionedTableSpec, plan: Sequence[Slice], lo: int, hi: int
 ) -> DataFrame:
     """Per key, the state at every edge ``lo+1 .. hi+1``, from ``base`` and the events of slices ``lo..hi``.
 
-    ``base`` holds the events giving the state at ``lo`` (``_base_state``: the carried state, or at the very
-    start all earlier events); the newest per key counts.
+    ``base`` holds the state carried into ``lo`` (None: ``events`` also hold the events before ``lo``, which
+    count as the slice before it); the newest per key counts.
 
     One pass for all edges (an aggregate per (key, slice) and a window over the few resulting rows),
     not one Spark job per edge.  Events of slice ``j`` are all newer than those of slice ``j-1`` (the
@@ -119,9 +119,11 @@ def _edge_states(
     slice_of = F.lit(lo - 1)  # the base state counts as the slice before `lo`
     for offset, at in enumerate(starts):
         slice_of = F.when(F.col(spec.time) >= F.lit(at), F.lit(lo + offset)).otherwise(slice_of)
-    tagged = base.withColumn("__tw_slice", F.lit(lo - 1)).unionByName(events.withColumn("__tw_slice", slice_of))
+    tagged = events.withColumn("__tw_slice", slice_of)
+    if base is not None:
+        tagged = base.withColumn("__tw_slice", F.lit(lo - 1)).unionByName(tagged)
     order = F.struct(F.col(spec.time), F.col(spec.sequence))
-    row = F.struct(*[F.col(c) for c in base.columns])
+    row = F.struct(*[F.col(c) for c in events.columns])
     groups = tagged.groupBy(*spec.key, "__tw_slice").agg(F.max_by(row, order).alias("__tw_row"))
     later = F.lead("__tw_slice").over(Window.partitionBy(*spec.key).orderBy("__tw_slice"))
     # a group of slice j is the state at edges j+1 .. (the key's next slice with events), the last one up to hi+1
@@ -240,10 +242,11 @@ def run_slices(
     an empty file), and needs the left input to have no column named ``slice`` (the default then falls
     back to one job per slice).
 
-    Spark jobs: the edge states (one job, written per edge with dynamic partition overwrite), the dead
-    letters (one job counting the run's left rows from their time column, one writing), and the probe
-    jobs.  Rows written are counted as they are written (``DataFrame.observe``).  Needs a classic
-    session (it clears output and dead-letter directories through the driver's Hadoop file system).
+    Spark jobs: the probe jobs and, beside them, the edge states (one job, written per edge with dynamic
+    partition overwrite, counting the right side as it reads it), one job counting the run's left rows
+    from their time and key columns, and the dead-letter job (only when a count found a row to reject).
+    Rows written are counted from the written files' parquet footers.  Needs a classic session (it
+    clears output and dead-letter directories and reads footers through the driver's Hadoop file system).
 
     Measured on 10 M orders x 100 k versions (``bench/RESULTS.md``): one-shot -> parquet vs this with
     10 slices, default grouping and one job per slice.
@@ -297,53 +300,110 @@ def _run(
     done = [plan[i] for i in wanted]
     groups = _groups(wanted, slices_per_job)
     valid_right = right.where(F.expr(f"({reject_reason(spec, 'right')}) IS NULL"))
-    # the state at the run's first edge (fails, before anything is written, when it was never written)
-    base = _base_state(spark, valid_right, spec.versioned, plan, state, wanted[0]) if done else None
-    # The edge states and the dead letters need nothing the probes write, so two side threads run their
-    # (small) jobs while this one builds the versions and probes: their driver work and single-task
-    # stages overlap the probes' instead of delaying them (10 M orders x 100 k versions, warm: -1.3 s).
-    with ThreadPoolExecutor(max_workers=2) as side:
-        dead = side.submit(_write_dead_letters, left, right, spec, done, dead_letter)
-        edges = side.submit(_write_edge_states, spark, base, valid_right, spec.versioned, plan, wanted, state) if done else None
+    # The state carried into the run's first edge (fails, before anything is written, when it was never
+    # written).  A run from the first slice carries none: the events before it are raw right rows.
+    base = _read_state(spark, valid_right, spec.versioned, state, plan[wanted[0]]) if done and wanted[0] > 0 else None
+    # The edge states and the dead letters need nothing the probes write, so a side thread runs their
+    # small jobs (`_side_jobs`) while this one builds the versions and probes.  The writers' setting holds
+    # for the whole run: Spark reads it when it plans a write (no sort) and again when it runs it (which
+    # writer), so a side job planned inside a narrower window and run after it wrote one partition's
+    # file twice (FileAlreadyExistsException).
+    with _concurrent_writers(spark, slices_per_job), ThreadPoolExecutor(max_workers=1) as side:
+        beside = side.submit(_side_jobs, spark, left, right, base, spec, plan, wanted, dead_letter, state)
         rows_out = _write_slices(
             spark, left, right, base, valid_right, spec, plan, wanted, groups, output, state, concurrent_slices,
             slices_per_job,
         ) if done else 0
-        rows_in_left, rows_in_right, dead_rows = dead.result()
-        if edges is not None:
-            edges.result()
+        rows_in_left, rows_in_right, dead_rows = beside.result()
     return {
         "late": 0, "slices": len(done), "rows_in_left": rows_in_left, "rows_in_right": rows_in_right,
         "rows_out": rows_out, "dead_letter": dead_rows, "watermark": end.isoformat(),
     }
 
 
-def _base_state(spark: SparkSession, valid_right: DataFrame, v: VersionedTableSpec, plan: Sequence[Slice], state: str, lo: int) -> DataFrame:
-    """The events giving the state at slice ``lo``'s start edge: the carried state (written by an earlier run) or,
-    at the very start, all events before it.
-
-    Every consumer takes the newest event per key of these, so the very start needs no aggregate of its own
-    (one sort aggregate with its exchange less in each job that reads it).
-    """
-    if lo == 0:
-        return valid_right.where(F.col(v.time) < F.lit(plan[0].start))
-    return _read_state(spark, valid_right, v, state, plan[lo])
-
-
 def _span(v: VersionedTableSpec, plan: Sequence[Slice], lo: int, hi: int) -> Column:
     return (F.col(v.time) >= F.lit(plan[lo].start)) & (F.col(v.time) < F.lit(plan[hi].end))
 
 
+def _in_slices(time: Column, done: Sequence[Slice]) -> Column:
+    """``time`` inside one of the slices ``done``: one range test per run of adjacent slices (one for a whole run)."""
+    by_index = {s.index: s for s in done}
+    return reduce(operator.or_, [
+        (time >= F.lit(by_index[run[0]].start)) & (time < F.lit(by_index[run[-1]].end))
+        for run in _groups(list(by_index), len(done))
+    ], F.lit(False))
+
+
+def _side_jobs(
+    spark: SparkSession, left: DataFrame, right: DataFrame, base: DataFrame | None, spec: TemporalJoinSpec,
+    plan: Sequence[Slice], wanted: Sequence[int], dead_letter: str, state: str,
+) -> tuple[int, int, int]:
+    """The run's work beside the probes; returns (left rows in the slices run, right rows in them, dead letters).
+
+    One job counts the left side (reading its time and key columns only) while the edge-state job counts
+    the right side as it reads it; the dead-letter job runs after both, and only when they found a row to
+    reject: clean input costs two small jobs, not three.  The two run at once so that both fit in the
+    probe's latency-bound start (its small version stages), before its long stage takes both cores.
+    """
+    done = [plan[i] for i in wanted]
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        edges = beside.submit(_write_edge_states, spark, base, right, spec, plan, wanted, state) if done else None
+        rows_in_left, null_times, null_keys = _count_left(left, spec, done)
+        # nothing ran: no edge state to write, but right rows with a NULL time are still dead letters
+        rows_in_right, right_rejects = edges.result() if edges is not None else (0, 1)
+    dead_rows = _write_dead_letters(
+        left, right, spec, done, dead_letter, null_times=null_times > 0, left_rejects=null_keys + null_times > 0,
+        right_rejects=right_rejects > 0,
+    )
+    return rows_in_left, rows_in_right, dead_rows
+
+
+def _count_left(left: DataFrame, spec: TemporalJoinSpec, done: Sequence[Slice]) -> tuple[int, int, int]:
+    """(left rows in the slices ``done``, left rows with a NULL time, rows in those slices with a NULL key), in one job.
+
+    It reads the time and key columns only.  It decides what the dead-letter job must scan: row-group
+    statistics cannot always answer `time IS NULL` (Spark builds no parquet filter on a TIMESTAMP_NTZ
+    column stored with isAdjustedToUTC=false), and one unanswerable test made the dead-letter scan read
+    every left row (10 M orders: 2.4-3.4 JVM CPU-s).
+    """
+    time = F.col(spec.left_time)
+    ran = _in_slices(time, done)
+    null_key = reduce(operator.or_, [F.col(c).isNull() for c in spec.left_key])
+    counts = left.select(time, *[F.col(c) for c in spec.left_key if c != spec.left_time]).where(ran | time.isNull()).agg(
+        F.count_if(ran).alias("ran"), F.count_if(time.isNull()).alias("null_times"),
+        F.count_if(ran & null_key).alias("null_keys"),
+    ).first()
+    return int(counts["ran"]), int(counts["null_times"]), int(counts["null_keys"])
+
+
 def _write_edge_states(
-    spark: SparkSession, base: DataFrame, valid_right: DataFrame, v: VersionedTableSpec, plan: Sequence[Slice],
+    spark: SparkSession, base: DataFrame | None, right: DataFrame, spec: TemporalJoinSpec, plan: Sequence[Slice],
     wanted: Sequence[int], state: str,
-) -> None:
-    """Write the state at every edge the run passes (``state/edge=<label>/``), from ``base`` (the state at its first edge), in one job."""
+) -> tuple[int, int]:
+    """Write the state at every edge the run passes (``state/edge=<label>/``) in one job; returns the right side's
+    (rows in the slices run, rows to reject there or with a NULL time), counted as the job reads it.
+
+    ``base`` is the state carried into the run's first edge; a run from the first slice has none and reads
+    the raw events before it with the run's own (one filter, one scan of the right side).
+    """
+    v = spec.versioned
     lo, hi = wanted[0], wanted[-1]
-    edge_states = _edge_states(base, valid_right.where(_span(v, plan, lo, hi)), v, plan, lo, hi)
+    time, reason = F.col(v.time), F.expr(reject_reason(spec, "right"))
+    ran = _in_slices(time, [plan[i] for i in wanted])
+    # One branch reads the right side, so the observation sees each row once.  A filter is never pushed
+    # below an observation: it counts every right row.
+    seen = Observation()
+    observed = right.observe(
+        seen, F.count_if(ran).alias("ran"), F.count_if(reason.isNotNull() & (ran | time.isNull())).alias("rejected")
+    )
+    valid = observed.where(reason.isNull())
+    events = valid.where(time < F.lit(plan[hi].end)) if base is None else valid.where(_span(v, plan, lo, hi))
+    edge_states = _edge_states(base, events, v, plan, lo, hi)
     # one row of NULLs per edge, so an edge where no key has state yet still exists (as "empty")
-    edge_states = edge_states.unionByName(_edge_markers(spark, base.schema, [plan[k].end for k in range(lo, hi + 1)]))
+    edge_states = edge_states.unionByName(_edge_markers(spark, right.schema, [plan[k].end for k in range(lo, hi + 1)]))
     edge_states.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("edge").parquet(state)
+    counts = seen.get
+    return int(counts["ran"]), int(counts["rejected"])
 
 
 def _write_slices(
@@ -392,11 +452,10 @@ def _write_slices(
         intervals = spark.read.schema(tagged.schema).parquet(intervals_path)
         present = sorted({int(m.group(1)) for f in intervals.inputFiles() if (m := re.search(rf"/{SLICE}=(\d+)/", f))})
     sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
-    # Rows written are counted as they are written (DataFrame.observe at the plan's end, where it splits
-    # no generated stage).  The left rows are counted by the dead-letter side job, which reads the time
-    # column anyway: an observation on the scan cut each probe's generated code in two (10 M orders:
-    # ~3 JVM CPU-s).
-    out_seen: list[Observation] = []
+    # No observation on the probes: one at the scan cut the generated code in two (10 M orders: ~3 JVM
+    # CPU-s), and even one at the plan's end cost ~0.7 JVM CPU-s (every row through a non-generated
+    # operator).  Rows written are counted from the written files' footers; the left rows by the
+    # dead-letter side job, which reads the time column anyway.
     writes = []
     files = HadoopFiles(spark)
     for group in groups:
@@ -404,7 +463,7 @@ def _write_slices(
         left_in = (F.col(spec.left_time) >= F.lit(first.start)) & (F.col(spec.left_time) < F.lit(last.end))
         overlapping = intervals if len(groups) == 1 else _group_intervals(intervals, group[0], group[-1], present)
         if len(group) == 1:
-            joined = _observed(spark.sql(sql, left=left.where(left_in), stats=stats, intervals=overlapping), out_seen)
+            joined = spark.sql(sql, left=left.where(left_in), stats=stats, intervals=overlapping)
             writes.append(partial(joined.write.mode("overwrite").parquet, f"{output}/slice={first.label}"))
             continue
         # The slice of a row inside the group: the last slice starting at or before its time.  Taken from the
@@ -414,7 +473,7 @@ def _write_slices(
         for i in group[1:]:
             label = F.when(F.col(spec.left_time) >= F.lit(plan[i].start), F.lit(plan[i].label)).otherwise(label)
         probed = spark.sql(sql, left=left.where(left_in), stats=stats, intervals=overlapping)
-        joined = _observed(probed.withColumn(SLICE_COLUMN, label), out_seen)
+        joined = probed.withColumn(SLICE_COLUMN, label)
         for i in group:  # a slice of the group without rows now must not keep an earlier run's output
             files.delete(f"{output}/slice={plan[i].label}")
         writer = joined.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy(SLICE_COLUMN)
@@ -423,10 +482,10 @@ def _write_slices(
     # time: with input sorted by time a slice's rows sit in one or two parquet row groups, which one task
     # each reads, so a lone slice job keeps one core busy where the one-shot run keeps all busy; a second
     # job also overlaps one slice's fixed costs (broadcasts, commit) with another's work.
-    with _concurrent_writers(spark, slices_per_job), ThreadPoolExecutor(max_workers=max(1, concurrent_slices)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, concurrent_slices)) as pool:
         for finished in [pool.submit(write) for write in writes]:
             finished.result()  # the first failure propagates; slices already written stay (each is idempotent)
-    return _total(out_seen)
+    return files.parquet_rows([f"{output}/slice={plan[i].label}" for i in wanted])
 
 
 def _fits_broadcast(spark: SparkSession, df: DataFrame) -> bool:
@@ -439,54 +498,41 @@ def _fits_broadcast(spark: SparkSession, df: DataFrame) -> bool:
 
 
 def _write_dead_letters(
-    left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, done: Sequence[Slice], dead_letter: str
-) -> tuple[int, int, int]:
-    """Write the dead letters of the slices run; returns (left rows in those slices, right rows, dead letters).
+    left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, done: Sequence[Slice], dead_letter: str, *,
+    null_times: bool, left_rejects: bool, right_rejects: bool,
+) -> int:
+    """Write the dead letters of the slices run; returns how many.
 
     Dead letters of all slices run, plus the rows with a NULL time (they belong to no slice: `slice=none`),
     in one job: the run's slice directories are cleared first, then written by partition, so re-running
-    a slice still replaces exactly its dead letters.
+    a slice still replaces exactly its dead letters.  A side the counts found clean is not read; with both
+    clean there is no job.
     """
-    v = spec.versioned
     files = HadoopFiles(left.sparkSession)
-    label = F.lit("none")
-    for s in done:
-        inside = (F.col("__tw_t") >= F.lit(s.start)) & (F.col("__tw_t") < F.lit(s.end))
-        label = F.when(inside, F.lit(s.label)).otherwise(label)
-    # "in a slice run" as one range test per run of adjacent slices (one for a whole run), not one per slice:
-    # the count below evaluates it for every left row.
-    by_index = {s.index: s for s in done}
-    ran = reduce(operator.or_, [
-        (F.col("__tw_t") >= F.lit(by_index[run[0]].start)) & (F.col("__tw_t") < F.lit(by_index[run[-1]].end))
-        for run in _groups(list(by_index), len(done))
-    ], F.lit(False))
     for name in [*(s.label for s in done), "none"]:
         files.delete(f"{dead_letter}/slice={name}")
-    # One job reading the left time column only: the run's left rows (the metric) and whether any time is
-    # NULL.  Row-group statistics cannot always answer `time IS NULL` (Spark builds no parquet filter on a
-    # TIMESTAMP_NTZ column stored with isAdjustedToUTC=false), and one unanswerable test in the OR below
-    # made the dead-letter scan read every left row (10 M orders: 2.4-3.4 JVM CPU-s).
-    times = left.select(F.col(spec.left_time).alias("__tw_t")).where(ran | F.col("__tw_t").isNull())
-    counts = times.agg(F.count_if(ran).alias("ran"), F.count_if(F.col("__tw_t").isNull()).alias("nulls")).first()
-    rows_in_left, null_times = int(counts["ran"]), int(counts["nulls"])
+    if not (left_rejects or right_rejects):
+        return 0
+    time = F.col("__tw_t")
+    label = F.lit("none")
+    for s in done:
+        label = F.when((time >= F.lit(s.start)) & (time < F.lit(s.end)), F.lit(s.label)).otherwise(label)
+    ran = _in_slices(time, done)
     left_side, right_side = (
-        df.withColumn("__tw_t", F.col(t)).where(ran | F.col("__tw_t").isNull()).withColumn("__tw_slice", label)
-        for df, t in ((left, spec.left_time), (right, v.time))
+        df.withColumn("__tw_t", F.col(t)).where(ran | time.isNull()).withColumn("__tw_slice", label)
+        for df, t in ((left, spec.left_time), (right, spec.versioned.time))
     )
     # A left row is rejected only for a NULL key or time column (timeweave__reject_reason): saying so as
     # plain IS NULL tests lets the parquet scan skip every row group without NULLs (the CASE expression
-    # of the reason cannot be pushed down), so clean input costs no scan here.  Without NULL times the
-    # key tests alone decide.
+    # of the reason cannot be pushed down).  Without NULL times the key tests alone decide.
     nulls = [F.col(c).isNull() for c in spec.left_key] + ([F.col(spec.left_time).isNull()] if null_times else [])
-    left_side = left_side.where(reduce(operator.or_, nulls, F.lit(False)))
-    # The right side is small: counting its rows here (before the reject filter) reads it whole.
-    right_seen: list[Observation] = []
+    left_side = left_side.where(reduce(operator.or_, nulls, F.lit(False)) & F.lit(left_rejects))
+    right_side = right_side.where(F.lit(right_rejects))  # a constant false filter: Spark reads nothing
     dead_seen: list[Observation] = []
-    right_side = _observed(right_side, right_seen, F.count(F.col("__tw_t")))
     rejected = dead_letters(left_side.drop("__tw_t"), right_side.drop("__tw_t"), spec, carry="__tw_slice")
     rejected = _observed(rejected.withColumnRenamed("__tw_slice", "slice"), dead_seen)
     rejected.write.mode("append").partitionBy("slice").parquet(dead_letter)
-    return rows_in_left, _total(right_seen), _total(dead_seen)
+    return _total(dead_seen)
 
 
 @contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -37,6 +38,29 @@ class HadoopFiles:
     def exists(self, text: str) -> bool:
         path = self.path(text)
         return bool(self.fs(path).exists(path))
+
+    def parquet_rows(self, directories: Sequence[str]) -> int:
+        """The rows in the parquet data files directly under ``directories`` (missing ones hold none), from the footers.
+
+        Reads each file's footer only (no Spark job, no data pages): the count of what a write committed.
+        """
+        parquet = self._jvm.org.apache.parquet.hadoop
+        rows = 0
+        for text in directories:
+            path = self.path(text)
+            fs = self.fs(path)
+            if not fs.exists(path):
+                continue
+            for status in fs.listStatus(path):
+                name = status.getPath().getName()
+                if not status.isFile() or name.startswith(("_", ".")):  # _SUCCESS, .crc: not data files
+                    continue
+                reader = parquet.ParquetFileReader.open(parquet.util.HadoopInputFile.fromStatus(status, self._conf))
+                try:
+                    rows += int(reader.getRecordCount())
+                finally:
+                    reader.close()
+        return rows
 
     def commit(self, staging: str, target: str, prefix: str) -> None:
         """Replace ``target/prefix*`` by the data files of ``staging`` (named ``prefix<i><ext>``)."""

@@ -152,3 +152,62 @@ def test_backfill_dead_letters_without_null_times_keep_the_null_keys_of_their_sl
     rows = spark.read.parquet(str(dead)).where("side = 'left'").selectExpr("get_json_object(row, '$.order_id')", "slice")
     assert expected and sorted(tuple(r) for r in rows.collect()) == expected
     assert metrics["dead_letter"] == spark.read.parquet(str(dead)).count()
+
+
+def _clean(rows: list[tuple], key: int, time: int) -> list[tuple]:
+    return [row for row in rows if row[key] is not None and row[time] is not None]
+
+
+def test_backfill_clean_input_writes_no_dead_letters_and_clears_the_slices_of_a_rerun(spark, tmp_path) -> None:
+    """Without a row to reject no dead-letter job runs, yet a re-run still removes the dead letters its slices
+    held before (input corrected since), and the metrics still count both sides."""
+    left, right = random_inputs(10, n_left=90, n_right=40)
+    start, end = T0, T0 + timedelta(hours=10)
+    paths = [str(tmp_path / name) for name in ("out", "dead", "state")]
+    dirty = run_slices(spark.createDataFrame(left, LEFT_DDL), spark.createDataFrame(right, RIGHT_DDL), _spec(None),
+                       start, end, 3, *paths)
+    assert dirty["dead_letter"] > 0 and list((tmp_path / "dead").glob("slice=*"))
+
+    left, right = _clean(left, 1, 2), _clean(right, 1, 3)
+    metrics = run_slices(spark.createDataFrame(left, LEFT_DDL), spark.createDataFrame(right, RIGHT_DDL), _spec(None),
+                         start, end, 3, *paths)
+
+    assert metrics["dead_letter"] == 0 and not list((tmp_path / "dead").glob("slice=*"))
+    assert metrics["rows_in_left"] == metrics["rows_out"] == sum(1 for row in left if _inside(row[2], start, end))
+    assert metrics["rows_in_right"] == sum(1 for row in right if _inside(row[3], start, end))
+
+
+def test_backfill_dead_letters_of_the_right_side_alone(spark, tmp_path) -> None:
+    """A clean left side and a right side with NULL keys and times: the dead-letter job reads the right side
+    only, and every rejected right row lands in its slice (NULL time: ``none``)."""
+    left, right = random_inputs(11, n_left=60, n_right=80)
+    left = _clean(left, 1, 2)
+    start, end = T0, T0 + timedelta(hours=10)
+    dead = tmp_path / "dead"
+
+    metrics = run_slices(spark.createDataFrame(left, LEFT_DDL), spark.createDataFrame(right, RIGHT_DDL), _spec(None),
+                         start, end, 4, str(tmp_path / "out"), str(dead), str(tmp_path / "state"))
+
+    plan = slices_of(start, end, 4)
+
+    def slice_of(t) -> str:
+        return "none" if t is None else next(s.label for s in plan if _inside(t, s.start, s.end))
+
+    expected = sorted((row[4], slice_of(row[3])) for row in right if row[1] is None or row[3] is None)
+    got = spark.read.parquet(str(dead)).selectExpr("side", "cast(get_json_object(row, '$.seq') AS BIGINT)", "slice")
+    assert expected and sorted(tuple(r)[1:] for r in got.collect()) == expected
+    assert {r[0] for r in got.collect()} == {"right"} and metrics["dead_letter"] == len(expected)
+
+
+def test_parquet_rows_counts_data_files_from_their_footers(spark, tmp_path) -> None:
+    """What the backfill reports as rows written: every data file's footer count; missing directories hold
+    none, and _SUCCESS / .crc files are not data."""
+    from runtime.spark.hadoop import HadoopFiles
+
+    spark.range(7).repartition(3).write.parquet(str(tmp_path / "a"))
+    spark.range(5).write.parquet(str(tmp_path / "b"))
+    assert (tmp_path / "a" / "_SUCCESS").exists()
+
+    files = HadoopFiles(spark)
+    assert files.parquet_rows([str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "missing")]) == 12
+    assert files.parquet_rows([]) == 0
