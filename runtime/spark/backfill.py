@@ -273,15 +273,22 @@ def run_slices(
             where="backfill",
         )
     spec, right = _with_sequence(spec, right)
-    # Every run-level job reads the (small) versioned side: cache it once, with its input-order sequence
-    # computed once, instead of each job scanning it and computing the sequence again.
-    right = right.select("*").persist(StorageLevel.MEMORY_AND_DISK)  # our own cache entry: never unpersist the caller's
+    # A run of several probe jobs reads the (small) versioned side in each of its run-level jobs: cache it
+    # once, with its input-order sequence computed once.  A run of one probe job reads it three times (the
+    # probe's statistics and intervals, the edge states) and is faster scanning it each time: building the
+    # cache sat on the probe's critical path (10 M orders x 100 k versions: 0.62 s and 1.35 JVM CPU-s less
+    # per run, paired medians of 8 warm rounds).  Uncached, each job computes the same input order again,
+    # as the one-shot plan's two scans do.
+    cached = len(_groups(wanted, slices_per_job)) > 1
+    if cached:
+        right = right.select("*").persist(StorageLevel.MEMORY_AND_DISK)  # our own entry: never unpersist the caller's
     try:
         return _run(
             spark, left, right, spec, plan, wanted, output, dead_letter, state, end, concurrent_slices, slices_per_job
         )
     finally:
-        right.unpersist()
+        if cached:
+            right.unpersist()
 
 
 def _payload_columns(spec: TemporalJoinSpec, right_columns: Sequence[str]) -> list[str]:
