@@ -116,7 +116,7 @@ def _edge_states(
     ``k`` in which the key had any event, or ``base``.
     """
     starts = [s.start for s in plan[lo : hi + 1]]
-    slice_of = F.lit(lo - 1)  # the base state counts as the slice before `lo`
+    slice_of = F.lit(lo - 1)  # the base state (or, without one, the events before `lo`) counts as the slice before `lo`
     for offset, at in enumerate(starts):
         slice_of = F.when(F.col(spec.time) >= F.lit(at), F.lit(lo + offset)).otherwise(slice_of)
     tagged = events.withColumn("__tw_slice", slice_of)
@@ -461,8 +461,8 @@ def _write_slices(
     sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
     # No observation on the probes: one at the scan cut the generated code in two (10 M orders: ~3 JVM
     # CPU-s), and even one at the plan's end cost ~0.7 JVM CPU-s (every row through a non-generated
-    # operator).  Rows written are counted from the written files' footers; the left rows by the
-    # dead-letter side job, which reads the time column anyway.
+    # operator).  Rows written are counted from the written files' footers; the left rows by the side
+    # job `_count_left`, which reads the time and key columns only.
     writes = []
     files = HadoopFiles(spark)
     for group in groups:
