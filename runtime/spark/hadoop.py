@@ -35,6 +35,11 @@ class HadoopFiles:
         path = self.path(text)
         self.fs(path).delete(path, True)
 
+    def mkdirs(self, text: str) -> None:
+        """Create the directory ``text`` (and its parents) unless it exists."""
+        path = self.path(text)
+        self.fs(path).mkdirs(path)
+
     def exists(self, text: str) -> bool:
         path = self.path(text)
         return bool(self.fs(path).exists(path))
@@ -61,6 +66,35 @@ class HadoopFiles:
                 finally:
                     reader.close()
         return rows
+
+    def parquet_null_counts(self, files: Sequence[str], columns: Sequence[str]) -> dict[str, int] | None:
+        """The NULLs in each of ``columns`` (top-level, named exactly) over the parquet ``files``, from their footers.
+
+        None when the footers cannot tell: a file without one of the columns (Spark reads it as all
+        NULL) or a row group whose statistics carry no null count.  Reads footers only (no Spark job).
+        """
+        parquet = self._jvm.org.apache.parquet.hadoop
+        nulls = dict.fromkeys(columns, 0)
+        for text in files:
+            reader = parquet.ParquetFileReader.open(parquet.util.HadoopInputFile.fromPath(self.path(text), self._conf))
+            try:
+                footer = reader.getFooter()
+            finally:
+                reader.close()
+            schema = footer.getFileMetaData().getSchema()
+            if not all(schema.containsField(c) and schema.getType(c).isPrimitive() for c in columns):
+                return None
+            for block in footer.getBlocks():
+                for chunk in block.getColumns():
+                    path = chunk.getPath()
+                    name = path.toArray()[0] if path.size() == 1 else None  # a nested field's path has several parts
+                    if name not in nulls:
+                        continue
+                    statistics = chunk.getStatistics()
+                    if statistics is None or not statistics.isNumNullsSet():
+                        return None
+                    nulls[name] += int(statistics.getNumNulls())
+        return nulls
 
     def commit(self, staging: str, target: str, prefix: str) -> None:
         """Replace ``target/prefix*`` by the data files of ``staging`` (named ``prefix<i><ext>``)."""
