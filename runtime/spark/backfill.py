@@ -240,7 +240,9 @@ def run_slices(
     Spark jobs: the probe jobs and, beside them, the edge states (one job, written per edge with dynamic
     partition overwrite, counting the right side as it reads it), one job counting the run's left rows
     from their time and key columns, and the dead-letter job (only when a count found a row to reject).
-    Rows written are counted from the written files' parquet footers.  Needs a classic session (it
+    Rows written are counted from the written files' parquet footers; so are, for a LEFT join, the left
+    rows, when the left input is a parquet scan whose footers count no NULL key or time (then no job
+    reads the left side beside the probe).  Needs a classic session (it
     clears output and dead-letter directories and reads footers through the driver's Hadoop file system).
 
     Measured on 10 M orders x 100 k versions (``bench/RESULTS.md``): one-shot -> parquet vs this with
