@@ -204,7 +204,7 @@ def _read_state(spark: SparkSession, valid_right: DataFrame, v: VersionedTableSp
             "only", f"slice {s.index} needs the state at {s.start}; run slice {s.index - 1} first", where="backfill"
         )
     carried = spark.read.schema(valid_right.schema).parquet(path)
-    return carried.where(F.col(v.key[0]).isNotNull())  # states written before 0.x marked an edge with a row of NULLs
+    return carried.where(F.col(v.key[0]).isNotNull())  # earlier versions marked an edge with a row of NULLs
 
 
 def run_slices(
