@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class HadoopFiles:
 
         Reads each file's footer only (no Spark job, no data pages): the count of what a write committed.
         """
-        parquet = self._jvm.org.apache.parquet.hadoop
+        inputs = self._jvm.org.apache.parquet.hadoop.util.HadoopInputFile
         rows = 0
         for text in directories:
             path = self.path(text)
@@ -60,11 +61,8 @@ class HadoopFiles:
                 name = status.getPath().getName()
                 if not status.isFile() or name.startswith(("_", ".")):  # _SUCCESS, .crc: not data files
                     continue
-                reader = parquet.ParquetFileReader.open(parquet.util.HadoopInputFile.fromStatus(status, self._conf))
-                try:
+                with self._parquet_reader(inputs.fromStatus(status, self._conf)) as reader:
                     rows += int(reader.getRecordCount())
-                finally:
-                    reader.close()
         return rows
 
     def parquet_null_counts(self, files: Sequence[str], columns: Sequence[str]) -> dict[str, int] | None:
@@ -73,14 +71,11 @@ class HadoopFiles:
         None when the footers cannot tell: a file without one of the columns (Spark reads it as all
         NULL) or a row group whose statistics carry no null count.  Reads footers only (no Spark job).
         """
-        parquet = self._jvm.org.apache.parquet.hadoop
+        inputs = self._jvm.org.apache.parquet.hadoop.util.HadoopInputFile
         nulls = dict.fromkeys(columns, 0)
         for text in files:
-            reader = parquet.ParquetFileReader.open(parquet.util.HadoopInputFile.fromPath(self.path(text), self._conf))
-            try:
+            with self._parquet_reader(inputs.fromPath(self.path(text), self._conf)) as reader:
                 footer = reader.getFooter()
-            finally:
-                reader.close()
             schema = footer.getFileMetaData().getSchema()
             if not all(schema.containsField(c) and schema.getType(c).isPrimitive() for c in columns):
                 return None
@@ -95,6 +90,15 @@ class HadoopFiles:
                         return None
                     nulls[name] += int(statistics.getNumNulls())
         return nulls
+
+    @contextmanager
+    def _parquet_reader(self, input_file: Any) -> Iterator[Any]:
+        """A parquet-mr ``ParquetFileReader`` on ``input_file`` (a ``HadoopInputFile``; opening reads the footer), closed on exit."""
+        reader = self._jvm.org.apache.parquet.hadoop.ParquetFileReader.open(input_file)
+        try:
+            yield reader
+        finally:
+            reader.close()
 
     def commit(self, staging: str, target: str, prefix: str) -> None:
         """Replace ``target/prefix*`` by the data files of ``staging`` (named ``prefix<i><ext>``)."""
