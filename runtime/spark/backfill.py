@@ -358,7 +358,7 @@ def _side_jobs(
     """
     done = [plan[i] for i in wanted]
     with ThreadPoolExecutor(max_workers=1) as beside:
-        edges = beside.submit(_write_edge_states, spark, base, right, spec, plan, wanted, state) if done else None
+        edges = beside.submit(_write_edge_states, spark, base, right, spec, plan, done, state) if done else None
         if spec.how is JoinType.LEFT and _footers_show_no_nulls(left, [spec.left_time, *spec.left_key]):
             rows_in_left, null_times, null_keys = None, 0, 0
         else:
@@ -399,10 +399,10 @@ def _parquet_scan_files(df: DataFrame, columns: Sequence[str]) -> list[str] | No
         if not all(projected.apply(i).getClass().getSimpleName() == "AttributeReference" for i in range(projected.size())):
             return None
         plan = plan.child()
-    if plan.nodeName() != "LogicalRelation" or plan.relation().getClass().getSimpleName() != "HadoopFsRelation":
+    if plan.nodeName() != "LogicalRelation":
         return None
     relation = plan.relation()
-    if relation.fileFormat().getClass().getSimpleName() != "ParquetFileFormat":
+    if relation.getClass().getSimpleName() != "HadoopFsRelation" or relation.fileFormat().getClass().getSimpleName() != "ParquetFileFormat":
         return None
     stored = set(relation.dataSchema().fieldNames()) - set(relation.partitionSchema().fieldNames())
     return list(df.inputFiles()) if set(columns) <= stored else None
@@ -428,7 +428,7 @@ def _count_left(left: DataFrame, spec: TemporalJoinSpec, done: Sequence[Slice]) 
 
 def _write_edge_states(
     spark: SparkSession, base: DataFrame | None, right: DataFrame, spec: TemporalJoinSpec, plan: Sequence[Slice],
-    wanted: Sequence[int], state: str,
+    done: Sequence[Slice], state: str,
 ) -> tuple[int, int]:
     """Write the state at every edge the run passes (``state/edge=<label>/``) in one job; returns the right side's
     (rows in the slices run, rows to reject there or with a NULL time), counted as the job reads it.
@@ -437,9 +437,9 @@ def _write_edge_states(
     the raw events before it with the run's own (one filter, one scan of the right side).
     """
     v = spec.versioned
-    lo, hi = wanted[0], wanted[-1]
+    lo, hi = done[0].index, done[-1].index
     time, reason = F.col(v.time), F.expr(reject_reason(spec, "right"))
-    ran = _in_slices(time, [plan[i] for i in wanted])
+    ran = _in_slices(time, done)
     # One branch reads the right side, so the observation sees each row once.  A filter is never pushed
     # below an observation: it counts every right row.
     counters = [F.count_if(ran).alias("ran"), F.count_if(reason.isNotNull() & (ran | time.isNull())).alias("rejected")]
