@@ -176,13 +176,15 @@ def dead_letters(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, carr
     ``row`` (the backfill's slice label).
     """
     session = _session(left)
-    hidden = f"reason, {carry}" if carry else "reason"
-    kept = f", {carry}" if carry else ""
+    # Names are quoted and the side is a constant rendered by the plan's rule (render.sql_string); the
+    # reason expression renders column names as constants whose SQL text holds none of their characters.
+    hidden = f"reason, {render.quote(carry)}" if carry else "reason"
+    kept = f", {render.quote(carry)}" if carry else ""
     parts = []
     for side, df in (("left", left), ("right", right)):
-        reason = reject_reason(spec, side)
+        reason = _braces(reject_reason(spec, side))
         parts.append(session.sql(
-            f"SELECT '{side}' AS side, reason, to_json(struct(* EXCEPT ({hidden}))) AS row{kept} FROM "
+            f"SELECT {render.sql_string(side)} AS side, reason, to_json(struct(* EXCEPT ({hidden}))) AS row{kept} FROM "
             f"(SELECT *, {reason} AS reason FROM {{df}}) WHERE reason IS NOT NULL",
             df=df,
         ))

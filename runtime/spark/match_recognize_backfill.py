@@ -59,6 +59,7 @@ from runtime.spark.match_recognize import (
     _to_arrow,
     plan,
 )
+from runtime.spark.schema import column as named
 from runtime.spark.subqueries import inline_subqueries
 
 STATE = "__tw_state"  # BINARY: the pickled PartitionMatcher of one key (state rows only)
@@ -67,7 +68,7 @@ _EPOCH = datetime(1970, 1, 1)
 
 
 def _quoted(name: str) -> Column:
-    return F.col("`" + name.replace("`", "``") + "`")
+    return named(name)
 
 
 def time_bounds(data_type: T.DataType, start: datetime, end: datetime, column: str) -> tuple[Column, Column]:

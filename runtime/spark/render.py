@@ -48,6 +48,35 @@ def macro(name: str, *args: Any, **kwargs: Any) -> str:
     return str(getattr(_macros(), name)(*args, **kwargs)).strip()
 
 
+@cache
+def quote(name: str) -> str:
+    """A column name or alias as a quoted SQL identifier (the plan file's ``timeweave__q``: one rule).
+
+    Every identifier that comes from users or data (CSV headers, inferred JSON schemas) goes through this
+    before it is part of SQL text or of a ``F.col``/``F.expr`` string.
+
+    >>> quote("a.b`c")
+    '`a.b``c`'
+    """
+    return macro("timeweave__q", name)
+
+
+@cache
+def sql_string(text: str) -> str:
+    """``text`` as a SQL STRING expression whose SQL text holds none of its characters (``timeweave__str``).
+
+    Text outside ``[A-Za-z0-9_ ]`` becomes ``CAST(X'<UTF-8 hex>' AS STRING)``: no reliance on Spark's
+    string escapes (which ``spark.sql.parser.escapedStringLiterals`` changes), and still a constant, so it
+    is accepted as a ``named_struct`` field name or a UDTF's constant argument.
+
+    >>> sql_string("NULL key column k")
+    "'NULL key column k'"
+    >>> sql_string("k'")
+    "CAST(X'6B27' AS STRING)"
+    """
+    return macro("timeweave__str", text)
+
+
 def _versioned_kwargs(spec: VersionedTableSpec) -> dict[str, Any]:
     return {
         "format": spec.format.value, "op": spec.op, "delete_flag": spec.delete_flag, "sequence": spec.sequence,

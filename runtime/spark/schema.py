@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pyspark.sql import Column
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from runtime.spark.render import quote
 
 
 def kind_of(data_type: T.DataType) -> str:
@@ -20,6 +24,19 @@ def kind_of(data_type: T.DataType) -> str:
     if isinstance(data_type, T.NumericType):
         return "numeric"
     return "other"
+
+
+def column(name: str) -> Column:
+    """``F.col`` of the column named exactly ``name``: dots, backticks, quotes are part of the name, not syntax.
+
+    ``F.col("a.b")`` reads field ``b`` of a struct ``a``, and a backtick in a name breaks its parse; column
+    names come from data (CSV headers, inferred JSON), so the doors never pass one to ``F.col`` unquoted.
+
+    Example::
+
+        df.select(column("price.eur"))   # the column named "price.eur", not field eur of a struct price
+    """
+    return F.col(quote(name))
 
 
 def schema_kinds(schema: T.StructType) -> dict[str, str]:
