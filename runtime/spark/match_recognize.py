@@ -394,7 +394,7 @@ def sql_string(text: str) -> str:
     rule (nor ``spark.sql.parser.escapedStringLiterals``) can change what the UDTF receives.
 
     >>> print(sql_string("A.s = 'x'"))
-    CAST(X'412E73203D2027782027' AS STRING)
+    CAST(X'412E73203D20277827' AS STRING)
     """
     return render_sql_string(text)
 
