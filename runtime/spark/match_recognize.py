@@ -53,6 +53,7 @@ from runtime.core.pattern.partition import OutputBlock, as_dicts
 from runtime.spark.render import quote
 from runtime.spark.render import sql_string as render_sql_string
 from runtime.spark.schema import column as named
+from runtime.spark.schema import map_in_arrow
 from runtime.spark.subqueries import inline_subqueries
 
 UDTF_NAME = "timeweave_match_recognize"
@@ -364,7 +365,7 @@ def match_recognize(df: DataFrame, clause: str | ClauseSpec) -> DataFrame:
         arranged = arranged.sortWithinPartitions(*partition, *order)
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     runner = _ArrowRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), timezone)
-    return arranged.mapInArrow(runner, bound.schema)
+    return map_in_arrow(arranged, runner, bound.schema)
 
 
 def _needed_columns(bound: MatchPlan) -> list[str]:

@@ -60,6 +60,7 @@ from runtime.spark.match_recognize import (
     plan,
 )
 from runtime.spark.schema import column as named
+from runtime.spark.schema import map_in_arrow
 from runtime.spark.subqueries import inline_subqueries
 
 STATE = "__tw_state"  # BINARY: the pickled PartitionMatcher of one key (state rows only)
@@ -269,7 +270,7 @@ def _run_slice(df: DataFrame, bound: MatchPlan, s: Slice, last: bool, carried: D
     counters = tuple(spark.sparkContext.accumulator(0) for _ in range(3))
     runner = _SliceRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), timezone, last, counters)
     out_schema = T.StructType([*bound.schema.fields, T.StructField(STATE, T.BinaryType())])
-    result = arranged.mapInArrow(runner, out_schema)
+    result = map_in_arrow(arranged, runner, out_schema)
     if not last:  # two writes: the Python pass runs once for both
         result = result.persist()
     try:
