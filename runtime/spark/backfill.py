@@ -491,8 +491,10 @@ def _write_slices(
         lookahead = _newest_per_key(valid_right.where(named(v.time) >= F.lit(plan[hi].end)), v, descending=False)
         run_events = base.unionByName(valid_right.where(_span(v, plan, lo, hi))).unionByName(lookahead)
     payload = _payload_columns(spec, right.columns)
-    stats_sql = render.versions_sql("stats", v, "{right}", payload)
-    intervals_sql = render.versions_sql("intervals", v, "{right}", payload, stats="{stats}")
+    # spark.sql formats the text: column names and the predicate keep their braces (render.formattable)
+    stats_sql = render.formattable(render.versions_sql("stats", v, render.relation("right"), payload))
+    intervals_sql = render.formattable(
+        render.versions_sql("intervals", v, render.relation("right"), payload, stats=render.relation("stats")))
     if len(groups) == 1:
         # One probe job: it builds the versions itself, like the one-shot plan, instead of two more jobs
         # writing and re-reading them.  Spark over-estimates the union above (each part as large as the whole
@@ -517,7 +519,8 @@ def _write_slices(
         # read once per run: every slice probes the same two relations (no re-listing per slice)
         intervals = spark.read.schema(tagged.schema).parquet(intervals_path)
         present = sorted({int(m.group(1)) for f in intervals.inputFiles() if (m := re.search(rf"/{SLICE}=(\d+)/", f))})
-    sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
+    sql = render.formattable(render.probe_join_sql(
+        spec, render.relation("left"), render.relation("stats"), render.relation("intervals"), left.columns, right.columns))
     # No observation on the probes: one at the scan cut the generated code in two (10 M orders: ~3 JVM
     # CPU-s), and even one at the plan's end cost ~0.7 JVM CPU-s (every row through a non-generated
     # operator).  Rows written are counted from the written files' footers; the left rows by the side

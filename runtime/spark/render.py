@@ -6,6 +6,8 @@ one plan.  This module imports no pyspark: it only produces SQL text.
 
 from __future__ import annotations
 
+import re
+import secrets
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -75,6 +77,28 @@ def sql_string(text: str) -> str:
     "CAST(X'6B27' AS STRING)"
     """
     return macro("timeweave__str", text)
+
+
+_TOKEN = secrets.token_hex(8)  # per process: no column name can contain it by chance
+_PLACEHOLDER = re.compile(rf"__tw_rel_{_TOKEN}_(\w+)")
+
+
+def relation(name: str) -> str:
+    """A stand-in for the relation ``spark.sql(query, name=df)`` will fill, in SQL rendered for :func:`formattable`.
+
+    >>> formattable(f"SELECT `{{odd}}` FROM {relation('left')}")
+    'SELECT `{{odd}}` FROM {left}'
+    """
+    return f"__tw_rel_{_TOKEN}_{name}"
+
+
+def formattable(sql: str) -> str:
+    """``sql`` ready for ``spark.sql(sql, **dataframes)``, which runs ``str.format`` over the whole text.
+
+    Every brace is doubled (column names and predicates may hold braces: ``{x}`` would name an argument),
+    then the :func:`relation` stand-ins become the ``{name}`` fields.
+    """
+    return _PLACEHOLDER.sub(r"{\1}", sql.replace("{", "{{").replace("}", "}}"))
 
 
 def _versioned_kwargs(spec: VersionedTableSpec) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 Every generated plan runs twice over the same rows, once with plain column names and once with hostile
 ones -- quotes, backticks, ``'||(SELECT ...)||'``, ``java_method(...)``, backslashes, newlines, tabs,
-unicode, spaces, dots -- and must give the same rows (after renaming back), the same dead letters (reasons
-naming the hostile column) and never a value of the ``tw_secrets`` table or of the Java property the
+unicode, spaces, dots, braces (``spark.sql(query, **dataframes)`` formats its text) -- and must give the
+same rows (after renaming back), the same dead letters (reasons naming the hostile column) and never a value of the ``tw_secrets`` table or of the Java property the
 names try to read.  Doors: the temporal join's DataFrame door (INNER, LEFT with a predicate), its dead
 letter, ``runtime.sql``, the streaming job, the 2-slice backfill; MATCH_RECOGNIZE's DataFrame door, SQL
 door (view and UDTF), streaming job and backfill; and the dbt macros' SQL, rendered without dbt.
@@ -45,14 +45,14 @@ LEFT = {
     "id": "id 日本 \\'",
     "k": "k" + INJECT,
     "t": "t`ime.x\n",
-    "amount": "a.b\\",
+    "amount": "a.b\\{left}",
 }
 RIGHT = {
     "op": "o`p' \\",
     "k": LEFT["k"],
     "rate": "rate', java_method('java.lang.System', 'getProperty', 'timeweave.canary'), '",
     "ut": "u.t\t\"",
-    "seq": "s`eq --",
+    "seq": "s`eq --{0}}",
 }
 LEFT_TYPES = {"id": "STRING", "k": "STRING", "t": "TIMESTAMP", "amount": "DOUBLE"}
 RIGHT_TYPES = {"op": "STRING", "k": "STRING", "rate": "DOUBLE", "ut": "TIMESTAMP", "seq": "BIGINT"}
