@@ -36,7 +36,7 @@
   {%- if relation is none or (relation is string and not (relation | trim)) -%}
     {{ timeweave._spec_error(where, 'relation', 'the input relation (ref(...), source(...) or "(select ...)") is required') }}
   {%- endif -%}
-  {#- A Spark string literal with backslash escapes (Spark's default), like sql_string() in Python. -#}
-  {%- set literal = "'" ~ (clause | replace('\\', '\\\\') | replace("'", "\\'")) ~ "'" -%}
-select * from timeweave_match_recognize(TABLE({{ relation }}), {{ literal }})
+  {#- The clause as a constant STRING whose SQL text holds none of its characters (timeweave__str: no
+      reliance on Spark's string escapes), like sql_string() in Python. -#}
+select * from timeweave_match_recognize(TABLE({{ relation }}), {{ timeweave.timeweave__str(clause) }})
 {%- endmacro %}

@@ -48,7 +48,7 @@
         upsert_ops=ops.upsert_ops, delete_ops=ops.delete_ops) -%}
     {%- set fields = [] -%}
     {%- for c in info.columns -%}
-      {%- do fields.append("'" ~ (c | replace("'", "''")) ~ "', " ~ timeweave.timeweave__q(c)) -%}
+      {%- do fields.append(timeweave.timeweave__str(c) ~ ", " ~ timeweave.timeweave__q(c)) -%}
     {%- endfor -%}
     {%- do parts.append(
         "SELECT __tw_side AS side, reason, to_json(named_struct(" ~ (fields | join(', '))

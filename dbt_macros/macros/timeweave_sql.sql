@@ -19,12 +19,32 @@
   Column lists are explicit; the public dbt macros introspect them, Python passes the DataFrame's.
 -#}
 
+{#- An identifier (column, alias) from users or data, quoted: inside backticks Spark reads every character
+    literally except the backtick, written twice (no backslash escapes, no configuration changes that). -#}
 {%- macro timeweave__q(name) -%}
 `{{ name | replace('`', '``') }}`
 {%- endmacro -%}
 
+{#- Any text from users or data (a column name in a reason or as a named_struct field, an op code) as a SQL
+    STRING expression whose SQL text holds none of the text's characters: CAST(X'<UTF-8 hex>' AS STRING).
+    Escaping is not relied upon: Spark's string literals take backslash escapes, doubled quotes and
+    adjacent-literal concatenation, and `spark.sql.parser.escapedStringLiterals` turns the backslash rules
+    off, so an escaped literal means different things under different settings.  Hex digits mean one thing
+    everywhere.  The cast of a binary literal is foldable, so it is accepted where Spark wants a constant
+    (named_struct field names, a UDTF's constant argument).  Plain text ([A-Za-z0-9_ ]) stays a readable
+    '...' literal: those characters are inert in a literal under every setting.
+    runtime.spark.render.sql_string renders this macro for Python, so both doors share the one rule. -#}
+{%- macro timeweave__str(text) -%}
+{%- set s = text | string -%}
+{%- if s | list | reject('in', 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_ ') | list | length == 0 -%}
+'{{ s }}'
+{%- else -%}
+CAST(X'{{ s.encode('utf-8').hex() | upper }}' AS STRING)
+{%- endif -%}
+{%- endmacro -%}
+
 {%- macro timeweave__in_list(values) -%}
-{%- for v in values -%}'{{ v | replace("'", "''") }}'{{ ", " if not loop.last }}{%- endfor -%}
+{%- for v in values -%}{{ timeweave.timeweave__str(v) }}{{ ", " if not loop.last }}{%- endfor -%}
 {%- endmacro -%}
 
 {#- Input order when no sequence column is given: file path, then position (rows of one file keep their
@@ -48,11 +68,11 @@ false
 {%- macro timeweave__reject_reason(side, key, time, format='append', op=none, delete_flag=none, upsert_ops=[], delete_ops=[]) -%}
 CASE
 {%- for k in key %}
-  WHEN {{ timeweave.timeweave__q(k) }} IS NULL THEN 'NULL key column {{ k }}'
+  WHEN {{ timeweave.timeweave__q(k) }} IS NULL THEN {{ timeweave.timeweave__str('NULL key column ' ~ k) }}
 {%- endfor %}
-  WHEN {{ timeweave.timeweave__q(time) }} IS NULL THEN 'NULL time column {{ time }}'
+  WHEN {{ timeweave.timeweave__q(time) }} IS NULL THEN {{ timeweave.timeweave__str('NULL time column ' ~ time) }}
 {%- if side == 'right' and format == 'changelog' %}
-  WHEN ({{ timeweave.timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL THEN concat('unknown op ', coalesce(cast({{ timeweave.timeweave__q(op) }} AS STRING), 'NULL'), ' in column {{ op }}')
+  WHEN ({{ timeweave.timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL THEN concat('unknown op ', coalesce(cast({{ timeweave.timeweave__q(op) }} AS STRING), 'NULL'), {{ timeweave.timeweave__str(' in column ' ~ op) }})
 {%- endif %}
 END
 {%- endmacro -%}
@@ -66,7 +86,7 @@ SELECT
   CAST({{ timeweave.timeweave__q(time) }} AS TIMESTAMP) AS __tw_t,
   {% if sequence %}{{ timeweave.timeweave__q(sequence) }}{% else %}{{ timeweave.timeweave__input_order() }}{% endif %} AS __tw_seq,
   {{ timeweave.timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }} AS __tw_deleted,
-  named_struct({% for c in right_columns %}'{{ c }}', {{ timeweave.timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_p
+  named_struct({% for c in right_columns %}{{ timeweave.timeweave__str(c) }}, {{ timeweave.timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_p
 FROM {{ right }}
 WHERE ({{ timeweave.timeweave__reject_reason('right', key, time, format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL
 {%- endmacro -%}
@@ -175,7 +195,7 @@ ON __tw_lb.__tw_gb = __tw_b.__tw_gb
     plain output reads the flat columns, so no struct is built per row for it. -#}
 {%- macro timeweave__finalize_flat_sql(matched, left_columns, right_columns, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false) -%}
 {%- set left_struct -%}
-named_struct({% for c in left_columns %}'{{ c }}', __tw_c{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %})
+named_struct({% for c in left_columns %}{{ timeweave.timeweave__str(c) }}, __tw_c{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %})
 {%- endset -%}
 SELECT
 {%- for c in left_columns %}
@@ -267,7 +287,7 @@ WHERE NOT __tw_deleted
 
 {#- Rows of one side that cannot take part, with the reason: the dead-letter output. -#}
 {%- macro timeweave__dead_letter_sql(relation, columns, side, key, time, format='append', op=none, delete_flag=none, upsert_ops=[], delete_ops=[]) -%}
-SELECT {% for c in columns %}{{ timeweave.timeweave__q(c) }}, {% endfor %}'{{ side }}' AS __tw_side, __tw_reason AS reason FROM (
+SELECT {% for c in columns %}{{ timeweave.timeweave__q(c) }}, {% endfor %}{{ timeweave.timeweave__str(side) }} AS __tw_side, __tw_reason AS reason FROM (
   SELECT *, {{ timeweave.timeweave__reject_reason(side, key, time, format, op, delete_flag, upsert_ops, delete_ops) }} AS __tw_reason
   FROM {{ relation }}
 ) __tw_r

@@ -42,6 +42,7 @@ from runtime.spark import render
 from runtime.spark.dataframe import dead_letters
 from runtime.spark.hadoop import HadoopFiles
 from runtime.spark.plan import reject_reason
+from runtime.spark.schema import column as named
 from runtime.spark.schema import schema_kinds
 
 SEQ = "__tw_seq"
@@ -98,10 +99,10 @@ def _with_sequence(spec: TemporalJoinSpec, right: DataFrame) -> tuple[TemporalJo
 def _newest_per_key(events: DataFrame, spec: VersionedTableSpec, descending: bool = True) -> DataFrame:
     """Per key, the last (or first) event by (time, sequence): one aggregate (Spark plans it as a sort aggregate, since
     ``max_by`` of a struct has no fixed-width buffer for a hash aggregate; no window over all the events)."""
-    order = F.struct(F.col(spec.time), F.col(spec.sequence))
-    row = F.struct(*[F.col(c) for c in events.columns])
+    order = F.struct(named(spec.time), named(spec.sequence))
+    row = F.struct(*[named(c) for c in events.columns])
     pick = F.max_by(row, order) if descending else F.min_by(row, order)
-    return events.groupBy(*spec.key).agg(pick.alias("__tw_row")).select("__tw_row.*")
+    return events.groupBy(*[named(k) for k in spec.key]).agg(pick.alias("__tw_row")).select("__tw_row.*")
 
 
 def _edge_states(
@@ -120,14 +121,14 @@ def _edge_states(
     starts = [s.start for s in plan[lo : hi + 1]]
     slice_of = F.lit(lo - 1)  # the base state (or, without one, the events before `lo`) counts as the slice before `lo`
     for offset, at in enumerate(starts):
-        slice_of = F.when(F.col(spec.time) >= F.lit(at), F.lit(lo + offset)).otherwise(slice_of)
+        slice_of = F.when(named(spec.time) >= F.lit(at), F.lit(lo + offset)).otherwise(slice_of)
     tagged = events.withColumn("__tw_slice", slice_of)
     if base is not None:
         tagged = base.withColumn("__tw_slice", F.lit(lo - 1)).unionByName(tagged)
-    order = F.struct(F.col(spec.time), F.col(spec.sequence))
-    row = F.struct(*[F.col(c) for c in events.columns])
-    groups = tagged.groupBy(*spec.key, "__tw_slice").agg(F.max_by(row, order).alias("__tw_row"))
-    later = F.lead("__tw_slice").over(Window.partitionBy(*spec.key).orderBy("__tw_slice"))
+    order = F.struct(named(spec.time), named(spec.sequence))
+    row = F.struct(*[named(c) for c in events.columns])
+    groups = tagged.groupBy(*[named(k) for k in spec.key], "__tw_slice").agg(F.max_by(row, order).alias("__tw_row"))
+    later = F.lead("__tw_slice").over(Window.partitionBy(*[named(k) for k in spec.key]).orderBy("__tw_slice"))
     # a group of slice j is the state at edges j+1 .. (the key's next slice with events), the last one up to hi+1
     edges = F.sequence(F.col("__tw_slice") + 1, F.coalesce(F.col("__tw_later"), F.lit(hi + 1)))
     labels = F.array(*[F.lit(slice_label(s.end)) for s in plan])
@@ -204,7 +205,7 @@ def _read_state(spark: SparkSession, valid_right: DataFrame, v: VersionedTableSp
             "only", f"slice {s.index} needs the state at {s.start}; run slice {s.index - 1} first", where="backfill"
         )
     carried = spark.read.schema(valid_right.schema).parquet(path)
-    return carried.where(F.col(v.key[0]).isNotNull())  # earlier versions marked an edge with a row of NULLs
+    return carried.where(named(v.key[0]).isNotNull())  # earlier versions marked an edge with a row of NULLs
 
 
 def run_slices(
@@ -329,7 +330,7 @@ def _run(
 
 
 def _span(v: VersionedTableSpec, plan: Sequence[Slice], lo: int, hi: int) -> Column:
-    return (F.col(v.time) >= F.lit(plan[lo].start)) & (F.col(v.time) < F.lit(plan[hi].end))
+    return (named(v.time) >= F.lit(plan[lo].start)) & (named(v.time) < F.lit(plan[hi].end))
 
 
 def _in_slices(time: Column, done: Sequence[Slice]) -> Column:
@@ -416,10 +417,10 @@ def _count_left(left: DataFrame, spec: TemporalJoinSpec, done: Sequence[Slice]) 
     column stored with isAdjustedToUTC=false), and one unanswerable test made the dead-letter scan read
     every left row (10 M orders: 2.4-3.4 JVM CPU-s).
     """
-    time = F.col(spec.left_time)
+    time = named(spec.left_time)
     ran = _in_slices(time, done)
-    null_key = reduce(operator.or_, [F.col(c).isNull() for c in spec.left_key])
-    counts = left.select(time, *[F.col(c) for c in spec.left_key if c != spec.left_time]).where(ran | time.isNull()).agg(
+    null_key = reduce(operator.or_, [named(c).isNull() for c in spec.left_key])
+    counts = left.select(time, *[named(c) for c in spec.left_key if c != spec.left_time]).where(ran | time.isNull()).agg(
         F.count_if(ran).alias("ran"), F.count_if(time.isNull()).alias("null_times"),
         F.count_if(ran & null_key).alias("null_keys"),
     ).first()
@@ -438,7 +439,7 @@ def _write_edge_states(
     """
     v = spec.versioned
     lo, hi = done[0].index, done[-1].index
-    time, reason = F.col(v.time), F.expr(reject_reason(spec, "right"))
+    time, reason = named(v.time), F.expr(reject_reason(spec, "right"))
     ran = _in_slices(time, done)
     # One branch reads the right side, so the observation sees each row once.  A filter is never pushed
     # below an observation: it counts every right row.
@@ -487,11 +488,13 @@ def _write_slices(
     if lo == 0:
         run_events = valid_right
     else:
-        lookahead = _newest_per_key(valid_right.where(F.col(v.time) >= F.lit(plan[hi].end)), v, descending=False)
+        lookahead = _newest_per_key(valid_right.where(named(v.time) >= F.lit(plan[hi].end)), v, descending=False)
         run_events = base.unionByName(valid_right.where(_span(v, plan, lo, hi))).unionByName(lookahead)
     payload = _payload_columns(spec, right.columns)
-    stats_sql = render.versions_sql("stats", v, "{right}", payload)
-    intervals_sql = render.versions_sql("intervals", v, "{right}", payload, stats="{stats}")
+    # spark.sql formats the text: column names and the predicate keep their braces (render.formattable)
+    stats_sql = render.formattable(render.versions_sql("stats", v, render.relation("right"), payload))
+    intervals_sql = render.formattable(
+        render.versions_sql("intervals", v, render.relation("right"), payload, stats=render.relation("stats")))
     if len(groups) == 1:
         # One probe job: it builds the versions itself, like the one-shot plan, instead of two more jobs
         # writing and re-reading them.  Spark over-estimates the union above (each part as large as the whole
@@ -516,7 +519,8 @@ def _write_slices(
         # read once per run: every slice probes the same two relations (no re-listing per slice)
         intervals = spark.read.schema(tagged.schema).parquet(intervals_path)
         present = sorted({int(m.group(1)) for f in intervals.inputFiles() if (m := re.search(rf"/{SLICE}=(\d+)/", f))})
-    sql = render.probe_join_sql(spec, "{left}", "{stats}", "{intervals}", left.columns, right.columns)
+    sql = render.formattable(render.probe_join_sql(
+        spec, render.relation("left"), render.relation("stats"), render.relation("intervals"), left.columns, right.columns))
     # No observation on the probes: one at the scan cut the generated code in two (10 M orders: ~3 JVM
     # CPU-s), and even one at the plan's end cost ~0.7 JVM CPU-s (every row through a non-generated
     # operator).  Rows written are counted from the written files' footers; the left rows by the side
@@ -525,7 +529,7 @@ def _write_slices(
     files = HadoopFiles(spark)
     for group in groups:
         first, last = plan[group[0]], plan[group[-1]]
-        left_in = (F.col(spec.left_time) >= F.lit(first.start)) & (F.col(spec.left_time) < F.lit(last.end))
+        left_in = (named(spec.left_time) >= F.lit(first.start)) & (named(spec.left_time) < F.lit(last.end))
         overlapping = intervals if len(groups) == 1 else _group_intervals(intervals, group[0], group[-1], present)
         if len(group) == 1:
             joined = spark.sql(sql, left=left.where(left_in), stats=stats, intervals=overlapping)
@@ -536,7 +540,7 @@ def _write_slices(
         # label does not travel through the joins.
         label = F.lit(first.label)
         for i in group[1:]:
-            label = F.when(F.col(spec.left_time) >= F.lit(plan[i].start), F.lit(plan[i].label)).otherwise(label)
+            label = F.when(named(spec.left_time) >= F.lit(plan[i].start), F.lit(plan[i].label)).otherwise(label)
         probed = spark.sql(sql, left=left.where(left_in), stats=stats, intervals=overlapping)
         joined = probed.withColumn(SLICE_COLUMN, label)
         for i in group:  # a slice of the group without rows now must not keep an earlier run's output
@@ -584,13 +588,13 @@ def _write_dead_letters(
         label = F.when((time >= F.lit(s.start)) & (time < F.lit(s.end)), F.lit(s.label)).otherwise(label)
     ran = _in_slices(time, done)
     left_side, right_side = (
-        df.withColumn("__tw_t", F.col(t)).where(ran | time.isNull()).withColumn("__tw_slice", label)
+        df.withColumn("__tw_t", named(t)).where(ran | time.isNull()).withColumn("__tw_slice", label)
         for df, t in ((left, spec.left_time), (right, spec.versioned.time))
     )
     # A left row is rejected only for a NULL key or time column (timeweave__reject_reason): saying so as
     # plain IS NULL tests lets the parquet scan skip every row group without NULLs (the CASE expression
     # of the reason cannot be pushed down).  Without NULL times the key tests alone decide.
-    nulls = [F.col(c).isNull() for c in spec.left_key] + ([F.col(spec.left_time).isNull()] if null_times else [])
+    nulls = [named(c).isNull() for c in spec.left_key] + ([named(spec.left_time).isNull()] if null_times else [])
     left_side = left_side.where(reduce(operator.or_, nulls, F.lit(False)) & F.lit(left_rejects))
     right_side = right_side.where(F.lit(right_rejects))  # a constant false filter: Spark reads nothing
     dead_seen: list[Observation] = []

@@ -31,11 +31,6 @@ def _session(df: DataFrame):
     return df.sparkSession
 
 
-def _braces(text: str | None) -> str | None:
-    # spark.sql(query, **dataframes) formats the query with str.format: user text must keep its braces.
-    return text.replace("{", "{{").replace("}", "}}") if text else text
-
-
 def versioned_table(
     df: DataFrame,
     key: str | Sequence[str],
@@ -64,8 +59,8 @@ def versioned_table(
     spec = VersionedTableSpec(key, time, format, op=op, delete_flag=delete_flag, sequence=sequence).bind(
         schema_kinds(df.schema)
     )
-    sql = render.versioned_view_sql(spec, "{source}", df.columns, valid_from=valid_from, valid_to=valid_to)
-    history = _session(df).sql(sql, source=df)
+    sql = render.versioned_view_sql(spec, render.relation("source"), df.columns, valid_from=valid_from, valid_to=valid_to)
+    history = _session(df).sql(render.formattable(sql), source=df)
     setattr(history, _SOURCE_ATTR, VersionedSource(df, spec))
     if name:
         from runtime.spark.registration import register_versioned
@@ -138,20 +133,11 @@ def temporal_join(
         left, right, left_time, left_key, key, time, format, op, delete_flag, sequence,
         how, right_columns, right_prefix, validity, predicate,
     )
-    spec = _with_escaped_predicate(spec)
     sql = render.temporal_join_sql(
-        spec, "{left}", "{right}", left.columns, source.df.columns, left_alias=left_alias, right_alias=right_alias
+        spec, render.relation("left"), render.relation("right"), left.columns, source.df.columns,
+        left_alias=left_alias, right_alias=right_alias,
     )
-    return _session(left).sql(sql, left=left, right=source.df)
-
-
-def _with_escaped_predicate(spec: TemporalJoinSpec) -> TemporalJoinSpec:
-    if not spec.predicate or ("{" not in spec.predicate and "}" not in spec.predicate):
-        return spec
-    return TemporalJoinSpec(
-        spec.versioned, spec.left_time, spec.left_key, spec.how, spec.right_columns, spec.right_prefix,
-        spec.validity, _braces(spec.predicate), spec.where,
-    )
+    return _session(left).sql(render.formattable(sql), left=left, right=source.df)
 
 
 def temporal_join_with_rejects(left: DataFrame, right: DataFrame, left_time: str, **kwargs) -> tuple[DataFrame, DataFrame]:
@@ -176,14 +162,16 @@ def dead_letters(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, carr
     ``row`` (the backfill's slice label).
     """
     session = _session(left)
-    hidden = f"reason, {carry}" if carry else "reason"
-    kept = f", {carry}" if carry else ""
+    # Names are quoted and the side is a constant rendered by the plan's rule (render.sql_string); the
+    # reason expression renders column names as constants whose SQL text holds none of their characters.
+    hidden = f"reason, {render.quote(carry)}" if carry else "reason"
+    kept = f", {render.quote(carry)}" if carry else ""
     parts = []
     for side, df in (("left", left), ("right", right)):
         reason = reject_reason(spec, side)
-        parts.append(session.sql(
-            f"SELECT '{side}' AS side, reason, to_json(struct(* EXCEPT ({hidden}))) AS row{kept} FROM "
-            f"(SELECT *, {reason} AS reason FROM {{df}}) WHERE reason IS NOT NULL",
+        parts.append(session.sql(render.formattable(
+            f"SELECT {render.sql_string(side)} AS side, reason, to_json(struct(* EXCEPT ({hidden}))) AS row{kept} FROM "
+            f"(SELECT *, {reason} AS reason FROM {render.relation('df')}) WHERE reason IS NOT NULL"),
             df=df,
         ))
     return parts[0].unionByName(parts[1])

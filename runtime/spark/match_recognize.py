@@ -41,7 +41,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from runtime.core.errors import QuerySyntaxError
@@ -51,6 +50,10 @@ from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS
 from runtime.core.pattern.fast import dict_rows
 from runtime.core.pattern.functions import SCALAR_FUNCTIONS
 from runtime.core.pattern.partition import OutputBlock, as_dicts
+from runtime.spark.render import quote
+from runtime.spark.render import sql_string as render_sql_string
+from runtime.spark.schema import column as named
+from runtime.spark.schema import map_in_arrow
 from runtime.spark.subqueries import inline_subqueries
 
 UDTF_NAME = "timeweave_match_recognize"
@@ -326,7 +329,7 @@ def plan(spec: ClauseSpec | str, schema: T.StructType) -> MatchPlan:
 
 
 def _sort_column(name: str, descending: bool, nulls_first: bool) -> SparkColumn:
-    column = F.col(f"`{name.replace('`', '``')}`")
+    column = named(name)
     if descending:
         return column.desc_nulls_first() if nulls_first else column.desc_nulls_last()
     return column.asc_nulls_first() if nulls_first else column.asc_nulls_last()
@@ -350,19 +353,19 @@ def match_recognize(df: DataFrame, clause: str | ClauseSpec) -> DataFrame:
     bound = plan(inline_subqueries(df.sparkSession, clause), df.schema)
     needed = _needed_columns(bound)
     if len(needed) < len(df.columns):  # ONE ROW PER MATCH reads few columns: ship only those to Python
-        df = df.select(*[F.col(f"`{c.replace('`', '``')}`") for c in needed])
+        df = df.select(*[named(c) for c in needed])
         bound = plan(bound.spec, df.schema)
     partition = [_sort_column(c, False, False) for c in bound.partition_columns]
     order = [_sort_column(*o) for o in bound.order_columns]
     if partition:
-        arranged = df.repartition(*[F.col(f"`{c.replace('`', '``')}`") for c in bound.partition_columns])
+        arranged = df.repartition(*[named(c) for c in bound.partition_columns])
     else:
         arranged = df.repartition(1)
     if partition or order:
         arranged = arranged.sortWithinPartitions(*partition, *order)
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     runner = _ArrowRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), timezone)
-    return arranged.mapInArrow(runner, bound.schema)
+    return map_in_arrow(arranged, runner, bound.schema)
 
 
 def _needed_columns(bound: MatchPlan) -> list[str]:
@@ -386,12 +389,15 @@ def _needed_columns(bound: MatchPlan) -> list[str]:
 
 
 def sql_string(text: str) -> str:
-    """``text`` as a Spark SQL string literal (backslash escapes, Spark's default).
+    """``text`` (a clause) as a constant SQL STRING for the UDTF: :func:`runtime.spark.render.sql_string`'s rule.
+
+    The clause can name any column (`` `k'x` ``); its text never appears in the SQL, so no escaping
+    rule (nor ``spark.sql.parser.escapedStringLiterals``) can change what the UDTF receives.
 
     >>> print(sql_string("A.s = 'x'"))
-    'A.s = \\'x\\''
+    CAST(X'412E73203D20277827' AS STRING)
     """
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return render_sql_string(text)
 
 
 def rewrite_match_recognize(spark: Any, query: str) -> str:
@@ -754,7 +760,7 @@ def _bound_for_row(clause: str, names: tuple[str, ...]) -> MatchPlan:
 
 
 def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+    return quote(name)
 
 
 def udtf() -> Any:

@@ -59,6 +59,8 @@ from runtime.spark.match_recognize import (
     _to_arrow,
     plan,
 )
+from runtime.spark.schema import column as named
+from runtime.spark.schema import map_in_arrow
 from runtime.spark.subqueries import inline_subqueries
 
 STATE = "__tw_state"  # BINARY: the pickled PartitionMatcher of one key (state rows only)
@@ -67,7 +69,7 @@ _EPOCH = datetime(1970, 1, 1)
 
 
 def _quoted(name: str) -> Column:
-    return F.col("`" + name.replace("`", "``") + "`")
+    return named(name)
 
 
 def time_bounds(data_type: T.DataType, start: datetime, end: datetime, column: str) -> tuple[Column, Column]:
@@ -268,7 +270,7 @@ def _run_slice(df: DataFrame, bound: MatchPlan, s: Slice, last: bool, carried: D
     counters = tuple(spark.sparkContext.accumulator(0) for _ in range(3))
     runner = _SliceRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), timezone, last, counters)
     out_schema = T.StructType([*bound.schema.fields, T.StructField(STATE, T.BinaryType())])
-    result = arranged.mapInArrow(runner, out_schema)
+    result = map_in_arrow(arranged, runner, out_schema)
     if not last:  # two writes: the Python pass runs once for both
         result = result.persist()
     try:

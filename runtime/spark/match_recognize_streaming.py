@@ -103,6 +103,7 @@ from runtime.core.pattern.operator import BUFFER, END_OF_TIME, MATCHER, SEQUENCE
 from runtime.core.state import NO_WATERMARK
 from runtime.jobs.config import parse_duration
 from runtime.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
+from runtime.spark.render import quote
 from runtime.spark.streaming import (
     _TS,
     BUCKET,
@@ -623,7 +624,7 @@ class StreamingMatch:
 
 
 def _quoted(name: str) -> str:
-    return f"`{name.replace('`', '``')}`"
+    return quote(name)
 
 
 def _key_columns(df: DataFrame, columns: tuple[str, ...] | list[str], buckets: int) -> list[Column]:

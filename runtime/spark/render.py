@@ -6,6 +6,8 @@ one plan.  This module imports no pyspark: it only produces SQL text.
 
 from __future__ import annotations
 
+import re
+import secrets
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -46,6 +48,57 @@ def macro(name: str, *args: Any, **kwargs: Any) -> str:
     '`odd``name`'
     """
     return str(getattr(_macros(), name)(*args, **kwargs)).strip()
+
+
+@cache
+def quote(name: str) -> str:
+    """A column name or alias as a quoted SQL identifier (the plan file's ``timeweave__q``: one rule).
+
+    Every identifier that comes from users or data (CSV headers, inferred JSON schemas) goes through this
+    before it is part of SQL text or of a ``F.col``/``F.expr`` string.
+
+    >>> quote("a.b`c")
+    '`a.b``c`'
+    """
+    return macro("timeweave__q", name)
+
+
+@cache
+def sql_string(text: str) -> str:
+    """``text`` as a SQL STRING expression whose SQL text holds none of its characters (``timeweave__str``).
+
+    Text outside ``[A-Za-z0-9_ ]`` becomes ``CAST(X'<UTF-8 hex>' AS STRING)``: no reliance on Spark's
+    string escapes (which ``spark.sql.parser.escapedStringLiterals`` changes), and still a constant, so it
+    is accepted as a ``named_struct`` field name or a UDTF's constant argument.
+
+    >>> sql_string("NULL key column k")
+    "'NULL key column k'"
+    >>> sql_string("k'")
+    "CAST(X'6B27' AS STRING)"
+    """
+    return macro("timeweave__str", text)
+
+
+_TOKEN = secrets.token_hex(8)  # per process: no column name can contain it by chance
+_PLACEHOLDER = re.compile(rf"__tw_rel_{_TOKEN}_(\w+)")
+
+
+def relation(name: str) -> str:
+    """A stand-in for the relation ``spark.sql(query, name=df)`` will fill, in SQL rendered for :func:`formattable`.
+
+    >>> formattable(f"SELECT `{{odd}}` FROM {relation('left')}")
+    'SELECT `{{odd}}` FROM {left}'
+    """
+    return f"__tw_rel_{_TOKEN}_{name}"
+
+
+def formattable(sql: str) -> str:
+    """``sql`` ready for ``spark.sql(sql, **dataframes)``, which runs ``str.format`` over the whole text.
+
+    Every brace is doubled (column names and predicates may hold braces: ``{x}`` would name an argument),
+    then the :func:`relation` stand-ins become the ``{name}`` fields.
+    """
+    return _PLACEHOLDER.sub(r"{\1}", sql.replace("{", "{{").replace("}", "}}"))
 
 
 def _versioned_kwargs(spec: VersionedTableSpec) -> dict[str, Any]:

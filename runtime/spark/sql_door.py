@@ -21,7 +21,6 @@ from runtime.core.errors import SpecError
 from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
 from runtime.core.temporal_sql import TemporalJoinClause, find_temporal_joins
 from runtime.spark import render
-from runtime.spark.match_recognize import sql_string
 from runtime.spark.registration import versioned_spec
 from runtime.spark.schema import schema_kinds
 
@@ -41,7 +40,7 @@ def rewrite(spark, query: str) -> str:
         edits.append((clause.start, clause.end, _render_clause(spark, clause, n)))
         # The rewritten join also exposes the aliases as struct columns (so `o.col` keeps working); a bare
         # `*` must not list them.
-        hidden = ", ".join(f"`{alias}`" for alias in (clause.left_alias, clause.right_alias))
+        hidden = ", ".join(render.quote(alias) for alias in (clause.left_alias, clause.right_alias))
         edits.extend((star, star + 1, f"* EXCEPT ({hidden})") for star in clause.select_stars)
     for start, end, replacement in sorted(edits, reverse=True):
         query = query[:start] + replacement + query[end:]
@@ -92,7 +91,9 @@ class _Formatter(string.Formatter):
                 self._views.append((value, name))
             return name, first
         if isinstance(value, str):
-            return sql_string(value), first
+            # spark.sql's own rendering of a string argument (a literal token, so `DATE {day}` works as
+            # there): the caller's value, placed where the caller put it, with spark.sql's semantics.
+            return _spark_sql_literal(value), first
         return value, first
 
     def clear(self) -> None:
@@ -101,6 +102,18 @@ class _Formatter(string.Formatter):
         if hasattr(self._spark, "_jsparkSession"):
             for _, name in self._views:
                 self._spark.catalog.dropTempView(name)
+
+
+def _spark_sql_literal(value: str) -> str:
+    """``value`` as ``spark.sql(query, name=value)`` renders it (pyspark's ``get_lit_sql_str``: backslash escapes).
+
+    Only for the caller's own ``{name}`` arguments (``spark.sql`` parity); text the doors generate from
+    column names goes through :func:`runtime.spark.render.sql_string`, which relies on no escaping.
+
+    >>> print(_spark_sql_literal("it's"))
+    'it\\'s'
+    """
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:

@@ -130,6 +130,7 @@ from runtime.core.temporal_join import (
 )
 from runtime.core.versioned import Match, VersionEvent, VersionHistory
 from runtime.spark import plan
+from runtime.spark.schema import column as named
 from runtime.spark.schema import schema_kinds
 
 MODES = ("event_time", "processing_time")
@@ -1042,7 +1043,7 @@ def _json(df: DataFrame) -> Column:
     """The row as the operator's JSON payload (see :func:`_from_wire`)."""
     fields = []
     for field in df.schema.fields:
-        column = F.col(f"`{field.name}`")
+        column = named(field.name)
         wire = _WIRE_TYPES.get(type(field.dataType))
         fields.append((wire[1](column) if wire else column).alias(field.name))
     return F.to_json(F.struct(*fields), JSON_OPTIONS)
@@ -1084,7 +1085,7 @@ def _key_columns(df: DataFrame, key: tuple[str, ...] | list[str], buckets: int) 
     """
     parts = []
     for name in key:
-        column = F.col(f"`{name}`")
+        column = named(name)
         if isinstance(df.schema[name].dataType, (T.FloatType, T.DoubleType)):
             column = column + F.lit(0.0).cast(df.schema[name].dataType)
         parts.append(column)
@@ -1106,7 +1107,7 @@ def _internal_columns(df: DataFrame, spec: TemporalJoinSpec, side: str, buckets:
     if side == "right":
         key, time = spec.versioned.key, spec.versioned.time
         op = F.when(F.expr(plan.deleted_expression(spec)), F.lit(DELETE)).otherwise(F.lit(UPSERT))
-        seq = F.col(f"`{sequence}`").cast("long") if sequence else None
+        seq = named(sequence).cast("long") if sequence else None
         source = F.input_file_name()
     else:
         key, time = spec.left_key, spec.left_time
@@ -1116,7 +1117,7 @@ def _internal_columns(df: DataFrame, spec: TemporalJoinSpec, side: str, buckets:
         (BUCKET, bucket),
         (KEY_TEXT, text),
         (OP, op.cast("tinyint")),
-        (_TS, F.col(f"`{time}`").cast("timestamp")),
+        (_TS, named(time).cast("timestamp")),
         (FILE, source),
         (ROW, _json(df)),
     ]
@@ -1134,7 +1135,7 @@ def _internal_with_dead(df: DataFrame, spec: TemporalJoinSpec, side: str, bucket
     """
     reason = F.expr(plan.reject_reason(spec, side))
     dead = reason.isNotNull()
-    original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+    original = F.to_json(F.struct(*[named(c) for c in df.columns]))
     replaced = {
         OP: F.lit(DEAD_LEFT if side == "left" else DEAD_RIGHT),
         _TS: F.lit(_DEAD_TS).cast("timestamp"),
@@ -1165,7 +1166,7 @@ def _heartbeat(heartbeat: DataFrame, like: DataFrame) -> DataFrame:
         elif field.name == BUCKET:
             columns.append(F.lit(0).cast(field.dataType).alias(BUCKET))
         elif field.name == _TS:
-            columns.append(F.col(f"`{time_column}`").cast("timestamp").alias(_TS))
+            columns.append(named(time_column).cast("timestamp").alias(_TS))
         else:
             columns.append(F.lit(None).cast(field.dataType).alias(field.name))
     return heartbeat.select(*columns)
