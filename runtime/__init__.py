@@ -14,6 +14,7 @@ _LAZY = {
     "versioned_table": "runtime.spark.dataframe",
     "temporal_join": "runtime.spark.dataframe",
     "temporal_join_with_rejects": "runtime.spark.dataframe",
+    "dead_letters": "runtime.spark.sql_door",
     "match_recognize": "runtime.spark.match_recognize",
     "sql": "runtime.spark.sql_door",
     "register": "runtime.spark.registration",

@@ -6,6 +6,9 @@ subquery exposes the left and right columns flat (where unambiguous) and as stru
 the aliases, so ``l.col`` / ``r.col`` in the outer query keep working; a bare ``SELECT *`` of that
 query block becomes ``SELECT * EXCEPT (l, r)``, so it lists the left columns then the right columns
 whose names the left side does not already use (Flink would list both, which Spark cannot name apart).
+
+:func:`dead_letters` is the door's dead-letter output: for the same query, the rows of the temporal joins'
+sides that the joins cannot use, with the reason (the DataFrame door's ``temporal_join_with_rejects`` shape).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from runtime.core.errors import SpecError
 from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
@@ -103,7 +107,46 @@ class _Formatter(string.Formatter):
                 self._spark.catalog.dropTempView(name)
 
 
-def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:
+def dead_letters(spark, query: str, **kwargs) -> DataFrame:
+    """The dead letter of ``runtime.sql(spark, query, **kwargs)``: the rows its temporal joins cannot use.
+
+    For each ``JOIN r FOR SYSTEM_TIME AS OF ...`` of ``query``: the versioned table's rows with a NULL key
+    or time or an unknown op and, for an INNER join, the left rows with a NULL key or time (a LEFT join
+    outputs those unmatched, with NULLs on the right).  Columns ``side`` (``left`` / ``right``), ``reason``,
+    ``row`` (the original row as JSON) and ``join`` (which join: ``temporal join #<n> (<table> AS
+    <alias>)``, as the door's error messages name it).  Takes the query text and the placeholders exactly
+    as :func:`sql` does; a query without a temporal join gives no rows.
+
+    Example::
+
+        query = '''SELECT o.order_id, r.conversion_rate FROM orders AS o
+                   JOIN currency_rates FOR SYSTEM_TIME AS OF o.order_time AS r ON o.currency = r.currency'''
+        joined = runtime.sql(spark, query)
+        rejected = runtime.dead_letters(spark, query)   # side, reason, row, join
+    """
+    from runtime.spark.dataframe import dead_letters as side_dead_letters
+    from runtime.spark.match_recognize import rewrite_match_recognize
+
+    formatter = _Formatter(spark)
+    try:
+        text = rewrite_match_recognize(spark, formatter.format(query, **kwargs) if kwargs else query)
+        parts = []
+        for n, clause in enumerate(find_temporal_joins(text), start=1):
+            spec, left_df, right_df = _bind_clause(spark, clause, n)
+            parts.append(side_dead_letters(left_df, right_df, spec).withColumn("join", F.lit(spec.where)))
+        if not parts:
+            return spark.createDataFrame([], "side STRING, reason STRING, row STRING, join STRING")
+        result = parts[0]
+        for part in parts[1:]:
+            result = result.unionByName(part)
+        return result
+    finally:
+        if kwargs:
+            formatter.clear()
+
+
+def _bind_clause(spark, clause: TemporalJoinClause, n: int) -> tuple[TemporalJoinSpec, DataFrame, DataFrame]:
+    """The spec of join #``n`` of a query (checked against both sides) and its two sides as DataFrames."""
     where = f"temporal join #{n} ({clause.right_name} AS {clause.right_alias})"
     versioned = versioned_spec(spark, clause.right_name)
     if versioned is None:
@@ -129,6 +172,12 @@ def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:
     left_df = spark.sql(f"SELECT * FROM {clause.left_relation} AS __tw_probe")
     right_df = spark.table(clause.right_name)
     spec.bind(schema_kinds(left_df.schema), schema_kinds(right_df.schema))
+    return spec, left_df, right_df
+
+
+def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:
+    spec, left_df, right_df = _bind_clause(spark, clause, n)
+    versioned, where = spec.versioned, spec.where
     right_columns = right_df.columns
     # Flat right columns only where the name is free, so unqualified references keep one meaning.
     flat_right = [c for c in right_columns if c not in left_df.columns and c not in versioned.meta_columns]
@@ -143,4 +192,4 @@ def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:
     return f"({body}) AS __tw_join{n}"
 
 
-__all__ = ["VersionedTableSpec", "rewrite", "sql"]
+__all__ = ["VersionedTableSpec", "dead_letters", "rewrite", "sql"]
