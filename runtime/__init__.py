@@ -16,6 +16,7 @@ _LAZY = {
     "temporal_join_with_rejects": "runtime.spark.dataframe",
     "dead_letters": "runtime.spark.sql_door",
     "match_recognize": "runtime.spark.match_recognize",
+    "match_recognize_with_rejects": "runtime.spark.match_recognize",
     "sql": "runtime.spark.sql_door",
     "register": "runtime.spark.registration",
     "register_versioned": "runtime.spark.registration",

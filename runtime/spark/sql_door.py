@@ -8,7 +8,8 @@ query block becomes ``SELECT * EXCEPT (l, r)``, so it lists the left columns the
 whose names the left side does not already use (Flink would list both, which Spark cannot name apart).
 
 :func:`dead_letters` is the door's dead-letter output: for the same query, the rows of the temporal joins'
-sides that the joins cannot use, with the reason (the DataFrame door's ``temporal_join_with_rejects`` shape).
+sides that the joins cannot use and the MATCH_RECOGNIZE inputs' rows with a NULL event time, with the reason
+(the DataFrame doors' ``temporal_join_with_rejects`` / ``match_recognize_with_rejects`` shape).
 """
 
 from __future__ import annotations
@@ -108,34 +109,51 @@ class _Formatter(string.Formatter):
 
 
 def dead_letters(spark, query: str, **kwargs) -> DataFrame:
-    """The dead letter of ``runtime.sql(spark, query, **kwargs)``: the rows its temporal joins cannot use.
+    """The dead letter of ``runtime.sql(spark, query, **kwargs)``: the input rows the query cannot use.
 
     For each ``JOIN r FOR SYSTEM_TIME AS OF ...`` of ``query``: the versioned table's rows with a NULL key
     or time or an unknown op and, for an INNER join, the left rows with a NULL key or time (a LEFT join
-    outputs those unmatched, with NULLs on the right).  Columns ``side`` (``left`` / ``right``), ``reason``,
-    ``row`` (the original row as JSON) and ``join`` (which join: ``temporal join #<n> (<table> AS
-    <alias>)``, as the door's error messages name it).  Takes the query text and the placeholders exactly
-    as :func:`sql` does; a query without a temporal join gives no rows.
+    outputs those unmatched, with NULLs on the right).  For each ``MATCH_RECOGNIZE``: its input's rows with
+    a NULL event time (the first ORDER BY column; no door matches them).  Columns ``side`` (``left`` /
+    ``right``; ``input`` for MATCH_RECOGNIZE), ``reason``, ``row`` (the original row as JSON) and ``clause``
+    (``temporal join #<n> (<table> AS <alias>)``, as the door's error messages name it, or
+    ``MATCH_RECOGNIZE #<n>``).  Takes the query text and the placeholders exactly as :func:`sql` does; a
+    query with neither gives no rows.
 
     Example::
 
         query = '''SELECT o.order_id, r.conversion_rate FROM orders AS o
                    JOIN currency_rates FOR SYSTEM_TIME AS OF o.order_time AS r ON o.currency = r.currency'''
         joined = runtime.sql(spark, query)
-        rejected = runtime.dead_letters(spark, query)   # side, reason, row, join
+        rejected = runtime.dead_letters(spark, query)   # side, reason, row, clause
     """
+    from runtime.core.match_sql import find_match_recognize
     from runtime.spark.dataframe import dead_letters as side_dead_letters
-    from runtime.spark.match_recognize import rewrite_match_recognize
+    from runtime.spark.match_recognize import plan, rejected_rows, rewrite_match_recognize
+    from runtime.spark.subqueries import inline_subqueries
 
     formatter = _Formatter(spark)
     try:
-        text = rewrite_match_recognize(spark, formatter.format(query, **kwargs) if kwargs else query)
+        text = formatter.format(query, **kwargs) if kwargs else query
         parts = []
+        for n, found in enumerate(find_match_recognize(text), start=1):
+            try:
+                source = sql(spark, "SELECT * FROM " + found.relation)
+                source.schema  # noqa: B018 - resolves the relation now
+            except Exception as error:  # a CTE of the query, an outer reference: no DataFrame of its own
+                raise SpecError(
+                    "query", f"the input of MATCH_RECOGNIZE #{n} ({found.relation}) does not resolve on its own (a CTE?), "
+                    "so its dead letter cannot be read here; its dead letters are its rows whose first ORDER BY "
+                    "column is NULL", where="dead_letters",
+                ) from error
+            bound = plan(inline_subqueries(spark, found.spec), source.schema)
+            parts.append(rejected_rows(source, bound).withColumn("clause", F.lit(f"MATCH_RECOGNIZE #{n}")))
+        text = rewrite_match_recognize(spark, text)
         for n, clause in enumerate(find_temporal_joins(text), start=1):
             spec, left_df, right_df = _bind_clause(spark, clause, n)
-            parts.append(side_dead_letters(left_df, right_df, spec).withColumn("join", F.lit(spec.where)))
+            parts.append(side_dead_letters(left_df, right_df, spec).withColumn("clause", F.lit(spec.where)))
         if not parts:
-            return spark.createDataFrame([], "side STRING, reason STRING, row STRING, join STRING")
+            return spark.createDataFrame([], "side STRING, reason STRING, row STRING, clause STRING")
         result = parts[0]
         for part in parts[1:]:
             result = result.unionByName(part)
