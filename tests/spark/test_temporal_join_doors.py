@@ -347,6 +347,11 @@ def test_left_join_keeps_null_key_and_null_time_rows_in_every_door(spark, tmp_pa
         [["rate", "rate"]], how="left",
     )
     results["plan"] = _rows(spark.sql(plan, left=orders, right=rates))
+    # the dead letter dbt's temporal_join_dead_letter renders, for this LEFT join: no left rows
+    left_dead = render.macro("timeweave__dead_letter_sql", "{left}", orders.columns, "left", ["cur"], "ts", how="left")
+    assert spark.sql(left_dead, left=orders).count() == 0
+    inner_dead = render.macro("timeweave__dead_letter_sql", "{left}", orders.columns, "left", ["cur"], "ts", how="inner")
+    assert spark.sql(inner_dead, left=orders).count() == 2
 
     orders.write.parquet(str(tmp_path / "orders"))
     rates.write.parquet(str(tmp_path / "rates"))
