@@ -10,7 +10,10 @@
   - a version is valid from its time (inclusive) to the key's next event (exclusive);
   - a delete event ends validity at its time; a later upsert starts a new version;
   - ties (same key and time): the highest sequence (last in input order) wins;
-  - the extra predicate is applied to the version found, never used to search for another one.
+  - the extra predicate is applied to the version found, never used to search for another one;
+  - a left row with a NULL key or NULL time can never match: a LEFT join keeps it, unmatched (right side
+    NULL), as SQL's LEFT JOIN, Flink and DuckDB do; an INNER join drops it and the dead letter lists it
+    (timeweave__probe_sql and timeweave__dead_letter_sql, the two places that read `how` for it).
 
   Plan: see timeweave__matched_sql (a per-key bucketed range join: no sort of the left side, no
   per-key range join multiplying rows by versions, skew-proof bucket widths).
@@ -93,8 +96,8 @@ WHERE ({{ timeweave.timeweave__reject_reason('right', key, time, format, op, del
 
 {#- Left rows matched with the version in force at their time, in the flat form timeweave__probe_sql
     describes: no version (__tw_found false, __tw_p NULL) before the key's first version or inside a deleted
-    span.  Left rows with a NULL key or time are excluded here (they go
-    to the dead letter).
+    span.  Left rows with a NULL key or time find no version; the probe keeps them for a LEFT join only
+    (see timeweave__probe_sql).
 
     Plan (a bucketed range join, exact; O(n log n) in the versions and O(1) probes per left row):
     1. one event per (key, time): the highest sequence wins (ROW_NUMBER);
@@ -106,11 +109,11 @@ WHERE ({{ timeweave.timeweave__reject_reason('right', key, time, format, op, del
        checks the exact range.  Intervals of a key are disjoint, so at most one matches.
     The left side is never sorted nor shuffled when the versions fit a broadcast; a hot key spreads over
     many buckets otherwise. -#}
-{%- macro timeweave__matched_sql(left, left_columns, left_key, left_time, events, nkeys) -%}
+{%- macro timeweave__matched_sql(left, left_columns, left_key, left_time, events, nkeys, how='inner') -%}
 WITH __tw_ev AS ({{ events }}),
 __tw_st AS ({{ timeweave.timeweave__stats_sql('__tw_ev', nkeys) }}),
 __tw_iv AS ({{ timeweave.timeweave__intervals_sql('__tw_ev', '__tw_st', nkeys) }})
-{{ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, '__tw_st', '__tw_iv', nkeys) }}
+{{ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, '__tw_st', '__tw_iv', nkeys, how) }}
 {%- endmacro -%}
 
 {#- Step 3's per-key statistics over version events: bucket width __tw_w, the last event time __tw_umax, the
@@ -163,8 +166,11 @@ FROM (
     left_columns), __tw_p (the version's struct of right columns, NULL without a version), __tw_found,
     __tw_vf / __tw_vt (the version's validity).  The left row travels through both joins as plain columns:
     a struct of it was built per row and taken apart again after the joins (with the second lookup, most
-    of the probe's per-row CPU at 10 M rows), and flat columns the output does not read are pruned. -#}
-{%- macro timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, nkeys) -%}
+    of the probe's per-row CPU at 10 M rows), and flat columns the output does not read are pruned.
+    A left row with a NULL key or NULL time finds no statistics (NULL never equals) and so no version: a
+    LEFT join (how='left') keeps it, unmatched; an INNER join filters it out here (it is a dead letter), so
+    it travels through neither join. -#}
+{%- macro timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, nkeys, how='inner') -%}
 {%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
 SELECT {% for c in left_columns %}__tw_lb.__tw_c{{ loop.index0 }}, {% endfor %}__tw_b.__tw_p,
   __tw_b.__tw_t IS NOT NULL AS __tw_found, __tw_b.__tw_t AS __tw_vf, __tw_b.__tw_valid_to AS __tw_vt
@@ -177,7 +183,9 @@ FROM (
     SELECT {% for k in left_key %}{{ timeweave.timeweave__q(k) }} AS __tw_k{{ loop.index0 }}, {% endfor %}unix_micros(CAST({{ timeweave.timeweave__q(left_time) }} AS TIMESTAMP)) AS __tw_lu
       {%- for c in left_columns %}, {{ timeweave.timeweave__q(c) }} AS __tw_c{{ loop.index0 }}{% endfor %}
     FROM {{ left }}
+{%- if how != 'left' %}
     WHERE ({{ timeweave.timeweave__reject_reason('left', left_key, left_time) }}) IS NULL
+{%- endif %}
   ) __tw_lr
   LEFT JOIN {{ stats }} __tw_s ON {% for k in ks %}__tw_lr.{{ k }} = __tw_s.{{ k }}{{ " AND " if not loop.last }}{% endfor %}
 ) __tw_lb
@@ -253,7 +261,7 @@ __tw_st AS ({% if stats %}SELECT * FROM {{ stats }}{% else %}{{ timeweave.timewe
 {%- macro timeweave__probe_join_sql(left, stats, intervals, left_columns, right_columns, left_key, left_time, key, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none) -%}
 SELECT * EXCEPT (__tw_matched) FROM (
 {{ timeweave.timeweave__finalize_flat_sql(
-    "(" ~ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, key | length) ~ ") __tw_mm",
+    "(" ~ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, key | length, how) ~ ") __tw_mm",
     left_columns, right_columns, output_right, how, predicate, left_alias, right_alias, valid_from, valid_to) }}
 ) __tw_out
 {%- endmacro -%}
@@ -264,7 +272,7 @@ SELECT * EXCEPT (__tw_matched) FROM (
 {{ timeweave.timeweave__finalize_flat_sql(
     "(" ~ timeweave.timeweave__matched_sql(left, left_columns, left_key, left_time,
         timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops),
-        key | length) ~ ") __tw_mm",
+        key | length, how) ~ ") __tw_mm",
     left_columns, right_columns, output_right, how, predicate, left_alias, right_alias, valid_from, valid_to, nested) }}
 ) __tw_out
 {%- endmacro -%}
@@ -285,11 +293,12 @@ FROM (
 WHERE NOT __tw_deleted
 {%- endmacro -%}
 
-{#- Rows of one side that cannot take part, with the reason: the dead-letter output. -#}
-{%- macro timeweave__dead_letter_sql(relation, columns, side, key, time, format='append', op=none, delete_flag=none, upsert_ops=[], delete_ops=[]) -%}
+{#- Rows of one side that cannot take part, with the reason: the dead-letter output.  `how` is the join's:
+    a LEFT join outputs its left rows with a NULL key or time (unmatched), so they are no dead letters. -#}
+{%- macro timeweave__dead_letter_sql(relation, columns, side, key, time, format='append', op=none, delete_flag=none, upsert_ops=[], delete_ops=[], how='inner') -%}
 SELECT {% for c in columns %}{{ timeweave.timeweave__q(c) }}, {% endfor %}{{ timeweave.timeweave__str(side) }} AS __tw_side, __tw_reason AS reason FROM (
   SELECT *, {{ timeweave.timeweave__reject_reason(side, key, time, format, op, delete_flag, upsert_ops, delete_ops) }} AS __tw_reason
   FROM {{ relation }}
 ) __tw_r
-WHERE __tw_reason IS NOT NULL
+WHERE __tw_reason IS NOT NULL{% if side == 'left' and how == 'left' %} AND false{% endif %}
 {%- endmacro -%}

@@ -218,6 +218,23 @@ class TemporalJoinSpec:
         ):
             object.__setattr__(self, name, value)
 
+    @property
+    def keeps_unmatchable_left(self) -> bool:
+        """Whether a left row with a NULL key or NULL time is output, unmatched, instead of dead-lettered.
+
+        Such a row can never match a version (NULL equals nothing; a NULL time is before and after
+        nothing).  A LEFT join keeps every left row, as SQL's LEFT JOIN, Flink and DuckDB do: the row is
+        output with the right side NULL and is no dead letter.  An INNER join would drop it, so it goes
+        to the dead letter with the reason.  The batch plan states the same rule in
+        ``timeweave__probe_sql`` / ``timeweave__dead_letter_sql``; the streaming and backfill doors read
+        this property.
+
+        >>> rates = VersionedTableSpec("currency", "update_time")
+        >>> [TemporalJoinSpec(rates, "ts", how=how).keeps_unmatchable_left for how in ("left", "inner")]
+        [True, False]
+        """
+        return self.how is JoinType.LEFT
+
     def output_right_columns(self, right_schema: Schema) -> tuple[tuple[str, str], ...]:
         """(source column, output name) pairs of the right side's columns in the output."""
         chosen = self.right_columns if self.right_columns is not None else self.versioned.payload_columns(right_schema)

@@ -14,8 +14,15 @@ its slices' left rows against it: inside the one probe job when all the run's sl
 default), written once for the run's jobs otherwise.  The union of the slices
 equals one batch run over ``[start, end)``.
 
+A LEFT join keeps every left row (:attr:`~runtime.core.spec.TemporalJoinSpec.keeps_unmatchable_left`): a
+row with a NULL key is output unmatched in its slice; a row with a NULL time belongs to no slice and is
+output unmatched under ``slice=none`` (the label its dead letter has in an INNER join), which every run
+rewrites, so reading ``output`` whole gives the DataFrame door's rows over ``[start, end)`` plus the
+NULL-time rows.  An INNER join dead-letters both, as before.
+
 Layout under ``output``: ``slice=<start ISO>/`` parquet per slice (re-running a slice overwrites only
-it: idempotent), dead letters likewise under ``dead_letter``, state under ``state/edge=<ISO>/`` (plus,
+it: idempotent), ``slice=none/`` (LEFT joins, see above), dead letters likewise under ``dead_letter``,
+state under ``state/edge=<ISO>/`` (plus,
 for runs of several probe jobs, the run's ``_run_stats`` / ``_run_intervals``, the latter partitioned by
 the slices each interval overlaps).
 """
@@ -37,7 +44,7 @@ from pyspark.sql import functions as F
 from pyspark.storagelevel import StorageLevel
 
 from runtime.core.errors import SpecError
-from runtime.core.spec import JoinType, TemporalJoinSpec, VersionedTableSpec
+from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
 from runtime.spark import render
 from runtime.spark.dataframe import dead_letters
 from runtime.spark.hadoop import HadoopFiles
@@ -315,14 +322,15 @@ def _run(
     # writer), so a side job planned inside a narrower window and run after it wrote one partition's
     # file twice (FileAlreadyExistsException).
     with _concurrent_writers(spark, slices_per_job), ThreadPoolExecutor(max_workers=1) as side:
-        beside = side.submit(_side_jobs, spark, left, right, base, spec, plan, wanted, dead_letter, state)
+        beside = side.submit(_side_jobs, spark, left, right, base, spec, plan, wanted, output, dead_letter, state)
         rows_out = _write_slices(
             spark, left, right, base, valid_right, spec, plan, wanted, groups, output, state, concurrent_slices,
             slices_per_job,
         ) if done else 0
-        rows_in_left, rows_in_right, dead_rows = beside.result()
-    if rows_in_left is None:  # a LEFT join of a left input without NULL keys or times: one row out per row in
+        rows_in_left, rows_in_right, dead_rows, untimed_out = beside.result()
+    if rows_in_left is None:  # a LEFT join of a left input without NULL times: one row out per row in
         rows_in_left = rows_out
+    rows_out += untimed_out
     return {
         "late": 0, "slices": len(done), "rows_in_left": rows_in_left, "rows_in_right": rows_in_right,
         "rows_out": rows_out, "dead_letter": dead_rows, "watermark": end.isoformat(),
@@ -344,36 +352,60 @@ def _in_slices(time: Column, done: Sequence[Slice]) -> Column:
 
 def _side_jobs(
     spark: SparkSession, left: DataFrame, right: DataFrame, base: DataFrame | None, spec: TemporalJoinSpec,
-    plan: Sequence[Slice], wanted: Sequence[int], dead_letter: str, state: str,
-) -> tuple[int | None, int, int]:
-    """The run's work beside the probes; returns (left rows in the slices run, right rows in them, dead letters).
+    plan: Sequence[Slice], wanted: Sequence[int], output: str, dead_letter: str, state: str,
+) -> tuple[int | None, int, int, int]:
+    """The run's work beside the probes; returns (left rows in the slices run — for a LEFT join plus those with
+    a NULL time —, right rows in the slices run, dead letters, rows written under ``output/slice=none``).
 
     One job counts the left side (reading its time and key columns only) while the edge-state job counts
     the right side as it reads it; the dead-letter job runs after both, and only when they found a row to
     reject: clean input costs two small jobs, not three.  The two run at once so that both fit in the
     probe's latency-bound start (its small version stages), before its long stage takes both cores.
 
-    A LEFT join gives every left row of the run with a key and a time exactly one output row, so when
-    the left input's parquet footers show no NULL in those columns no job reads it: its rows in the run
-    are the rows written, which the caller knows once the probes committed (None here).
+    A LEFT join gives every left row of the run with a time exactly one output row (a NULL key too: it is
+    output unmatched), so when the left input's parquet footers show no NULL time no job reads it: its
+    rows in the run are the rows written, which the caller knows once the probes committed (None here).
+    Its left rows with a NULL time are output unmatched under ``slice=none`` (:func:`_write_untimed_left`).
     """
     done = [plan[i] for i in wanted]
+    keeps = spec.keeps_unmatchable_left
     with ThreadPoolExecutor(max_workers=1) as beside:
         edges = beside.submit(_write_edge_states, spark, base, right, spec, plan, done, state) if done else None
-        if spec.how is JoinType.LEFT and _footers_show_no_nulls(left, [spec.left_time, *spec.left_key]):
+        if keeps and _footers_show_no_nulls(left, [spec.left_time]):
             rows_in_left, null_times, null_keys = None, 0, 0
         else:
             rows_in_left, null_times, null_keys = _count_left(left, spec, done)
+            if keeps:
+                rows_in_left += null_times  # output under slice=none
         if edges is None:  # nothing ran: no edge job counted the right side, whose NULL-time rows are still dead letters
             rows_in_right, right_rejects = 0, True
         else:
             rows_in_right, rejected = edges.result()
             right_rejects = rejected > 0
+    untimed_out = _write_untimed_left(left, right, spec, output, null_times > 0) if keeps else 0
     dead_rows = _write_dead_letters(
-        left, right, spec, done, dead_letter, null_times=null_times > 0, left_rejects=null_keys + null_times > 0,
-        right_rejects=right_rejects,
+        left, right, spec, done, dead_letter, null_times=null_times > 0,
+        left_rejects=not keeps and null_keys + null_times > 0, right_rejects=right_rejects,
     )
-    return rows_in_left, rows_in_right, dead_rows
+    return rows_in_left, rows_in_right, dead_rows, untimed_out
+
+
+def _write_untimed_left(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, output: str, present: bool) -> int:
+    """A LEFT join's left rows with a NULL time, output unmatched under ``output/slice=none``; returns how many.
+
+    They belong to no slice (``slice=none``, the label the dead letter gives NULL-time rows), so every run
+    rewrites them: reading ``output`` whole gives each once.  They are the DataFrame door's rows for them:
+    the one plan over them and no version (a NULL time matches none), so no version is built.
+    """
+    path = f"{output}/slice=none"
+    files = HadoopFiles(left.sparkSession)
+    files.delete(path)  # also when there are none now: an earlier run's rows must not stay
+    if not present:
+        return 0
+    sql = render.temporal_join_sql(spec, "{left}", "{right}", left.columns, right.columns)
+    untimed = left.sparkSession.sql(sql, left=left.where(F.col(spec.left_time).isNull()), right=right.where(F.lit(False)))
+    untimed.write.mode("overwrite").parquet(path)
+    return files.parquet_rows([path])
 
 
 def _footers_show_no_nulls(df: DataFrame, columns: Sequence[str]) -> bool:
@@ -597,6 +629,8 @@ def _write_dead_letters(
     nulls = [named(c).isNull() for c in spec.left_key] + ([named(spec.left_time).isNull()] if null_times else [])
     left_side = left_side.where(reduce(operator.or_, nulls, F.lit(False)) & F.lit(left_rejects))
     right_side = right_side.where(F.lit(right_rejects))  # a constant false filter: Spark reads nothing
+    if spec.versioned.sequence == SEQ:  # the input order `_with_sequence` added is no column of the right input
+        right_side = right_side.drop(SEQ)
     dead_seen: list[Observation] = []
     rejected = dead_letters(left_side.drop("__tw_t"), right_side.drop("__tw_t"), spec, carry="__tw_slice")
     rejected = _observed(rejected.withColumnRenamed("__tw_slice", "slice"), dead_seen)

@@ -121,8 +121,9 @@ def temporal_join(
     ``left_alias``/``right_alias``) applied to the matched version: failing it gives NULLs (LEFT) or no
     row (INNER).  Output: the left columns, then the right columns (all but key and change metadata
     unless ``right_columns`` is given, prefixed by ``right_prefix``), then validity columns if asked.
-    Left rows with a NULL key or time are not joined: they are in :func:`temporal_join_with_rejects`'s
-    dead letter.
+    A left row with a NULL key or NULL time can never match: a LEFT join outputs it unmatched (right
+    columns NULL), so every left row is in the output; an INNER join drops it and
+    :func:`temporal_join_with_rejects`'s dead letter lists it with the reason.
 
     Example::
 
@@ -144,7 +145,15 @@ def temporal_join_with_rejects(left: DataFrame, right: DataFrame, left_time: str
     """:func:`temporal_join` plus the dead letter: rows of either side that could not take part, with a reason.
 
     The dead-letter DataFrame has columns ``side`` (``left``/``right``), ``reason`` and ``row`` (the
-    original row as JSON).
+    original row as JSON).  A LEFT join's left rows are all in the joined output (a NULL key or time
+    gives NULLs on the right), so its dead letter lists right rows only; an INNER join's lists the left
+    rows it dropped for a NULL key or time too.
+
+    Example::
+
+        joined, rejected = runtime.temporal_join_with_rejects(orders, rates, "order_time", key="currency",
+                                                              time="update_time", how="inner")
+        rejected.groupBy("side", "reason").count().show()
     """
     joined = temporal_join(left, right, left_time, **kwargs)
     keys = {k: kwargs.get(k) for k in ("left_key", "key", "time", "format", "op", "delete_flag", "sequence")}
@@ -159,7 +168,8 @@ def dead_letters(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, carr
     """Rows of both sides that cannot take part in ``spec``'s join: ``side``, ``reason``, ``row`` (JSON).
 
     ``carry`` names a column both sides have that stays a column of its own instead of going into
-    ``row`` (the backfill's slice label).
+    ``row`` (the backfill's slice label).  Left rows only for an INNER join: a LEFT join outputs them
+    (:attr:`TemporalJoinSpec.keeps_unmatchable_left`).
     """
     session = _session(left)
     # Names are quoted and the side is a constant rendered by the plan's rule (render.sql_string); the
@@ -169,9 +179,11 @@ def dead_letters(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, carr
     parts = []
     for side, df in (("left", left), ("right", right)):
         reason = reject_reason(spec, side)
+        # A constant false filter for a LEFT join's left side: Spark plans an empty relation, reading nothing.
+        output = " AND false" if side == "left" and spec.keeps_unmatchable_left else ""
         parts.append(session.sql(render.formattable(
             f"SELECT {render.sql_string(side)} AS side, reason, to_json(struct(* EXCEPT ({hidden}))) AS row{kept} FROM "
-            f"(SELECT *, {reason} AS reason FROM {render.relation('df')}) WHERE reason IS NOT NULL"),
+            f"(SELECT *, {reason} AS reason FROM {render.relation('df')}) WHERE reason IS NOT NULL{output}"),
             df=df,
         ))
     return parts[0].unionByName(parts[1])

@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from runtime.core.errors import QuerySyntaxError
@@ -49,7 +50,7 @@ from runtime.core.pattern import expr as E
 from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS
 from runtime.core.pattern.fast import dict_rows
 from runtime.core.pattern.functions import SCALAR_FUNCTIONS
-from runtime.core.pattern.partition import OutputBlock, as_dicts
+from runtime.core.pattern.partition import OutputBlock, as_dicts, null_event_time_reason
 from runtime.spark.render import quote
 from runtime.spark.render import sql_string as render_sql_string
 from runtime.spark.schema import column as named
@@ -351,6 +352,8 @@ def match_recognize(df: DataFrame, clause: str | ClauseSpec) -> DataFrame:
             PATTERN (A+ B) DEFINE A AS AVG(A.price) < 15''').show()
     """
     bound = plan(inline_subqueries(df.sparkSession, clause), df.schema)
+    if bound.order_columns:  # a NULL event time is matched by no door (core event_time_column): a dead letter
+        df = df.where(named(bound.order_columns[0][0]).isNotNull())
     needed = _needed_columns(bound)
     if len(needed) < len(df.columns):  # ONE ROW PER MATCH reads few columns: ship only those to Python
         df = df.select(*[named(c) for c in needed])
@@ -366,6 +369,34 @@ def match_recognize(df: DataFrame, clause: str | ClauseSpec) -> DataFrame:
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     runner = _ArrowRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), timezone)
     return map_in_arrow(arranged, runner, bound.schema)
+
+
+def match_recognize_with_rejects(df: DataFrame, clause: str | ClauseSpec) -> tuple[DataFrame, DataFrame]:
+    """:func:`match_recognize` plus its dead letter: the input rows with a NULL event time (the first ORDER BY
+    column), which no door matches.  The dead letter has the streaming and backfill doors' shape: ``side``
+    (``input``), ``reason`` (``NULL event time column <t>``), ``row`` (the input row as JSON); without ORDER BY
+    it is empty.
+
+    Example::
+
+        matches, rejected = runtime.match_recognize_with_rejects(ticker, "PARTITION BY symbol ORDER BY rowtime ...")
+        rejected.show()
+    """
+    matches = match_recognize(df, clause)
+    bound = plan(inline_subqueries(df.sparkSession, clause), df.schema)
+    return matches, rejected_rows(df, bound)
+
+
+def rejected_rows(df: DataFrame, bound: MatchPlan) -> DataFrame:
+    """The rows of ``df`` no door matches for ``bound`` (a NULL event time), in the dead-letter shape."""
+    if not bound.order_columns:
+        return df.sparkSession.createDataFrame([], "side STRING, reason STRING, row STRING")
+    time = bound.order_columns[0][0]
+    return df.where(named(time).isNull()).select(
+        F.lit("input").alias("side"),
+        F.lit(null_event_time_reason(time)).alias("reason"),
+        F.to_json(F.struct(*[named(c) for c in df.columns])).alias("row"),
+    )
 
 
 def _needed_columns(bound: MatchPlan) -> list[str]:
@@ -732,12 +763,18 @@ def _udtf_class() -> type:
         def __init__(self) -> None:
             self.matcher: PartitionMatcher | None = None
             self.keys: tuple[str, ...] = ()
+            self.time: str | None = None
 
         def eval(self, row: Any, clause: str) -> Iterator[tuple[Any, ...]]:
             if self.matcher is None:
                 bound = _bound_for_row(clause, tuple(row.__fields__))
                 self.matcher = PartitionMatcher(bound.spec)
                 self.keys = bound.keys
+                self.time = bound.order_columns[0][0] if bound.order_columns else None
+            if self.time is not None and row[self.time] is None:
+                # A NULL event time is matched by no door (core event_time_column); this function has one
+                # output, so the row is left out: its dead letter is `WHERE <event time> IS NULL` of the input.
+                return
             for out in self.matcher.push(row.asDict()):
                 yield tuple(out.get(k) for k in self.keys)
 
@@ -783,7 +820,8 @@ def register_udtf(spark: Any) -> list[str]:
 
 
 __all__ = [
-    "UDTF_NAME", "MatchPlan", "match_recognize", "plan", "register_udtf", "rewrite_match_recognize", "run_batches",
+    "UDTF_NAME", "MatchPlan", "match_recognize", "match_recognize_with_rejects", "plan", "register_udtf",
+    "rejected_rows", "rewrite_match_recognize", "run_batches",
     "run_sorted",
     "sql_string", "udtf",
 ]

@@ -58,6 +58,7 @@ from runtime.spark.match_recognize import (
     _sort_column,
     _to_arrow,
     plan,
+    rejected_rows,
 )
 from runtime.spark.schema import column as named
 from runtime.spark.schema import map_in_arrow
@@ -356,12 +357,8 @@ def backfill_match_recognize(
             carried = _read_state(df, bound, f"{state_root}/slice={previous.label}", s.index, s.start)
         per_slice.append(_run_slice(df, bound, s, s.index == len(plan_slices) - 1, carried, output, state_root))
 
-    # The streaming door's dead-letter shape (and reason), so both jobs of one config write alike.
-    untimed = df.where(_quoted(time_column).isNull()).select(
-        F.lit("input").alias("side"),
-        F.lit(f"NULL event time column {time_column}").alias("reason"),
-        F.to_json(F.struct(*[_quoted(c) for c in df.columns])).alias("row"),
-    )
+    # The DataFrame door's dead letter (match_recognize_with_rejects; the streaming door's shape and reason).
+    untimed = rejected_rows(df, bound)
     untimed.write.mode("overwrite").parquet(f"{dead_letter}/slice=none")
     dead = df.sparkSession.read.parquet(f"{dead_letter}/slice=none").count()
     return {

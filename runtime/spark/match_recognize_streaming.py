@@ -98,7 +98,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from runtime.core.errors import SpecError
-from runtime.core.pattern import ClauseSpec, MatchRecognizeOperator, parse_clause
+from runtime.core.pattern import ClauseSpec, MatchRecognizeOperator, null_event_time_reason, parse_clause
 from runtime.core.pattern.operator import BUFFER, END_OF_TIME, MATCHER, SEQUENCE
 from runtime.core.state import NO_WATERMARK
 from runtime.jobs.config import parse_duration
@@ -422,7 +422,7 @@ class MatchRecognizeProcessor(StatefulProcessor):
         self._op = MatchRecognizeOperator(bound.spec, time_of=_time_of, rows_of=self._rows_of)
         self._decode = rows_decoder(schema, self.timezone)
         self._output = _Output.of(bound, self.timezone)
-        self._dead_reason = f"NULL event time column {bound.order_columns[0][0]}"
+        self._dead_reason = null_event_time_reason(bound.order_columns[0][0])
 
     def _watermark(self, timer_values: TimerValues) -> int:
         return core_watermark(timer_values.getCurrentWatermarkInMs(), self.end_us)

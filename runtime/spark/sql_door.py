@@ -6,6 +6,10 @@ subquery exposes the left and right columns flat (where unambiguous) and as stru
 the aliases, so ``l.col`` / ``r.col`` in the outer query keep working; a bare ``SELECT *`` of that
 query block becomes ``SELECT * EXCEPT (l, r)``, so it lists the left columns then the right columns
 whose names the left side does not already use (Flink would list both, which Spark cannot name apart).
+
+:func:`dead_letters` is the door's dead-letter output: for the same query, the rows of the temporal joins'
+sides that the joins cannot use and the MATCH_RECOGNIZE inputs' rows with a NULL event time, with the reason
+(the DataFrame doors' ``temporal_join_with_rejects`` / ``match_recognize_with_rejects`` shape).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from runtime.core.errors import SpecError
 from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
@@ -116,7 +121,63 @@ def _spark_sql_literal(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:
+def dead_letters(spark, query: str, **kwargs) -> DataFrame:
+    """The dead letter of ``runtime.sql(spark, query, **kwargs)``: the input rows the query cannot use.
+
+    For each ``JOIN r FOR SYSTEM_TIME AS OF ...`` of ``query``: the versioned table's rows with a NULL key
+    or time or an unknown op and, for an INNER join, the left rows with a NULL key or time (a LEFT join
+    outputs those unmatched, with NULLs on the right).  For each ``MATCH_RECOGNIZE``: its input's rows with
+    a NULL event time (the first ORDER BY column; no door matches them).  Columns ``side`` (``left`` /
+    ``right``; ``input`` for MATCH_RECOGNIZE), ``reason``, ``row`` (the original row as JSON) and ``clause``
+    (``temporal join #<n> (<table> AS <alias>)``, as the door's error messages name it, or
+    ``MATCH_RECOGNIZE #<n>``).  Takes the query text and the placeholders exactly as :func:`sql` does; a
+    query with neither gives no rows.
+
+    Example::
+
+        query = '''SELECT o.order_id, r.conversion_rate FROM orders AS o
+                   JOIN currency_rates FOR SYSTEM_TIME AS OF o.order_time AS r ON o.currency = r.currency'''
+        joined = runtime.sql(spark, query)
+        rejected = runtime.dead_letters(spark, query)   # side, reason, row, clause
+    """
+    from runtime.core.match_sql import find_match_recognize
+    from runtime.spark.dataframe import dead_letters as side_dead_letters
+    from runtime.spark.match_recognize import plan, rejected_rows, rewrite_match_recognize
+    from runtime.spark.subqueries import inline_subqueries
+
+    formatter = _Formatter(spark)
+    try:
+        text = formatter.format(query, **kwargs) if kwargs else query
+        parts = []
+        for n, found in enumerate(find_match_recognize(text), start=1):
+            try:
+                source = sql(spark, "SELECT * FROM " + found.relation)
+                source.schema  # noqa: B018 - resolves the relation now
+            except Exception as error:  # a CTE of the query, an outer reference: no DataFrame of its own
+                raise SpecError(
+                    "query", f"the input of MATCH_RECOGNIZE #{n} ({found.relation}) does not resolve on its own (a CTE?), "
+                    "so its dead letter cannot be read here; its dead letters are its rows whose first ORDER BY "
+                    "column is NULL", where="dead_letters",
+                ) from error
+            bound = plan(inline_subqueries(spark, found.spec), source.schema)
+            parts.append(rejected_rows(source, bound).withColumn("clause", F.lit(f"MATCH_RECOGNIZE #{n}")))
+        text = rewrite_match_recognize(spark, text)
+        for n, clause in enumerate(find_temporal_joins(text), start=1):
+            spec, left_df, right_df = _bind_clause(spark, clause, n)
+            parts.append(side_dead_letters(left_df, right_df, spec).withColumn("clause", F.lit(spec.where)))
+        if not parts:
+            return spark.createDataFrame([], "side STRING, reason STRING, row STRING, clause STRING")
+        result = parts[0]
+        for part in parts[1:]:
+            result = result.unionByName(part)
+        return result
+    finally:
+        if kwargs:
+            formatter.clear()
+
+
+def _bind_clause(spark, clause: TemporalJoinClause, n: int) -> tuple[TemporalJoinSpec, DataFrame, DataFrame]:
+    """The spec of join #``n`` of a query (checked against both sides) and its two sides as DataFrames."""
     where = f"temporal join #{n} ({clause.right_name} AS {clause.right_alias})"
     versioned = versioned_spec(spark, clause.right_name)
     if versioned is None:
@@ -142,6 +203,12 @@ def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:
     left_df = spark.sql(f"SELECT * FROM {clause.left_relation} AS __tw_probe")
     right_df = spark.table(clause.right_name)
     spec.bind(schema_kinds(left_df.schema), schema_kinds(right_df.schema))
+    return spec, left_df, right_df
+
+
+def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:
+    spec, left_df, right_df = _bind_clause(spark, clause, n)
+    versioned, where = spec.versioned, spec.where
     right_columns = right_df.columns
     # Flat right columns only where the name is free, so unqualified references keep one meaning.
     flat_right = [c for c in right_columns if c not in left_df.columns and c not in versioned.meta_columns]
@@ -156,4 +223,4 @@ def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:
     return f"({body}) AS __tw_join{n}"
 
 
-__all__ = ["VersionedTableSpec", "rewrite", "sql"]
+__all__ = ["VersionedTableSpec", "dead_letters", "rewrite", "sql"]

@@ -70,6 +70,14 @@ scan every input file twice per micro-batch (both branches read the source's bat
 counted each row twice).  Their ``tw_ts`` is year 1, so they never move a watermark.  The operator's input
 gained the ``tw_reason`` column; resuming a checkpoint written by the earlier two-branch plan is untested.
 
+**A LEFT join keeps every left row** (:attr:`~runtime.core.spec.TemporalJoinSpec.keeps_unmatchable_left`): a
+left row with a NULL key or NULL time can never match, so instead of a dead letter it travels as op
+``UNMATCHED_LEFT`` (its wire payload in ``tw_row``, ``tw_ts`` year 1 like a dead letter: it never moves a
+watermark) and the processor emits it at once as a joined row without a version, counted among the left
+rows.  Waiting for the watermark would change nothing (no version can ever be its match) and a NULL time
+has no place in the watermark's order.  The batch doors output the same row (``timeweave__probe_sql``), so the
+flushed stream still equals them.  An INNER join dead-letters it as before.
+
 Outputs: one tagged stream (``__tw_kind`` = ``joined`` / ``late`` / ``dead`` / ``stats``) that a
 ``foreachBatch`` splits with :meth:`StreamingJoin.split` into the main output (``finalize``d), the late
 output (left columns + ``reason`` + ``watermark``) and the dead letter (``side``, ``reason``, ``row``
@@ -149,6 +157,8 @@ ROW = "tw_row"
 REJECT = "tw_reason"  # why a row is a dead letter (NULL for every other row; see "Dead letters" above)
 _TS = "tw_ts"  # the watermarked timestamp, dropped before the operator (see the module docstring)
 LEFT_ROW, UPSERT, DELETE, HEARTBEAT, DEAD_LEFT, DEAD_RIGHT = 0, 1, 2, 3, 4, 5
+#: ``tw_op`` of a LEFT join's left row with a NULL key or time: emitted at once, unmatched (module docstring).
+UNMATCHED_LEFT = 6
 #: ``tw_ts`` of a dead letter: below any event time, so it never moves a watermark (Spark takes the maximum).
 _DEAD_TS = "0001-01-01 00:00:00"
 
@@ -579,6 +589,15 @@ def _version_json(match: Match | None) -> str:
     return f',"v":{event.payload},"f":{event.time},"t":{match.valid_to}}}'
 
 
+def _unmatched_rows(times: list[int], payloads: list[str]) -> JoinedRows:
+    """A LEFT join's unmatchable left rows (op ``UNMATCHED_LEFT``) as joined rows without a version.
+
+    >>> _unmatched_rows([0, 0], ['{"id":1}', '{"id":2}']).outputs()[1].match is None
+    True
+    """
+    return JoinedRows(list(times), [0] * len(times), list(payloads), [(len(times), None)])
+
+
 def _dead_frame(rows: pd.DataFrame) -> pd.DataFrame:
     """The tagged ``dead`` output rows of an invocation's dead letters (see :func:`_internal_with_dead`)."""
     n = len(rows)
@@ -653,21 +672,29 @@ class TemporalJoinProcessor(StatefulProcessor):
         batch = data_rows(iter([unpack(packs)]))
         if batch is None:
             return
-        dead = batch[OP].to_numpy() >= DEAD_LEFT
+        dead = (batch[OP].to_numpy() >= DEAD_LEFT) & (batch[OP].to_numpy() <= DEAD_RIGHT)
         if dead.any():
             yield _dead_frame(batch[dead])
             batch = batch[~dead]
             if batch.empty:
                 return
-        n_left = int(np.count_nonzero(batch[OP].to_numpy() == LEFT_ROW))
-        n_right = len(batch) - n_left
+        unmatched = batch[OP].to_numpy() == UNMATCHED_LEFT
+        outputs: list[Output | JoinedRows] = []
+        if unmatched.any():
+            outputs.append(_unmatched_rows(batch[TIME][unmatched].tolist(), batch[ROW][unmatched].tolist()))
+            batch = batch[~unmatched]
+            if batch.empty:
+                yield _frame(outputs, len(outputs[0]), 0)
+                return
+        n_left_rows = int(np.count_nonzero(batch[OP].to_numpy() == LEFT_ROW))
+        n_left = n_left_rows + sum(map(len, outputs))
+        n_right = len(batch) - n_left_rows
         if n_right > 1 and batch[FILE].nunique() > 1:
             # Input order of versions: by file (rows of different map tasks arrive in any order),
             # stable within a file.  Left rows carry no file: their order never changes a result.
             batch = batch.sort_values(FILE, kind="stable", na_position="first")
         watermark = self._watermark(timerValues)
         index = _Index.load(self._index_state)
-        outputs: list[Output | JoinedRows] = []
         ops = batch[OP].tolist()
         times = batch[TIME].tolist()
         payloads = batch[ROW].tolist()
@@ -685,17 +712,25 @@ class TemporalJoinProcessor(StatefulProcessor):
         watermark for them and for the bucket's other due keys."""
         table = pa.concat_tables([pa.ipc.open_stream(pack).read_all() for pack in packs]).combine_chunks()
         ops = table.column(OP).to_numpy()
+        outputs: list[Output | JoinedRows] = []
         if (ops >= HEARTBEAT).any():
-            # Heartbeats only move the watermark (data_rows); dead letters leave at once, untouched.
-            dead = ops >= DEAD_LEFT
+            # Heartbeats only move the watermark (data_rows); dead letters leave at once, untouched, and so
+            # do a LEFT join's unmatchable left rows, as joined rows without a version.
+            dead = (ops >= DEAD_LEFT) & (ops <= DEAD_RIGHT)
             if dead.any():
                 yield _dead_frame(table.filter(pa.array(dead)).to_pandas())
+            unmatched = ops == UNMATCHED_LEFT
+            if unmatched.any():
+                rows = table.filter(pa.array(unmatched))
+                outputs.append(_unmatched_rows(rows.column(TIME).to_pylist(), rows.column(ROW).to_pylist()))
             table = table.filter(pa.array(ops < HEARTBEAT))
             ops = ops[ops < HEARTBEAT]
             if not len(table):
+                if outputs:
+                    yield _frame(outputs, len(outputs[0]), 0)
                 return
-        n_left = int(np.count_nonzero(ops == LEFT_ROW))
-        n_right = len(ops) - n_left
+        n_left = int(np.count_nonzero(ops == LEFT_ROW)) + sum(map(len, outputs))
+        n_right = len(ops) - int(np.count_nonzero(ops == LEFT_ROW))
         keys = table.column(KEY_TEXT).combine_chunks().dictionary_encode(null_encoding="encode")  # first appearance order
         codes = keys.indices.to_numpy(zero_copy_only=False)
         texts = keys.dictionary.to_pylist()
@@ -711,7 +746,6 @@ class TemporalJoinProcessor(StatefulProcessor):
             seqs = seqs[by_file] if seqs is not None else None
         watermark = self._watermark(timer_values)
         index = _Index.load(self._index_state)
-        outputs: list[Output | JoinedRows] = []
         done = self._buffer(texts, codes, ops, times, payloads, seqs, watermark, index, outputs)
         self._due(watermark, index, done, outputs)
         index.store(self._index_state, self._handle)
@@ -1135,12 +1169,18 @@ def _internal_with_dead(df: DataFrame, spec: TemporalJoinSpec, side: str, bucket
     """
     reason = F.expr(plan.reject_reason(spec, side))
     dead = reason.isNotNull()
-    original = F.to_json(F.struct(*[named(c) for c in df.columns]))
-    replaced = {
-        OP: F.lit(DEAD_LEFT if side == "left" else DEAD_RIGHT),
-        _TS: F.lit(_DEAD_TS).cast("timestamp"),
-        ROW: original,
-    }
+    if side == "left" and spec.keeps_unmatchable_left:
+        # A LEFT join outputs the row, unmatched (see "A LEFT join keeps every left row"): its payload stays
+        # the wire form the joined rows carry, and it is no dead letter.
+        replaced = {OP: F.lit(UNMATCHED_LEFT), _TS: F.lit(_DEAD_TS).cast("timestamp")}
+        reason = F.lit(None)
+    else:
+        original = F.to_json(F.struct(*[named(c) for c in df.columns]))
+        replaced = {
+            OP: F.lit(DEAD_LEFT if side == "left" else DEAD_RIGHT),
+            _TS: F.lit(_DEAD_TS).cast("timestamp"),
+            ROW: original,
+        }
     columns = []
     for name, column in _internal_columns(df, spec, side, buckets):
         if name in replaced:

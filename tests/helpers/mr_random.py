@@ -5,7 +5,7 @@ column order, so ``spark.createDataFrame(as_tuples(rows), SCHEMA)`` builds the D
 
 * ``k``   STRING partition key (a few values, some NULL: NULL is an ordinary MATCH_RECOGNIZE partition);
 * ``t``   TIMESTAMP event time, the first ORDER BY column; unique per partition unless ``ties=True``;
-  ``null_times`` rows get a NULL time (only the backfill/streaming dead-letter tests ask for them);
+  ``null_times`` rows get a NULL time (no door matches them: dead letters);
 * ``seq`` BIGINT, unique over the table: the secondary ORDER BY column that makes tied times reproducible;
 * ``v``   BIGINT 0..9, ``s`` STRING in a/b/c, ``w`` DOUBLE: the values DEFINE reads, each sometimes NULL.
 

@@ -3,7 +3,8 @@
 DataFrame = SQL = dbt model = streaming job (after its watermark passed the end) = backfill in 1, 3 and
 7 slices = the brute-force reference of tests/core/reference.py.  Inputs have ties (broken by a
 sequence column), deletes and re-inserts (a changelog with -U/+U/-D and Debezium codes), NULL keys
-and times (dead letters), several keys and one hot key with 30 % of the rows.
+and times on both sides (right: dead letters; left: output unmatched, as the join is LEFT), several
+keys and one hot key with 30 % of the rows.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from runtime.core.spec import VersionedTableSpec
 from runtime.jobs.backfill import run_backfill
 from runtime.jobs.streaming import run_streaming
 from tests.helpers.dbt_run import run_dbt_project
-from tests.spark.test_temporal_join_doors import T0, random_inputs, reference_rows
+from tests.spark.test_temporal_join_doors import T0, random_inputs, reference_rows, rejected_count
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -54,6 +55,8 @@ def run_dbt_model(spark, spark_home, tmp_path) -> list[tuple]:
 def test_every_door_gives_the_same_rows(spark, spark_home, tmp_path, seed) -> None:
     left, right = random_inputs(seed)
     expected = reference_rows(left, right)
+    assert any(k is None for _, k, _, _ in left) and any(t is None for _, _, t, _ in left)  # both kinds of NULL rows
+    assert len(expected) == len(left)
     orders = spark.createDataFrame(left, LEFT_DDL)
     rates = spark.createDataFrame(right, RIGHT_DDL)
     orders.repartition(2).write.parquet(str(tmp_path / "orders"))
@@ -77,15 +80,16 @@ def test_every_door_gives_the_same_rows(spark, spark_home, tmp_path, seed) -> No
 
     metrics = run_streaming(job_config(tmp_path, "stream"), spark, flush=True)
     results["streaming"] = pairs(spark.read.parquet(str(tmp_path / "stream")).collect())
-    nulls = sum(1 for _, k, t, _ in left if k is None or t is None) + sum(1 for _, k, _, t, _ in right if k is None or t is None)
+    nulls = rejected_count(left, right)
     assert metrics["dead_letter"] == nulls and metrics["late"] == 0
+    assert metrics["rows_in_left"] == metrics["rows_out"] == len(left)
 
     # one probe job for all slices (the default), and one job per slice against the run's written versions
     for slices, per_job in ((1, None), (3, None), (7, None), (3, 1), (7, 1)):
         name = f"backfill{slices}" + ("" if per_job is None else f"x{per_job}")
         bf = run_backfill(job_config(tmp_path, name), T0, T0 + timedelta(hours=10), slices, spark=spark, slices_per_job=per_job)
         results[name] = pairs(spark.read.parquet(str(tmp_path / name)).collect())
-        assert bf["dead_letter"] == nulls
+        assert bf["dead_letter"] == nulls and bf["rows_in_left"] == bf["rows_out"] == len(left)
 
     for door, rows in results.items():
         assert rows == expected, f"{door} differs from the reference"

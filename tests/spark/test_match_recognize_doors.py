@@ -300,3 +300,27 @@ def test_doors_on_spark_connect() -> None:
     assert result["register"] == [UDTF_NAME]
     assert result["dataframe"] == [["x", 2, 4], ["x", 2, 5], ["x", 3, 3]]  # 1 2 3 | 1 5 | 0 (0) 4
     assert result["sql"] == result["udtf"] == result["dataframe"]
+
+
+def test_null_event_time_rows_are_matched_by_no_door_and_listed_as_dead_letters(spark) -> None:
+    """Issue 20: the batch doors matched a row with a NULL event time that streaming and backfill dead-letter."""
+    t0 = datetime(2024, 1, 1)
+    rows = [("x", t0 + timedelta(minutes=i), v) for i, v in enumerate([5, 6, 7])] + [("x", None, 8), ("x", None, 9)]
+    df = spark.createDataFrame(rows, "k STRING, t TIMESTAMP, v BIGINT")
+    clause = "PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n, LAST(A.v) AS last_v PATTERN (A+) DEFINE A AS A.v > 0"
+    expected = [("x", 3, 7)]  # the NULL-time rows (sorted last by Trino) would make it (x, 5, 9)
+
+    matches, rejected = runtime.match_recognize_with_rejects(df, clause)
+    assert [tuple(r) for r in matches.collect()] == expected
+    assert [tuple(r) for r in runtime.match_recognize(df, clause).collect()] == expected
+    assert sorted((r.side, r.reason, json.loads(r.row)["v"]) for r in rejected.collect()) == [
+        ("input", "NULL event time column t", 8), ("input", "NULL event time column t", 9)]
+    runtime.register(spark)
+    df.createOrReplaceTempView("mr_null_times")
+    query = f"SELECT * FROM mr_null_times MATCH_RECOGNIZE ({clause}) AS m"
+    assert [tuple(r) for r in runtime.sql(spark, query).collect()] == expected
+    assert runtime.dead_letters(spark, query).count() == 2
+    udtf = spark.sql(f"SELECT * FROM {UDTF_NAME}(TABLE(mr_null_times), {sql_string(clause)})")
+    assert [tuple(r) for r in udtf.collect()] == expected
+    assert [tuple(r.values()) for r in match_recognize(parse_clause(clause), [
+        {"k": k, "t": t, "v": v} for k, t, v in rows])] == expected

@@ -4,7 +4,8 @@ core ``match_recognize`` (pure Python) = DataFrame door = ``runtime.sql`` with a
 the UDTF ``timeweave_match_recognize`` = a dbt model using the ``timeweave.match_recognize`` macro =
 the streaming job flushed at end of input = the backfill job in 1, 3 and 7 slices (one job config for
 both jobs).  Inputs (tests/helpers/mr_random.py) have several partitions, a NULL partition key, NULLs in
-the columns DEFINE reads, and (second case) tied event times ordered by a secondary ORDER BY column.
+the columns DEFINE reads, rows with a NULL event time (no door matches them: the doors with a dead letter
+list them there), and (second case) tied event times ordered by a secondary ORDER BY column.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from tests.helpers.mr_random import CLAUSES, SCHEMA, SPAN, T0, as_tuples, canoni
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
+NULL_TIMES = 3  # rows with a NULL event time in each random input
 CASES = [("unmatched-skip-to-last", 31, False), ("within-alternation-skip-first", 32, True),
          ("beyond-core-aggregates", 33, False)]
 
@@ -40,17 +42,25 @@ def dbt_rows(spark, spark_home, tmp_path, clause: str) -> list[Any]:
 @pytest.mark.parametrize(("name", "seed", "ties"), CASES, ids=[c[0] for c in CASES])
 def test_every_door_gives_the_same_rows(spark, spark_home, tmp_path, name, seed, ties) -> None:
     clause = CLAUSES[name]
-    rows = random_events(seed, n=100, ties=ties)
+    rows = random_events(seed, n=100, ties=ties, null_times=NULL_TIMES)
+    untimed = sorted(r["seq"] for r in rows if r["t"] is None)
+    assert len(untimed) == NULL_TIMES
     df = spark.createDataFrame(as_tuples(rows), SCHEMA)
-    by_dataframe = runtime.match_recognize(df, clause)
+    by_dataframe, rejected = runtime.match_recognize_with_rejects(df, clause)
     columns = by_dataframe.columns
     expected = canonical(match_recognize(parse_clause(clause), rows), columns)
     assert sum(expected.values()) > 0
     results: dict[str, Any] = {"dataframe": by_dataframe.collect()}
+    assert sorted(json.loads(r.row)["seq"] for r in rejected.collect()) == untimed
+    assert {(r.side, r.reason) for r in rejected.collect()} == {("input", "NULL event time column t")}
 
     runtime.register(spark)
     df.createOrReplaceTempView("mr_every_door")
-    results["sql"] = runtime.sql(spark, f"SELECT * FROM mr_every_door MATCH_RECOGNIZE ({clause}) AS mr").collect()
+    query = f"SELECT * FROM mr_every_door MATCH_RECOGNIZE ({clause}) AS mr"
+    results["sql"] = runtime.sql(spark, query).collect()
+    sql_rejected = runtime.dead_letters(spark, query).collect()
+    assert sorted(json.loads(r.row)["seq"] for r in sql_rejected) == untimed
+    assert {(r.side, r.reason, r.clause) for r in sql_rejected} == {("input", "NULL event time column t", "MATCH_RECOGNIZE #1")}
     results["udtf"] = spark.sql(f"SELECT * FROM {UDTF_NAME}(TABLE(mr_every_door), {sql_string(clause)})").collect()
 
     spark.sql("CREATE DATABASE IF NOT EXISTS timeweave_random_mr")
@@ -66,14 +76,14 @@ def test_every_door_gives_the_same_rows(spark, spark_home, tmp_path, name, seed,
         "trigger": {"available_now": True},
     }
     metrics = run_streaming(config, spark, flush=True)
-    assert metrics["late"] == 0 and metrics["dead_letter"] == 0
+    assert metrics["late"] == 0 and metrics["dead_letter"] == NULL_TIMES
     results["streaming"] = spark.read.parquet(str(tmp_path / "stream")).collect()
 
     for slices in (1, 3, 7):
         out = str(tmp_path / f"backfill{slices}")
         job = {**config, "output": {"path": out}}
         metrics = run_backfill(job, T0.isoformat(), (T0 + SPAN).isoformat(), slices, spark=spark)
-        assert metrics["rows_in"] == len(rows) and metrics["dead_letter"] == 0
+        assert metrics["rows_in"] == len(rows) - NULL_TIMES and metrics["dead_letter"] == NULL_TIMES
         results[f"backfill{slices}"] = spark.read.parquet(out).collect()
 
     for door, got in results.items():

@@ -103,7 +103,10 @@ def random_inputs(seed: int, n_left: int = 300, n_right: int = 120):
     return left, right
 
 
-def reference_rows(left, right) -> list[tuple]:
+def reference_rows(left, right, how: str = "left") -> list[tuple]:
+    """(order_id, rate) of the join.  A LEFT join keeps every left row: one with a NULL key or time never
+    matches (rate None); an INNER join drops it (and every other row without a version)."""
+
     def micros(t: datetime | None) -> int | None:
         return None if t is None else int((t - T0).total_seconds())
 
@@ -112,7 +115,19 @@ def reference_rows(left, right) -> list[tuple]:
         [LeftRowIn(k, micros(t), i) for i, (_, k, t, _) in enumerate(left)],
         [RightRow(k, micros(t), op in deleted, i) for op, k, _, t, i in right],
     )
+    if how == "left":
+        refs |= {i: None for i, (_, k, t, _) in enumerate(left) if k is None or t is None}
+        assert len(refs) == len(left)
+    else:
+        refs = {i: v for i, v in refs.items() if v is not None}
     return sorted((left[i][0], None if v is None else float(v)) for i, v in refs.items())
+
+
+def rejected_count(left, right, how: str = "left") -> int:
+    """Dead letters of a join of random_inputs: right rows with a NULL key or time, and (INNER only) left ones."""
+    right_nulls = sum(1 for _, k, _, t, _ in right if k is None or t is None)
+    left_nulls = sum(1 for _, k, t, _ in left if k is None or t is None)
+    return right_nulls + (left_nulls if how == "inner" else 0)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -148,8 +163,8 @@ def test_random_inputs_every_batch_door_equals_the_reference(spark, tmp_path, se
         metrics = run_backfill(config, T0, T0 + timedelta(hours=10), slices, spark=spark)
         got = spark.read.parquet(str(tmp_path / f"out{slices}")).select("order_id", "rate").collect()
         assert sorted(tuple(r) for r in got) == expected, f"backfill in {slices} slices"
-        nulls = sum(1 for _, k, t, _ in left if k is None or t is None) + sum(1 for _, k, _, t, _ in right if k is None or t is None)
-        assert metrics["dead_letter"] == nulls
+        assert metrics["dead_letter"] == rejected_count(left, right)
+        assert metrics["rows_in_left"] == metrics["rows_out"] == len(left)  # the random times all lie in the range
 
 
 def test_backfill_rerun_of_one_slice_replaces_only_that_slice(spark, tmp_path) -> None:
@@ -264,7 +279,8 @@ def test_bad_input_errors_name_the_argument(spark) -> None:
     assert err.value.line == 1 and err.value.col > 1
 
 
-def test_dead_letter_rows_carry_the_reason(spark) -> None:
+@pytest.mark.parametrize("how", ["inner", "left"])
+def test_dead_letter_rows_carry_the_reason(spark, how) -> None:
     orders = spark.createDataFrame(
         [("o1", None, T0), ("o2", "EUR", None), ("o3", "EUR", T0)], "id STRING, cur STRING, ts TIMESTAMP"
     )
@@ -272,8 +288,146 @@ def test_dead_letter_rows_carry_the_reason(spark) -> None:
         [("+I", "EUR", 1.0, T0), ("??", "EUR", 2.0, T0)], "op STRING, cur STRING, rate DOUBLE, t TIMESTAMP"
     )
     joined, rejects = runtime.temporal_join_with_rejects(
-        orders, rates, "ts", key="cur", time="t", format="changelog", op="op", how="left"
+        orders, rates, "ts", key="cur", time="t", format="changelog", op="op", how=how
     )
-    assert [r.id for r in joined.collect()] == ["o3"]
     reasons = sorted((r.side, r.reason) for r in rejects.collect())
-    assert reasons == [("left", "NULL key column cur"), ("left", "NULL time column ts"), ("right", "unknown op ?? in column op")]
+    if how == "inner":
+        assert [(r.id, r.rate) for r in joined.collect()] == [("o3", 1.0)]
+        assert reasons == [("left", "NULL key column cur"), ("left", "NULL time column ts"), ("right", "unknown op ?? in column op")]
+    else:  # a LEFT join outputs every left row; the ones that can never match are no dead letters
+        assert sorted((r.id, r.rate) for r in joined.collect()) == [("o1", None), ("o2", None), ("o3", 1.0)]
+        assert reasons == [("right", "unknown op ?? in column op")]
+
+
+# -- issue 20: a LEFT join keeps the left rows with a NULL key or NULL time, in every door ------------------
+NULL_LEFT_DDL = "id STRING, cur STRING, ts TIMESTAMP, amount DOUBLE"
+NULL_RIGHT_DDL = "cur STRING, rate DOUBLE, t TIMESTAMP"
+
+
+def _twenty_two_orders() -> tuple[list[tuple], list[tuple]]:
+    """The issue's probe: 20 ordinary orders, one with a NULL key, one with a NULL time (22 in)."""
+    orders = [(f"o{i:02d}", ["EUR", "USD", "JPY"][i % 3], T0 + timedelta(minutes=10 * i), float(i)) for i in range(20)]
+    orders += [("o_null_key", None, T0 + timedelta(minutes=35), 20.0), ("o_null_time", "EUR", None, 21.0)]
+    rates = [("EUR", 1.1, T0), ("USD", 0.9, T0 + timedelta(minutes=45)), ("EUR", 1.2, T0 + timedelta(hours=2)),
+             (None, 5.0, T0), ("JPY", 7.0, None)]  # two right rows that are dead letters in any join
+    return orders, rates
+
+
+def _rows(df) -> list[tuple]:
+    return sorted((tuple(r) for r in df.select("id", "cur", "ts", "amount", "rate").collect()), key=repr)
+
+
+def test_left_join_keeps_null_key_and_null_time_rows_in_every_door(spark, tmp_path) -> None:
+    """22 orders in, 22 rows out of every door (a plain Spark LEFT JOIN, Flink and DuckDB keep them too)."""
+    from runtime.jobs.streaming import run_streaming
+
+    orders_in, rates_in = _twenty_two_orders()
+    orders = spark.createDataFrame(orders_in, NULL_LEFT_DDL)
+    rates = spark.createDataFrame(rates_in, NULL_RIGHT_DDL)
+    results = {}
+
+    joined, rejects = runtime.temporal_join_with_rejects(orders, rates, "ts", key="cur", time="t", how="left")
+    results["dataframe"] = _rows(joined)
+    assert sorted((r.side, r.reason) for r in rejects.collect()) == [
+        ("right", "NULL key column cur"), ("right", "NULL time column t")]
+
+    orders.createOrReplaceTempView("orders_issue20")
+    runtime.register_versioned(spark, "rates_issue20", rates, VersionedTableSpec("cur", "t"))
+    query = ("SELECT o.*, r.rate FROM orders_issue20 AS o LEFT JOIN rates_issue20 FOR SYSTEM_TIME AS OF o.ts AS r "
+             "ON o.cur = r.cur")
+    results["sql"] = _rows(runtime.sql(spark, query))
+    assert sorted((r.side, r.reason) for r in runtime.dead_letters(spark, query).collect()) == [
+        ("right", "NULL key column cur"), ("right", "NULL time column t")]
+
+    # the plan file as dbt renders it (the dbt macro passes these arguments to this macro)
+    from runtime.spark import render
+
+    plan = render.macro(
+        "timeweave__temporal_join_sql", "{left}", "{right}", orders.columns, rates.columns, ["cur"], "ts", ["cur"], "t",
+        [["rate", "rate"]], how="left",
+    )
+    results["plan"] = _rows(spark.sql(plan, left=orders, right=rates))
+    # the dead letter dbt's temporal_join_dead_letter renders, for this LEFT join: no left rows
+    left_dead = render.macro("timeweave__dead_letter_sql", "{left}", orders.columns, "left", ["cur"], "ts", how="left")
+    assert spark.sql(left_dead, left=orders).count() == 0
+    inner_dead = render.macro("timeweave__dead_letter_sql", "{left}", orders.columns, "left", ["cur"], "ts", how="inner")
+    assert spark.sql(inner_dead, left=orders).count() == 2
+
+    orders.write.parquet(str(tmp_path / "orders"))
+    rates.write.parquet(str(tmp_path / "rates"))
+    config = {
+        "left": {"path": str(tmp_path / "orders"), "format": "parquet", "schema": NULL_LEFT_DDL},
+        "right": {"path": str(tmp_path / "rates"), "format": "parquet", "schema": NULL_RIGHT_DDL},
+        "versioned": {"key": ["cur"], "time": "t"},
+        "join": {"left_time": "ts", "how": "left", "right_columns": ["rate"]},
+        "output": {"path": str(tmp_path / "stream")},
+        "checkpoint": str(tmp_path / "checkpoint"),
+        "trigger": {"available_now": True},
+    }
+    metrics = run_streaming(config, spark, flush=True)
+    results["streaming"] = _rows(spark.read.parquet(str(tmp_path / "stream")))
+    assert (metrics["rows_in_left"], metrics["rows_out"], metrics["dead_letter"], metrics["late"]) == (22, 22, 2, 0)
+
+    for slices, per_job in ((1, None), (3, None), (3, 1)):
+        name = f"backfill{slices}x{per_job}"
+        job = {**config, "output": {"path": str(tmp_path / name)}, "checkpoint": str(tmp_path / f"{name}_chk")}
+        metrics = run_backfill(job, T0, T0 + timedelta(hours=4), slices, spark=spark, slices_per_job=per_job)
+        results[name] = _rows(spark.read.parquet(str(tmp_path / name)))
+        assert (metrics["rows_in_left"], metrics["rows_out"], metrics["dead_letter"]) == (22, 22, 2), name
+        dead = spark.read.parquet(str(tmp_path / f"{name}_dead_letter"))
+        assert sorted((r.side, r.reason) for r in dead.collect()) == [
+            ("right", "NULL key column cur"), ("right", "NULL time column t")]
+        assert "__tw_seq" not in "".join(r.row for r in dead.collect())  # no internal column in the dead letter
+
+    expected = results["dataframe"]
+    assert len(expected) == 22
+    unmatched = {r[0]: r[4] for r in expected if r[0].startswith("o_null")}
+    assert unmatched == {"o_null_key": None, "o_null_time": None}
+    for door, rows in results.items():
+        assert rows == expected, f"{door} differs from the DataFrame door"
+
+
+def test_inner_join_still_dead_letters_null_key_and_null_time_rows(spark, tmp_path) -> None:
+    from runtime.jobs.streaming import run_streaming
+
+    orders_in, rates_in = _twenty_two_orders()
+    orders = spark.createDataFrame(orders_in, NULL_LEFT_DDL)
+    rates = spark.createDataFrame(rates_in, NULL_RIGHT_DDL)
+    left_rejects = [("left", "NULL key column cur"), ("left", "NULL time column ts")]
+    right_rejects = [("right", "NULL key column cur"), ("right", "NULL time column t")]
+
+    joined, rejects = runtime.temporal_join_with_rejects(orders, rates, "ts", key="cur", time="t", how="inner")
+    expected = _rows(joined)
+    assert not [r for r in expected if r[0].startswith("o_null")]
+    assert sorted((r.side, r.reason) for r in rejects.collect()) == left_rejects + right_rejects
+
+    orders.createOrReplaceTempView("orders_issue20_inner")
+    runtime.register_versioned(spark, "rates_issue20_inner", rates, VersionedTableSpec("cur", "t"))
+    query = ("SELECT o.*, r.rate FROM orders_issue20_inner AS o JOIN rates_issue20_inner FOR SYSTEM_TIME AS OF o.ts AS r "
+             "ON o.cur = r.cur")
+    assert _rows(runtime.sql(spark, query)) == expected
+    sql_rejects = runtime.dead_letters(spark, query).collect()
+    assert sorted((r.side, r.reason) for r in sql_rejects) == left_rejects + right_rejects
+    assert {r.clause for r in sql_rejects} == {"temporal join #1 (rates_issue20_inner AS r)"}
+
+    orders.write.parquet(str(tmp_path / "orders"))
+    rates.write.parquet(str(tmp_path / "rates"))
+    config = {
+        "left": {"path": str(tmp_path / "orders"), "format": "parquet", "schema": NULL_LEFT_DDL},
+        "right": {"path": str(tmp_path / "rates"), "format": "parquet", "schema": NULL_RIGHT_DDL},
+        "versioned": {"key": ["cur"], "time": "t"},
+        "join": {"left_time": "ts", "how": "inner", "right_columns": ["rate"]},
+        "output": {"path": str(tmp_path / "stream")},
+        "checkpoint": str(tmp_path / "checkpoint"),
+        "trigger": {"available_now": True},
+    }
+    metrics = run_streaming(config, spark, flush=True)
+    assert _rows(spark.read.parquet(str(tmp_path / "stream"))) == expected
+    assert metrics["dead_letter"] == 4
+    job = {**config, "output": {"path": str(tmp_path / "bf")}, "checkpoint": str(tmp_path / "bf_chk")}
+    metrics = run_backfill(job, T0, T0 + timedelta(hours=4), 3, spark=spark)
+    assert _rows(spark.read.parquet(str(tmp_path / "bf"))) == expected
+    assert metrics["dead_letter"] == 4
+    dead = spark.read.parquet(str(tmp_path / "bf_dead_letter")).collect()
+    assert sorted((r.side, r.reason) for r in dead) == left_rejects + right_rejects
+    assert "__tw_seq" not in "".join(r.row for r in dead)

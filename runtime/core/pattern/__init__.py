@@ -39,7 +39,13 @@ over matches, subqueries, ORDER BY expressions (columns only).
 from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
 from runtime.core.pattern.operator import LateRow, Matched, MatchRecognizeOperator
 from runtime.core.pattern.parser import ClauseLocation, locate_clauses, parse_clause, parse_expression, parse_pattern
-from runtime.core.pattern.partition import PartitionMatcher, match_partition, match_recognize
+from runtime.core.pattern.partition import (
+    PartitionMatcher,
+    event_time_column,
+    match_partition,
+    match_recognize,
+    null_event_time_reason,
+)
 from runtime.core.pattern.program import Program, compile_pattern
 from runtime.core.pattern.schema import output_columns
 from runtime.core.pattern.spec import (
@@ -71,9 +77,11 @@ __all__ = [
     "SortKey",
     "Subset",
     "compile_pattern",
+    "event_time_column",
     "locate_clauses",
     "match_partition",
     "match_recognize",
+    "null_event_time_reason",
     "output_columns",
     "parse_clause",
     "parse_expression",

@@ -487,12 +487,40 @@ class _Reverse:
     __hash__ = None  # type: ignore[assignment]
 
 
+def event_time_column(spec: ClauseSpec) -> str | None:
+    """The clause's event time: its first ORDER BY column as written (None without ORDER BY).
+
+    A row whose event time is NULL has no place in event time: the streaming door cannot order it against
+    the watermark and the backfill puts it in no slice.  So that every door gives the same rows, no door
+    matches it: the doors with a dead-letter output (streaming, backfill, DataFrame
+    ``match_recognize_with_rejects``, SQL ``runtime.dead_letters``) list it there with the reason
+    :func:`null_event_time_reason`; the SQL function (so dbt), which has one output only, leaves it out
+    (its rows are ``WHERE <event time> IS NULL`` of the input).  Trino and the standard would sort it
+    last (first for DESC) and match it: a deliberate difference.
+
+    >>> from runtime.core.pattern.parser import parse_clause
+    >>> event_time_column(parse_clause("ORDER BY t, seq MEASURES COUNT(*) AS n PATTERN (A) DEFINE A AS true"))
+    't'
+    """
+    return spec.order_by[0].column if spec.order_by else None
+
+
+def null_event_time_reason(column: str) -> str:
+    """The dead-letter reason of a row whose event time (``column``, as the input spells it) is NULL.
+
+    >>> null_event_time_reason("rowtime")
+    'NULL event time column rowtime'
+    """
+    return f"NULL event time column {column}"
+
+
 def match_recognize(
     spec: ClauseSpec, rows: Iterable[Mapping[str, Any]]
 ) -> Iterator[dict[str, Any]]:
     """Batch MATCH_RECOGNIZE over a whole table: partition, sort (stable), match each partition.
 
-    Partitions are processed in order of first appearance.
+    Partitions are processed in order of first appearance.  Rows with a NULL event time
+    (:func:`event_time_column`) are not matched, as in every door.
 
     >>> from runtime.core.pattern.parser import parse_clause
     >>> spec = parse_clause("PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS A.v > 0")
@@ -500,7 +528,10 @@ def match_recognize(
     [{'k': 1, 'n': 2}, {'k': 2, 'n': 1}]
     """
     partitions: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    time = event_time_column(spec)
     for row in rows:
+        if time is not None and _column(row, time) is None:
+            continue
         partitions.setdefault(tuple(_column(row, c) for c in spec.partition_by), []).append(row)
     key = sort_key(spec)
     for members in partitions.values():
