@@ -39,6 +39,9 @@ from runtime.core.state_codec import expect
 from runtime.core.versioned import Match, VersionEvent, VersionHistory
 
 # State names, declared once (Flink declares its state handles in open()).
+#: The one type a stored time or sequence may have (:meth:`LeftBuffer.from_state` checks with it, in C).
+_INT = frozenset((int,))
+
 LEFT = "left"  # LeftBuffer: probe rows waiting for the watermark, column-wise, in (time, seq) order
 RIGHT = "right"  # VersionHistory: the key's versions newer than the watermark plus the one in force
 NEXT_TIMER = "next-timer"  # int: the single registered emission timer (smallest buffered left time)
@@ -94,7 +97,7 @@ class LeftBuffer:
         expect(isinstance(data, list) and len(data) == 3 and all(isinstance(c, list) for c in data)
                and len(data[0]) == len(data[1]) == len(data[2]), "left buffer: expected three columns of one length")
         times, seqs, payloads = data
-        expect(all(type(t) is int for t in times) and all(type(s) is int for s in seqs),
+        expect(set(map(type, times)) <= _INT and set(map(type, seqs)) <= _INT,
                "left buffer: times and sequences must be integers")
         return cls(times, seqs, payloads)
 
