@@ -60,6 +60,7 @@ REBUILD_HINT = (
 _TUPLE, _SET, _FROZENSET, _DECIMAL, _DATETIME, _DATE, _TIME, _TIMEDELTA, _BIGINT, _ARRAY_CHAIN = range(1, 11)
 _TUPLES = 11  # a list of equal-length tuples, stored column-wise (see _columnar)
 _LEFT_BUFFER, _VERSION_HISTORY, _VERSION_EVENT, _HELD_MATCHER = 20, 21, 22, 23
+_TAGS = frozenset((*range(1, 12), _LEFT_BUFFER, _VERSION_HISTORY, _VERSION_EVENT, _HELD_MATCHER))
 
 
 class _Tuples:
@@ -153,6 +154,8 @@ def _ext(tag: int, data: bytes) -> Any:
             raise _malformed(f"bad decimal {data[:40]!r}") from exc
     if tag == _BIGINT:
         return int(data.decode())
+    if tag not in _TAGS:
+        raise _malformed(f"unknown value tag {tag}")
     value = _unpack(data)
     if tag == _TUPLE:
         return tuple(_list(value, "tuple"))
