@@ -33,7 +33,9 @@ runtime.core.errors.StateFormatError: my state: unknown state format version 7 (
 
 from __future__ import annotations
 
+import sys
 import zlib
+from array import array
 from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from operator import itemgetter
@@ -297,14 +299,49 @@ def decode(blob: bytes | bytearray | memoryview, *, where: str | None = None) ->
 # core's big objects are stored inline as their plain ``to_state`` data (one pack and one unpack for the
 # whole cell; a nested extension would pack and unpack their bytes twice).
 _GENERIC, _CELL_LEFT_BUFFER, _CELL_VERSION_HISTORY, _CELL_VERSION_EVENT, _CELL_MATCHER, _CELL_TUPLES = range(6)
+_CELL_INT64 = 6  # a column of 64-bit integers as little-endian bytes (int64s)
+_INT = frozenset((int,))
 
 
-def _cell_value(value: Any) -> list[Any]:
+def int64s(values: list[int]) -> bytes:
+    """``values`` (integers within 64 bits) as little-endian int64 bytes: a column of times or sequences
+    packs and unpacks as one memory copy, and the bytes can only hold integers.
+
+    >>> from_int64s(int64s([1, -(2**63), 2**63 - 1]), "times")
+    [1, -9223372036854775808, 9223372036854775807]
+    """
+    column = array("q", values)
+    if _BIG_ENDIAN:
+        column.byteswap()
+    return column.tobytes()
+
+
+def from_int64s(data: Any, what: str) -> list[int]:
+    """The integers :func:`int64s` stored (``what`` names them in the error for anything else)."""
+    if not isinstance(data, bytes) or len(data) % 8:
+        raise _malformed(f"{what}: expected 64-bit integers")
+    column = array("q")
+    column.frombytes(data)
+    if _BIG_ENDIAN:
+        column.byteswap()
+    return column.tolist()
+
+
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+def _cell_value(value: Any, column: bool = False) -> list[Any]:
     cls = value.__class__
     if cls is list and value and value[0].__class__ is tuple and value[0] and set(map(type, value)) == {tuple} \
             and len(set(map(len, value))) == 1:
         # itemgetter per column: in C, and cheaper than transposing with zip(*value) (one argument per row)
-        return [_CELL_TUPLES, [len(value), [_cell_value(list(map(itemgetter(i), value))) for i in range(len(value[0]))]]]
+        columns = [_cell_value(list(map(itemgetter(i), value)), True) for i in range(len(value[0]))]
+        return [_CELL_TUPLES, [len(value), columns]]
+    if column and value and value[0].__class__ is int and set(map(type, value)) == _INT:
+        try:
+            return [_CELL_INT64, int64s(value)]
+        except OverflowError:  # beyond 64 bits: the generic encoding keeps any integer
+            pass
     kind = _CELL_KINDS.get(cls)
     if kind is None:
         return [_GENERIC, value]
@@ -338,6 +375,8 @@ def _cell_from(item: Any) -> Any:
     kind, data = item
     if kind == _GENERIC:
         return data
+    if kind == _CELL_INT64:
+        return from_int64s(data, "integer column")
     if kind == _CELL_TUPLES:
         count, columns = _list(data, "tuple columns")
         columns = [_cell_from(c) for c in _list(columns, "tuple columns")]
@@ -393,4 +432,4 @@ def decode_cell(blob: bytes, *, where: str | None = None) -> tuple[dict[str, Any
 
 
 __all__ = ["MAGIC", "REBUILD_HINT", "VERSION", "StateFormatError", "decode", "decode_cell", "encode", "encode_cell",
-           "expect"]
+           "expect", "from_int64s", "int64s"]

@@ -35,13 +35,10 @@ from typing import Any
 from runtime.core.errors import SpecError
 from runtime.core.spec import StateRetention, TemporalJoinSpec
 from runtime.core.state import NO_WATERMARK, KeyContext
-from runtime.core.state_codec import expect
+from runtime.core.state_codec import expect, from_int64s, int64s
 from runtime.core.versioned import Match, VersionEvent, VersionHistory
 
 # State names, declared once (Flink declares its state handles in open()).
-#: The one type a stored time or sequence may have (:meth:`LeftBuffer.from_state` checks with it, in C).
-_INT = frozenset((int,))
-
 LEFT = "left"  # LeftBuffer: probe rows waiting for the watermark, column-wise, in (time, seq) order
 RIGHT = "right"  # VersionHistory: the key's versions newer than the watermark plus the one in force
 NEXT_TIMER = "next-timer"  # int: the single registered emission timer (smallest buffered left time)
@@ -89,17 +86,15 @@ class LeftBuffer:
         >>> b = LeftBuffer([1, 2], [0, 1], ["x", "y"]); LeftBuffer.from_state(b.to_state()) == b
         True
         """
-        return [self.times, self.seqs, self.payloads]
+        return [int64s(self.times), int64s(self.seqs), self.payloads]
 
     @classmethod
     def from_state(cls, data: Any) -> LeftBuffer:
-        """The buffer :meth:`to_state` gave (checked: three columns of one length, integer times and sequences)."""
-        expect(isinstance(data, list) and len(data) == 3 and all(isinstance(c, list) for c in data)
-               and len(data[0]) == len(data[1]) == len(data[2]), "left buffer: expected three columns of one length")
-        times, seqs, payloads = data
-        expect(set(map(type, times)) <= _INT and set(map(type, seqs)) <= _INT,
-               "left buffer: times and sequences must be integers")
-        return cls(times, seqs, payloads)
+        """The buffer :meth:`to_state` gave (checked: three columns of one length, 64-bit times and sequences)."""
+        expect(isinstance(data, list) and len(data) == 3 and isinstance(data[2], list), "left buffer: expected three columns")
+        times, seqs = from_int64s(data[0], "left buffer times"), from_int64s(data[1], "left buffer sequences")
+        expect(len(times) == len(seqs) == len(data[2]), "left buffer: columns of unequal length")
+        return cls(times, seqs, data[2])
 
     @classmethod
     def of(cls, value: LeftBuffer | list[LeftRow] | None) -> LeftBuffer:
