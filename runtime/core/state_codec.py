@@ -34,6 +34,7 @@ runtime.core.errors.StateFormatError: my state: unknown state format version 7 (
 from __future__ import annotations
 
 import sys
+import threading
 import zlib
 from array import array
 from datetime import UTC, date, datetime, time, timedelta, timezone
@@ -145,7 +146,20 @@ def _zone(value: datetime) -> Any:
 
 
 def _unpack(data: bytes) -> Any:
-    return msgpack.unpackb(data, ext_hook=_ext, raw=False, strict_map_key=False, use_list=True)
+    # Extension values nest through Python and MessagePack's C unpacker: a crafted state nesting them
+    # thousands deep would overflow the C stack (a crash, not an exception), so the depth is bounded.
+    depth = _DEPTH.value = getattr(_DEPTH, "value", 0) + 1
+    try:
+        if depth > MAX_NESTING:
+            raise _malformed(f"values nested deeper than {MAX_NESTING} levels")
+        return msgpack.unpackb(data, ext_hook=_ext, raw=False, strict_map_key=False, use_list=True)
+    finally:
+        _DEPTH.value = depth - 1
+
+
+#: The deepest nesting of tagged values (tuples in tuples, ...) a state may hold.
+MAX_NESTING = 64
+_DEPTH = threading.local()
 
 
 def _ext(tag: int, data: bytes) -> Any:
@@ -289,9 +303,9 @@ def decode(blob: bytes | bytearray | memoryview, *, where: str | None = None) ->
         if exc.where is None and where is not None:
             raise StateFormatError(exc.message, where=where) from exc
         raise
-    except (ValueError, TypeError, KeyError, IndexError, OverflowError, UnicodeDecodeError,
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError, UnicodeDecodeError, RecursionError,
             msgpack.UnpackException) as exc:
-        raise StateFormatError(f"malformed state: {exc}", where=where) from exc
+        raise StateFormatError(f"malformed state: {type(exc).__name__}: {exc}", where=where) from exc
 
 
 # -- the cell of one key (a KeyContext's whole state) ---------------------------------------------------
@@ -427,7 +441,7 @@ def decode_cell(blob: bytes, *, where: str | None = None) -> tuple[dict[str, Any
     except StateFormatError as exc:
         raise StateFormatError(exc.message, where=where) from exc
     except (ValueError, TypeError, KeyError, IndexError) as exc:
-        raise StateFormatError(f"malformed state: {exc}", where=where) from exc
+        raise StateFormatError(f"malformed state: {type(exc).__name__}: {exc}", where=where) from exc
     return values, set(data[1]), data[2]
 
 

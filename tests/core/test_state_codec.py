@@ -140,6 +140,13 @@ class _Marker:
         return (open, (self.path, "w"))
 
 
+def _nested_tuples(depth: int) -> bytes:
+    payload = msgpack.packb(1)
+    for _ in range(depth):
+        payload = msgpack.packb(msgpack.ExtType(1, payload))
+    return payload
+
+
 def _framed(payload: bytes, version: int = VERSION) -> bytes:
     return MAGIC + bytes((version,)) + zlib.crc32(payload).to_bytes(4, "little") + payload
 
@@ -179,6 +186,8 @@ def test_pickled_state_of_earlier_releases_is_refused_and_never_loaded(tmp_path:
      "strictly ascending"),
     (_framed(msgpack.packb(msgpack.ExtType(22, msgpack.packb([1, 2, 3])))), "version event"),
     (_framed(msgpack.packb(msgpack.ExtType(23, msgpack.packb({"rows": []})))), "matcher state"),
+    (_framed(b"\x91" * 100_000 + b"\x01"), "malformed state"),  # lists nested 100 000 deep
+    (_framed(_nested_tuples(3000)), "nested deeper than 64"),  # would overflow the C stack (a crash) unbounded
 ])
 def test_bad_blobs_fail_with_the_format_error(blob: bytes, message: str) -> None:
     with pytest.raises(StateFormatError, match=message) as error:
