@@ -294,7 +294,7 @@ def decode(blob: bytes | bytearray | memoryview, *, where: str | None = None) ->
         raise StateFormatError(
             f"unknown state format version {version} (this release reads version {VERSION}); the state was "
             "written by another timeweave release: run that release, or rebuild the state", where=where)
-    payload = data[_HEADER:]
+    payload = memoryview(data)[_HEADER:]  # no copy of a cell of hundreds of kB
     if zlib.crc32(payload) != int.from_bytes(data[len(MAGIC) + 1 : _HEADER], "little"):
         raise StateFormatError("bad checksum: the state is damaged or was modified", where=where)
     try:
