@@ -39,3 +39,19 @@ class QuerySyntaxError(TimeweaveError, ValueError):
         line_text = text.split("\n")[self.line - 1]
         self.highlight = f"{line_text}\n{' ' * (self.col - 1)}^"
         super().__init__(f"{message} (line {self.line}, col {self.col})\n{self.highlight}")
+
+
+class StateFormatError(TimeweaveError, ValueError):
+    """Stored state (a checkpoint cell, a backfill state file) that is not this release's state format, or is
+    damaged; nothing of it was executed (:mod:`runtime.core.state_codec` only rebuilds plain data).
+
+    ``where`` names the state when known.
+
+    >>> str(StateFormatError("bad checksum", where="backfill state out/_state/slice=0"))
+    'backfill state out/_state/slice=0: bad checksum'
+    """
+
+    def __init__(self, message: str, *, where: str | None = None) -> None:
+        self.where = where
+        self.message = message
+        super().__init__(f"{where}: {message}" if where else message)

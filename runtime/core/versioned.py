@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
+
+from runtime.core.state_codec import expect
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +28,23 @@ class VersionEvent:
     seq: int
     deleted: bool
     payload: Any = None
+
+    def to_state(self) -> list[Any]:
+        """The event as plain data for :mod:`runtime.core.state_codec`.
+
+        >>> VersionEvent.from_state(VersionEvent(5, 1, False, "a").to_state())
+        VersionEvent(time=5, seq=1, deleted=False, payload='a')
+        """
+        return [self.time, self.seq, self.deleted, self.payload]
+
+    @classmethod
+    def from_state(cls, data: Any) -> VersionEvent:
+        """The event :meth:`to_state` gave (checked)."""
+        expect(isinstance(data, list) and len(data) == 4, "version event: expected [time, seq, deleted, payload]")
+        time, seq, deleted, payload = data
+        expect(type(time) is int and type(seq) is int and type(deleted) is bool,
+               "version event: time and seq must be integers, deleted a boolean")
+        return cls(time, seq, deleted, payload)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +141,27 @@ class VersionHistory:
 
     def __len__(self) -> int:
         return len(self.events)
+
+    def to_state(self) -> list[list[Any]]:
+        """The history as plain data for :mod:`runtime.core.state_codec`: its events column-wise.
+
+        >>> h = VersionHistory.of([VersionEvent(10, 0, False, "a"), VersionEvent(20, 1, True)])
+        >>> VersionHistory.from_state(h.to_state()) == h
+        True
+        """
+        events = self.events
+        return [self._times, [e.seq for e in events], [e.deleted for e in events], [e.payload for e in events]]
+
+    @classmethod
+    def from_state(cls, data: Any) -> VersionHistory:
+        """The history :meth:`to_state` gave (checked: columns of one length, times strictly ascending)."""
+        expect(isinstance(data, list) and len(data) == 4 and all(isinstance(c, list) for c in data)
+               and len({len(c) for c in data}) == 1, "version history: expected four columns of one length")
+        times, seqs, deleted, payloads = data
+        expect(all(type(t) is int for t in times) and all(type(s) is int for s in seqs)
+               and all(type(d) is bool for d in deleted), "version history: bad time, sequence or deleted value")
+        expect(all(a < b for a, b in pairwise(times)), "version history: times must be strictly ascending")
+        return cls(list(map(VersionEvent, times, seqs, deleted, payloads)), list(times))
 
     @classmethod
     def of(cls, events: list[VersionEvent]) -> VersionHistory:

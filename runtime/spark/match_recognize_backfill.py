@@ -7,12 +7,12 @@ gives the same rows as one pass, as long as the matcher's state travels across t
 slice (sequentially):
 
 1. reads its rows (``start_k <= time < end_k``; the first ORDER BY column is the event time) and the
-   previous slice's state, one row per PARTITION BY key holding the pickled matcher;
+   previous slice's state, one row per PARTITION BY key holding its matcher as data (:func:`freeze`);
 2. unions them, ``repartition``s by the PARTITION BY columns and sorts within partitions by key, state
-   row first, then ORDER BY (the DataFrame door's arrangement), then ``mapInArrow``: per key, unpickle
-   the carried matcher (or start one), push the key's rows one Arrow batch at a time;
+   row first, then ORDER BY (the DataFrame door's arrangement), then ``mapInArrow``: per key, decode
+   the carried matcher (:func:`thaw`; or start one), push the key's rows one Arrow batch at a time;
 3. at the key's end: in the last slice the core's ``finish()`` closes the partition (``$`` matches, greedy
-   attempts settle); otherwise the matcher is pickled into the state for the next slice.  Every key ever
+   attempts settle); otherwise the matcher is encoded into the state for the next slice.  Every key ever
    seen is carried, because ``MATCH_NUMBER()`` and the attempt in progress continue across edges.
 
 The core decides everything (attempts, skips, what is decided before the edge, the end); the adapter
@@ -23,18 +23,21 @@ Layout (all overwritten per slice, so re-running slice k from state k-1 replaces
 
 * ``<output>/slice=<label>/``: the slice's output rows (the DataFrame door's schema); read ``<output>``
   as one parquet dataset (``_state`` is hidden from Spark's partition discovery by its ``_``);
-* ``<output>/_state/slice=<label>/``: PARTITION BY columns + ``__tw_state`` (the pickled matcher, without the
+* ``<output>/_state/slice=<label>/``: PARTITION BY columns + ``__tw_state`` (the matcher as data, without the
   clause every key shares: :func:`freeze`) after the slice;
 * ``<dead_letter>/slice=none/``: rows with a NULL event time (``side`` = ``input``, ``reason``, ``row`` as
   JSON: the streaming door's shape); they belong to no slice.
 
 Memory per Spark task: one Arrow batch in, one output batch, and per key only the rows the core still
-needs (it releases the rest).  The state is the core's own pickle; only this job reads it back.
+needs (it releases the rest).  The state is data (:mod:`runtime.core.state_codec`: versioned, checksummed
+MessagePack; never a pickle), because output locations are usually shared: a state file that is not this
+release's format (a pickle an earlier release wrote, damaged or crafted bytes) fails the slice with a
+:class:`~runtime.core.errors.StateFormatError` naming the state directory, and nothing of it is executed.
+State an earlier release wrote must be rebuilt: re-run the backfill from slice 0.
 """
 
 from __future__ import annotations
 
-import pickle
 import time as clock
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -46,8 +49,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from runtime.core.errors import SpecError
+from runtime.core.errors import SpecError, StateFormatError
 from runtime.core.pattern import ClauseSpec, PartitionMatcher
+from runtime.core.pattern.operator import HeldMatcher
+from runtime.core.state_codec import decode, encode
 from runtime.spark.backfill import Slice, slice_label, slices_of
 from runtime.spark.match_recognize import (
     _OUTPUT_BATCH_ROWS,
@@ -64,7 +69,7 @@ from runtime.spark.schema import column as named
 from runtime.spark.schema import map_in_arrow
 from runtime.spark.subqueries import inline_subqueries
 
-STATE = "__tw_state"  # BINARY: the pickled PartitionMatcher of one key (state rows only)
+STATE = "__tw_state"  # BINARY: one key's PartitionMatcher as data (:func:`freeze`; state rows only)
 _WHERE = "match_recognize backfill"
 _EPOCH = datetime(1970, 1, 1)
 
@@ -124,6 +129,7 @@ class _SliceRunner:
     timezone: str
     last: bool  # the last slice of the range: finish every partition instead of carrying it
     counters: tuple[Any, ...]  # accumulators: rows in, rows out, state keys out
+    carried_from: str | None = None  # the state directory read (named by state format errors)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         bound = _bound(self.clause, self.input_json, self.output_json)
@@ -163,7 +169,7 @@ class _SliceRunner:
                     pending.extend(close())
                     matcher, current = None, key
                 if states[i] is not None:  # sorted first within its key: the matcher the previous slice left
-                    matcher = thaw(states[i], bound.spec)
+                    matcher = thaw(states[i], bound.spec, where=f"backfill state {self.carried_from} (key {key!r:.200})")
                     i += 1
                     continue
                 end = i + 1  # the key's run of rows in this batch: pushed at once
@@ -186,10 +192,8 @@ class _SliceRunner:
 
 
 def freeze(matcher: PartitionMatcher) -> bytes:
-    """One key's carried state: the matcher's pickle state without the clause (every key shares the job's).
-
-    The clause is about half of a small state; :func:`thaw` puts it back.  Should the core's state
-    stop holding it under ``spec``, the whole matcher is pickled instead (still read by :func:`thaw`).
+    """One key's carried state: the matcher as data (:mod:`runtime.core.state_codec`: versioned, checksummed
+    MessagePack, never pickle), without the clause every key shares (:func:`thaw` puts it back).
 
     >>> from runtime.core.pattern import parse_clause
     >>> spec = parse_clause("MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE B AS B.x > PREV(B.x)")
@@ -200,20 +204,30 @@ def freeze(matcher: PartitionMatcher) -> bytes:
     >>> again.push({"x": 3}) + again.push({"x": 1}) + again.finish()
     [{'n': 3}]
     """
-    state = matcher.__getstate__()
-    if state.get("spec") is not matcher.spec:
-        return pickle.dumps(matcher, protocol=pickle.HIGHEST_PROTOCOL)
-    return pickle.dumps({k: v for k, v in state.items() if k != "spec"}, protocol=pickle.HIGHEST_PROTOCOL)
+    return encode(HeldMatcher(matcher))
 
 
-def thaw(blob: bytes, spec: ClauseSpec) -> PartitionMatcher:
-    """The matcher :func:`freeze` stored, bound to ``spec`` again (trusted bytes: this job's own state)."""
-    state = pickle.loads(blob)
-    if isinstance(state, PartitionMatcher):
-        return state
-    matcher = PartitionMatcher.__new__(PartitionMatcher)
-    matcher.__setstate__({**state, "spec": spec})
-    return matcher
+def thaw(blob: bytes, spec: ClauseSpec, where: str | None = None) -> PartitionMatcher:
+    """The matcher :func:`freeze` stored, bound to ``spec`` again.
+
+    The bytes come from storage others may write to: they are decoded as data only, and anything that
+    is not this release's state format (a pickle an earlier release wrote, damaged or modified bytes)
+    raises :class:`~runtime.core.errors.StateFormatError` naming ``where``.
+
+    >>> thaw(b"\x80\x04K\x01.", None, where="backfill state out/_state/slice=0")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    runtime.core.errors.StateFormatError: backfill state out/_state/slice=0: state written by an earlier ...
+    """
+    held = decode(blob, where=where)
+    if not isinstance(held, HeldMatcher):
+        raise StateFormatError(f"malformed state: expected a matcher, found {type(held).__name__}", where=where)
+    try:
+        return held.get(spec)
+    except StateFormatError as exc:
+        if exc.where is None and where is not None:
+            raise StateFormatError(exc.message, where=where) from exc
+        raise
 
 
 _Item = tuple[dict[str, Any] | None, tuple[Any, ...] | None, bytes | None]  # (output row | None, state key, state)
@@ -251,7 +265,7 @@ def _read_state(df: DataFrame, bound: MatchPlan, path: str, index: int, edge: da
 
 
 def _run_slice(df: DataFrame, bound: MatchPlan, s: Slice, last: bool, carried: DataFrame | None,
-               output: str, state_root: str) -> dict[str, Any]:
+               output: str, state_root: str, carried_from: str | None = None) -> dict[str, Any]:
     started = clock.perf_counter()
     time_column, time_type = _event_time(bound)
     lo, hi = time_bounds(time_type, s.start, s.end, time_column)
@@ -269,7 +283,8 @@ def _run_slice(df: DataFrame, bound: MatchPlan, s: Slice, last: bool, carried: D
     spark = df.sparkSession
     timezone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
     counters = tuple(spark.sparkContext.accumulator(0) for _ in range(3))
-    runner = _SliceRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), timezone, last, counters)
+    runner = _SliceRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), timezone, last, counters,
+                          carried_from)
     out_schema = T.StructType([*bound.schema.fields, T.StructField(STATE, T.BinaryType())])
     result = map_in_arrow(arranged, runner, out_schema)
     if not last:  # two writes: the Python pass runs once for both
@@ -351,11 +366,12 @@ def backfill_match_recognize(
     for s in plan_slices:
         if s.index not in wanted:
             continue
-        carried = None
+        carried = carried_from = None
         if s.index > 0:
-            previous = plan_slices[s.index - 1]
-            carried = _read_state(df, bound, f"{state_root}/slice={previous.label}", s.index, s.start)
-        per_slice.append(_run_slice(df, bound, s, s.index == len(plan_slices) - 1, carried, output, state_root))
+            carried_from = f"{state_root}/slice={plan_slices[s.index - 1].label}"
+            carried = _read_state(df, bound, carried_from, s.index, s.start)
+        per_slice.append(_run_slice(df, bound, s, s.index == len(plan_slices) - 1, carried, output, state_root,
+                                    carried_from))
 
     # The DataFrame door's dead letter (match_recognize_with_rejects; the streaming door's shape and reason).
     untimed = rejected_rows(df, bound)

@@ -33,11 +33,12 @@ the end of input are the core operator's; the output schema is the batch door's
    out), so one per bucket and micro-batch instead of one per key.  Inside a bucket the rows are split
    by ``tw_key`` and each key runs its own core operator over its own state, exactly as before: a
    :class:`~runtime.spark.streaming.SparkKeyContext` over the key's entry of the bucket's MapState
-   ``timeweave_mr_keys`` (buffered rows, matcher, counters and core timers pickled into one cell: one
+   ``timeweave_mr_keys`` (buffered rows, matcher, counters and core timers in one cell, encoded as data by
+   :mod:`runtime.core.state_codec` (versioned, checksummed MessagePack; never pickle): one
    read and at most one write per key and micro-batch).  A key's rows of the micro-batch go to the core
    in one call (``process_elements``), then ``on_watermark`` runs with Spark's watermark and hands the
    released rows to the matcher at once.  Rows are buffered undecoded, as ``(event time, tw_row text)``
-   pairs (far cheaper to pickle into state and back than a decoded row's datetimes and dicts); the core's
+   pairs (far cheaper to store into state and back than a decoded row's datetimes and dicts); the core's
    ``rows_of`` hook decodes them when the watermark releases them, all of a key's released rows in one
    call (:func:`rows_decoder`: one JSON parse, column-wise conversions).  A key's cell is LZ4-compressed
    once it reaches 2 kB (:class:`_PackedEntry`): it holds the key's buffered rows, and every byte of it
@@ -47,9 +48,9 @@ the end of input are the core operator's; the output schema is the batch door's
    a timer at or below the watermark runs ``on_watermark``.  Checkpoint state
    format: these two state variables, grouped by ``tw_b`` (the earlier per-key ValueState
    ``timeweave_mr`` layout cannot be resumed: start such jobs from a fresh checkpoint; ``buckets`` must
-   stay the same for a checkpoint).  Checkpoints of earlier versions of this layout resume: a cell not
-   starting with the compression marker is the plain pickle they wrote, and rows they buffered as
-   ``{time, text}`` dicts or decoded are decoded on release or matched as they are.
+   stay the same for a checkpoint).  Checkpoints written by releases that pickled their cells are refused
+   with a :class:`~runtime.core.errors.StateFormatError` (loading a pickle could run code): start such
+   jobs from a fresh checkpoint.
 4. **End of input.**  A watermark at or past :data:`runtime.jobs.streaming.END_OF_INPUT` (the job's
    ``flush`` heartbeat, 9999-12-31) minus the watermark delay (the watermark a flush heartbeat produces)
    is the final watermark: it reaches the core as ``END_OF_TIME``, so the
@@ -97,7 +98,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
-from runtime.core.errors import SpecError
+from runtime.core.errors import SpecError, StateFormatError
 from runtime.core.pattern import ClauseSpec, MatchRecognizeOperator, null_event_time_reason, parse_clause
 from runtime.core.pattern.operator import BUFFER, END_OF_TIME, MATCHER, SEQUENCE
 from runtime.core.state import NO_WATERMARK
@@ -157,7 +158,7 @@ _TIME_KEY = "\x00tw_time_us"
 #: The hidden key under which a row not yet decoded carries its ``tw_row`` text (see ``_rows_of``).
 _TEXT_KEY = "\x00tw_row"
 
-#: Per bucket: PARTITION BY key (``tw_key``) -> the key's pickled :class:`SparkKeyContext` cell.
+#: Per bucket: PARTITION BY key (``tw_key``) -> the key's :class:`SparkKeyContext` cell (``state_codec`` blob).
 _KEYS_STATE = "timeweave_mr_keys"
 _KEYS_SCHEMA = T.StructType([T.StructField("k", T.StringType(), True)])
 #: Per bucket: each key's smallest core timer and the bucket's one Spark timer (``streaming._Index``).
@@ -458,8 +459,8 @@ class MatchRecognizeProcessor(StatefulProcessor):
         by_key = rows_by_key(batch)
         for key_text, key_rows in by_key.items():
             ctx = SparkKeyContext(None, _PackedEntry(self._keys, key_text), watermark)
-            # Rows are buffered undecoded, as (time, wire text) pairs: a fraction of a decoded row's pickling
-            # cost (every buffered row is pickled into state and read back); the core decodes them with
+            # Rows are buffered undecoded, as (time, wire text) pairs: a fraction of a decoded row's encoding
+            # cost (every buffered row is written to state and read back); the core decodes them with
             # _rows_of when the watermark releases them.
             late_rows = process(ctx, key_rows)
             if late_rows:
@@ -510,7 +511,8 @@ class _PackedEntry(_MapEntry):
     Every byte of it crosses the state server twice (pickled by Pyrolite in the JVM towards Python) and is
     written to RocksDB and its checkpoint; the wire text compresses ~4x (measured: a 224 kB cell to 59 kB
     in 0.3 ms, back in 0.1 ms).  A cell starts with
-    :data:`_PACKED` when compressed; any other cell is the plain pickle earlier versions wrote.
+    :data:`_PACKED` when compressed; any other cell is the state blob itself (:mod:`runtime.core.state_codec`:
+    magic, version, checksum), which the state codec checks after decompression too.
 
     >>> class Map(dict):
     ...     getValue, updateValue = dict.get, dict.__setitem__
@@ -527,7 +529,13 @@ class _PackedEntry(_MapEntry):
             return stored
         data = stored[0]
         size = int.from_bytes(data[1:9], "little")
-        return (_LZ4.decompress(memoryview(data)[9:], decompressed_size=size, asbytes=True),)
+        if len(data) < 9 or size > _PACK_MAX:
+            raise StateFormatError(f"malformed state: a compressed cell of {size} bytes", where=self.where)
+        try:
+            return (_LZ4.decompress(memoryview(data)[9:], decompressed_size=size, asbytes=True),)
+        except (OSError, ValueError, pa.ArrowException) as exc:  # damaged bytes: the checksum could not be reached
+            raise StateFormatError(f"malformed state: the compressed cell does not decompress ({exc})",
+                                   where=self.where) from exc
 
     def update(self, value: tuple) -> None:
         data = value[0]
@@ -536,9 +544,11 @@ class _PackedEntry(_MapEntry):
         self._map.updateValue(self._key, (data,))
 
 
-#: The first byte of a compressed cell (a pickle starts with b"\x80"), then the size (8 bytes), then LZ4 frames.
+#: The first byte of a compressed cell (a state blob starts with b"T"), then the size (8 bytes), then LZ4 frames.
 _PACKED = b"\x01"
 _PACK_MIN = 2048
+#: A cell's largest decompressed size accepted (Spark's value limit): a damaged size must not allocate more.
+_PACK_MAX = 2**31
 _LZ4 = pa.Codec("lz4")
 
 

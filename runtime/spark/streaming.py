@@ -20,8 +20,9 @@ end with.  What the adapter does:
    invocation per bucket and micro-batch instead of one per key.  Inside a bucket the processor
    splits the rows by ``tw_key`` and runs the core once per key, exactly as before: keys never share state.
 4. **The state bridge.**  :class:`SparkKeyContext` implements the core's ``KeyContext`` for one key
-   over one cell (all named values, the core's timers and the arrival counter pickled into one binary
-   value: one read and at most one write per key and invocation).  The cell is the key's entry in
+   over one cell (all named values, the core's timers and the arrival counter in one binary value, encoded
+   as data by :mod:`runtime.core.state_codec`: versioned, checksummed MessagePack, never pickle, because
+   a checkpoint is storage others can write to; one read and at most one write per key and invocation).  The cell is the key's entry in
    the bucket's MapState ``timeweave_keys`` (a ValueState works the same, see the class).  Core times
    are µs, Spark timers ms: a core timer at ``t`` stands for a Spark timer at ``ceil(t / 1000)``,
    which fires once ``watermark_ms * 1000 >= t``.  A bucket keeps *one* Spark timer, at the smallest
@@ -32,9 +33,9 @@ end with.  What the adapter does:
    the watermark.  Checkpoint state format: these two state variables (the earlier per-key ValueState
    ``timeweave`` layout cannot be resumed; start such jobs from a fresh checkpoint).  A key's buffered
    left rows are the core's :class:`~runtime.core.temporal_join.LeftBuffer` (three lists: times,
-   sequences, payloads, sorted by time and sequence), pickled as three lists, so a cell of thousands
-   of rows pickles and loads in C; cells of earlier versions (``list[LeftRow]`` in arrival order)
-   resume, converted when the key is next read.  In event time the processor reads its packs' Arrow
+   sequences, payloads, sorted by time and sequence), stored as three lists, so a cell of thousands
+   of rows encodes and decodes in C.  Checkpoints written by releases that pickled their cells are
+   refused with a :class:`~runtime.core.errors.StateFormatError`: start such jobs from a fresh checkpoint.  In event time the processor reads its packs' Arrow
    columns directly (no pandas frame; key texts dictionary-encoded, one Python string per key), feeds
    a key's rows of a micro-batch to the core as slices of column lists and takes the emitted rows back
    column-wise (``release``, :class:`~runtime.core.temporal_join.JoinedRows`): no Python object per
@@ -106,10 +107,7 @@ as before); the operator's output lost its per-row version columns (``__tw_v_row
 
 from __future__ import annotations
 
-import copyreg
 import functools
-import io
-import pickle
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
@@ -125,9 +123,10 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
-from runtime.core.errors import SpecError
+from runtime.core.errors import SpecError, StateFormatError
 from runtime.core.spec import StateRetention, TemporalJoinSpec
 from runtime.core.state import NO_WATERMARK
+from runtime.core.state_codec import decode, decode_cell, encode, encode_cell
 from runtime.core.temporal_join import (
     EventTimeTemporalJoin,
     Joined,
@@ -136,7 +135,7 @@ from runtime.core.temporal_join import (
     Output,
     ProcessingTimeTemporalJoin,
 )
-from runtime.core.versioned import Match, VersionEvent, VersionHistory
+from runtime.core.versioned import Match, VersionEvent
 from runtime.spark import plan
 from runtime.spark.schema import column as named
 from runtime.spark.schema import schema_kinds
@@ -196,7 +195,7 @@ LATE_COLUMNS = ("reason", "watermark")
 
 _STATE_NAME = "timeweave"
 _STATE_SCHEMA = T.StructType([T.StructField("v", T.BinaryType(), True)])
-#: Per-key state of a bucket: join key (``tw_key``) -> the key's pickled :class:`SparkKeyContext` cell.
+#: Per-key state of a bucket: join key (``tw_key``) -> the key's :class:`SparkKeyContext` cell (``state_codec.encode_cell``).
 _KEYS_STATE = "timeweave_keys"
 _KEYS_SCHEMA = T.StructType([T.StructField("k", T.StringType(), True)])
 #: Per bucket: the smallest core timer of each key that has one, and the bucket's one Spark timer.
@@ -209,25 +208,8 @@ DEFAULT_BUCKETS = 16
 # =================================================================================================
 # The state bridge
 # =================================================================================================
-# The core's state values are slotted dataclasses; pickle's default for those calls dataclasses.fields()
-# per object (~20 µs each).  Reducing them to their constructor arguments is ~10x faster, and a key
-# may hold thousands of buffered rows.
-_REDUCERS = copyreg.dispatch_table.copy()
-_REDUCERS[LeftRow] = lambda r: (LeftRow, (r.time, r.seq, r.payload))
-_REDUCERS[VersionEvent] = lambda e: (VersionEvent, (e.time, e.seq, e.deleted, e.payload))
-_REDUCERS[VersionHistory] = lambda h: (VersionHistory, (h.events, h._times))
-
-
-def _dumps(value: Any) -> bytes:
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _REDUCERS
-    pickler.dump(value)
-    return buffer.getvalue()
-
-
-def _loads(data: bytes) -> Any:
-    return pickle.loads(data)
+# State cells are data (runtime.core.state_codec: versioned, checksummed MessagePack, never pickle):
+# a checkpoint directory is storage other people can write to, and loading a pickle runs code.
 
 
 def spark_timer_ms(time_us: int) -> int:
@@ -252,7 +234,8 @@ class SparkKeyContext:
     """The core's ``KeyContext`` for one key over a Spark ValueState and Spark event-time timers.
 
     All named values, the core's timer set (µs) and the key's arrival counter live in one dict,
-    pickled into one binary ValueState cell: each state call is a round trip to the JVM, so the
+    encoded into one binary ValueState cell (:func:`runtime.core.state_codec.encode_cell`, never pickle):
+    each state call is a round trip to the JVM, so the
     context reads once when created and writes at most once in :meth:`commit`.  Timers are applied
     in :meth:`commit` too, as the difference between the Spark timers before and after (with
     ``handle=None`` no Spark timer is touched: the temporal join's buckets keep their own, see
@@ -270,10 +253,14 @@ class SparkKeyContext:
         self._state = state
         self._watermark = watermark
         stored = state.get()
-        data: dict[str, Any] = _loads(stored[0]) if stored and stored[0] is not None else {}
-        self._values: dict[str, Any] = data.get("values", {})
-        self._timers: set[int] = data.get("timers", set())
-        self._next_seq: int = data.get("seq", 0)
+        self._values: dict[str, Any]
+        self._timers: set[int]
+        self._next_seq: int
+        if stored and stored[0] is not None:
+            self._values, self._timers, self._next_seq = decode_cell(
+                stored[0], where=getattr(state, "where", "streaming checkpoint state"))
+        else:
+            self._values, self._timers, self._next_seq = {}, set(), 0
         self._spark_timers = {spark_timer_ms(t) for t in self._timers}
         self._dirty = False
         # The core calls get() several times per row; the dict's bound method saves a Python frame each.
@@ -356,8 +343,7 @@ class SparkKeyContext:
             # Nothing buffered, no timer: the arrival counter may restart, no event is left to compare with.
             self._state.clear()
         else:
-            data = {"values": self._values, "timers": self._timers, "seq": self._next_seq}
-            self._state.update((_dumps(data),))
+            self._state.update((encode_cell(self._values, self._timers, self._next_seq),))
         self._dirty = False
 
 
@@ -621,6 +607,11 @@ class _MapEntry:
         self._map = map_state
         self._key = (key,)
 
+    @property
+    def where(self) -> str:
+        """The cell, for errors (the state format's)."""
+        return f"streaming checkpoint state of key {self._key[0]!r}"
+
     def get(self) -> tuple | None:
         return self._map.getValue(self._key)
 
@@ -878,8 +869,13 @@ class _Index:
         stored = state.get()
         if not stored or stored[0] is None:
             return cls({}, None)
-        timers, spark = _loads(stored[0])
-        return cls(timers, spark)
+        where = "streaming checkpoint state (the bucket's timer index)"
+        data = decode(stored[0], where=where)
+        if not (isinstance(data, list) and len(data) == 2 and isinstance(data[0], dict)
+                and all(isinstance(k, str) and type(t) is int for k, t in data[0].items())
+                and (data[1] is None or type(data[1]) is int)):
+            raise StateFormatError("malformed state: the timer index is [timers by key, Spark timer]", where=where)
+        return cls(data[0], data[1])
 
     def set(self, text: str, timer: int | None) -> None:
         if timer is None:
@@ -912,7 +908,7 @@ class _Index:
         if not self._dirty:
             return
         if self.timers or self.spark is not None:
-            state.update((_dumps((self.timers, self.spark)),))
+            state.update((encode([self.timers, self.spark]),))
         else:
             state.clear()
         self._dirty = False

@@ -236,3 +236,84 @@ def test_slice_runner_carries_state_across_slices_and_batches(name) -> None:
     expected = canonical(match_recognize(parse_clause(clause), rows), out_names)
     tz_free = [{**r, **{c: r[c].replace(tzinfo=None) for c in out_names if isinstance(r[c], datetime)}} for r in got]
     assert canonical(tz_free, out_names) == expected
+
+
+# -- state files are data: a tampered state never runs ------------------------------------------------------
+
+
+class _Command:
+    """A pickle that, if loaded, runs a command creating ``path`` (what a crafted state file could do)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self) -> tuple:
+        import subprocess
+
+        return (subprocess.call, (["touch", self.path],))
+
+
+def _rewrite_state(directory: Path, replace) -> None:
+    """Rewrite a slice's state parquet files in place with each ``__tw_state`` value replaced by ``replace(blob)``."""
+    import pyarrow.parquet as pq
+
+    for file in sorted(directory.glob("*.parquet")):
+        table = pq.read_table(file)
+        blobs = [replace(b) for b in table.column(STATE).to_pylist()]
+        index = table.schema.get_field_index(STATE)
+        pq.write_table(table.set_column(index, STATE, pa.array(blobs, pa.binary())), file)
+        crc = file.with_name(f".{file.name}.crc")
+        crc.unlink(missing_ok=True)  # Hadoop's checksum of the file we replaced
+
+
+def test_a_tampered_state_file_fails_with_the_format_error_and_runs_nothing(spark, tmp_path) -> None:
+    import pickle
+
+    clause = CLAUSES["all-rows-reluctant-subset"]
+    rows = random_events(5, n=60)
+    df = spark.createDataFrame(as_tuples(rows), SCHEMA)
+    out = tmp_path / "out"
+    backfill_match_recognize(df, clause, START, END, 3, str(out))
+    state_dirs = sorted((out / "_state").iterdir())
+    assert len(state_dirs) == 2 and list(state_dirs[0].glob("*.parquet"))
+    marker = tmp_path / "marker"
+    # A pickle (every earlier release's state, here crafted to run a command) is refused and never loaded.
+    _rewrite_state(state_dirs[0], lambda blob: pickle.dumps(_Command(marker)) if blob is not None else None)
+    with pytest.raises(Exception, match=r"StateFormatError: backfill state .*_state/slice=.* earlier timeweave "
+                                        r"release .* re-run the backfill from slice 0") as error:
+        backfill_match_recognize(df, clause, START, END, 3, str(out), only=[1])
+    assert state_dirs[0].name in str(error.value)
+    assert not marker.exists()
+    # Re-running from slice 0 rebuilds the state; then one flipped byte of a state value is caught by its checksum.
+    backfill_match_recognize(df, clause, START, END, 3, str(out))
+    _rewrite_state(state_dirs[0], lambda blob: None if blob is None else blob[:-1] + bytes([blob[-1] ^ 0x20]))
+    with pytest.raises(Exception, match=r"StateFormatError: backfill state .*bad checksum"):
+        backfill_match_recognize(df, clause, START, END, 3, str(out), only=[1])
+
+
+def test_the_slice_runner_refuses_state_that_is_not_its_format(tmp_path) -> None:
+    """The executor function alone (no JVM): pickles, damaged blobs, another structure, another version."""
+    import pickle
+
+    from runtime.core.errors import StateFormatError
+    from runtime.core.state_codec import encode
+
+    clause = CLAUSES["all-rows-reluctant-subset"]
+    bound = plan(clause, T.StructType([T.StructField(c, t) for c, t in zip(COLUMNS, [
+        T.StringType(), T.TimestampType(), T.LongType(), T.LongType(), T.StringType(), T.DoubleType()], strict=True)]))
+    marker = tmp_path / "marker"
+    good = encode([1, 2])
+    blobs = {
+        "earlier timeweave release": pickle.dumps(_Command(marker)),
+        "bad checksum": good[:-1] + b"\x00",
+        "expected a matcher": good,
+        "unknown state format version 9": good[:4] + b"\x09" + good[5:],
+        "not timeweave state": b"PAR1" + good,
+    }
+    for message, blob in blobs.items():
+        runner = _SliceRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), "UTC", False,
+                              (_Counter(), _Counter(), _Counter()), "out/_state/slice=0")
+        items = [{"k": "a", STATE: blob}, {"k": "a", "t": T0, "seq": 1, "v": 1, STATE: None}]
+        with pytest.raises(StateFormatError, match=rf"backfill state out/_state/slice=0 \(key \('a',\)\): .*{message}"):
+            list(runner(iter(_arrow_batches(items, 7))))
+    assert not marker.exists()

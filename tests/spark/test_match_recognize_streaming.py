@@ -136,7 +136,7 @@ def test_within_concludes_attempts_on_the_watermark_and_prunes_state(spark, tmp_
     assert metrics["rows_out"] == 1
     # x's state no longer holds the rows the concluded attempt used (PREV's reach may keep the last one);
     # y's state still holds its row (its attempt is open): the check can see rows in state.
-    # State layout: per hash bucket a MapState from the key's text ("s" + a STRING key) to its pickled cell.
+    # State layout: per hash bucket a MapState from the key's text ("s" + a STRING key) to its encoded cell.
     state = spark.read.format("statestore").option("path", f"{config['checkpoint']}/query") \
         .option("stateVarName", "timeweave_mr_keys").load().collect()
     by_key = {r["user_map_key"][0].removeprefix("s"): bytes(r["user_map_value"][0]) for r in state}
@@ -196,23 +196,46 @@ def test_docstring_examples_run(name: str) -> None:
     assert result.failed == 0 and result.attempted > 0
 
 
-def test_state_cells_and_buffered_rows_of_earlier_versions_resume() -> None:
-    """Checkpoints written before cells were compressed and rows buffered as pairs still resume (no JVM)."""
+def test_state_cells_compress_and_pickled_cells_of_earlier_releases_are_refused(tmp_path: Path) -> None:
+    """Big cells are LZ4-compressed and read back; a pickled cell (what earlier releases wrote, here a crafted
+    one that would create a marker file), compressed or not, and a damaged compressed cell fail with the
+    state format error naming the key, and nothing is loaded (no JVM)."""
     import pickle
 
+    from runtime.core.errors import StateFormatError
+    from runtime.core.state_codec import encode_cell
     from runtime.spark import match_recognize_streaming as M
 
     class Map(dict):  # the MapState calls _PackedEntry makes
         getValue, updateValue = dict.get, dict.__setitem__
 
     cells = Map()
-    big = pickle.dumps([f'{{"k":"a","v":{i}}}' for i in range(2000)])
+    big = encode_cell({"mr-buffer": [(i, i, (i, f'{{"k":"a","v":{i}}}')) for i in range(2000)]}, {0}, 2000)
+    small = encode_cell({"mr-seq": 1}, set(), 1)
     M._PackedEntry(cells, "big").update((big,))
-    M._PackedEntry(cells, "small").update((b"\x80tiny",))
+    M._PackedEntry(cells, "small").update((small,))
     assert cells[("big",)][0][:1] == M._PACKED and len(cells[("big",)][0]) < len(big)
-    assert cells[("small",)] == (b"\x80tiny",)
-    cells[("old",)] = (big,)  # a cell an earlier version wrote: a plain pickle, read as it is
-    assert [M._PackedEntry(cells, k).get() for k in ("big", "small", "old", "none")] == [(big,), (b"\x80tiny",), (big,), None]
+    assert cells[("small",)] == (small,)
+    assert [M._PackedEntry(cells, k).get() for k in ("big", "small", "none")] == [(big,), (small,), None]
+    values = M.SparkKeyContext(None, M._PackedEntry(cells, "big"), 0)._values
+    assert values["mr-buffer"][5] == (5, 5, (5, '{"k":"a","v":5}'))
+
+    class Marker:
+        def __reduce__(self) -> tuple:
+            return (open, (str(tmp_path / "marker"), "w"))
+
+    crafted = pickle.dumps({"values": {"mr-buffer": [Marker()], "pad": "x" * 5000}, "timers": set(), "seq": 0})
+    cells[("old",)] = (crafted,)
+    M._PackedEntry(cells, "old-packed").update((crafted,))  # compressed as earlier releases did
+    assert cells[("old-packed",)][0][:1] == M._PACKED
+    damaged = bytearray(cells[("big",)][0])
+    damaged[20:40] = bytes(20)
+    cells[("damaged",)] = (bytes(damaged),)
+    for key, message in (("old", "earlier timeweave release"), ("old-packed", "earlier timeweave release"),
+                         ("damaged", "malformed state|bad checksum")):
+        with pytest.raises(StateFormatError, match=rf"key '{key}'.*({message})"):
+            M.SparkKeyContext(None, M._PackedEntry(cells, key), 0)
+    assert not (tmp_path / "marker").exists()
 
     schema = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.TimestampType()),
                            T.StructField("v", T.LongType())])

@@ -18,8 +18,10 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.streaming.tws_tester import TwsTester
 
+from runtime.core.errors import StateFormatError
 from runtime.core.spec import StateRetention, TemporalJoinSpec, VersionedTableSpec
 from runtime.core.state import NO_WATERMARK
+from runtime.core.state_codec import decode, decode_cell, encode, encode_cell
 from runtime.core.temporal_join import Joined, JoinedRows, Late, LeftBuffer, LeftRow
 from runtime.core.versioned import Match, VersionEvent, VersionHistory
 from runtime.spark import streaming as S
@@ -77,13 +79,16 @@ def _out(frame: pd.DataFrame) -> list[tuple]:
 def _state(tester: TwsTester, key: str = "EUR") -> dict | None:
     """The key's cell in the bucket's MapState (None: the key holds nothing)."""
     stored = tester.peekMapState("timeweave_keys", B).get((key,))
-    return pickle.loads(stored[0]) if stored else None
+    if not stored:
+        return None
+    values, timers, seq = decode_cell(stored[0])
+    return {"values": values, "timers": timers, "seq": seq}
 
 
 def _index(tester: TwsTester) -> tuple[dict, int | None] | None:
     """The bucket's timer index: (key -> smallest core timer, the bucket's Spark timer)."""
     stored = tester.peekValueState("timeweave_index", B)
-    return pickle.loads(stored[0]) if stored else None
+    return tuple(decode(stored[0])) if stored else None  # type: ignore[return-value]
 
 
 def _spark_timers(tester: TwsTester) -> list[int]:
@@ -346,21 +351,16 @@ def test_joined_rows_column_wise_leave_in_the_same_documents_as_joined_objects(m
         assert all(len(json.loads(d)) <= 3 for d in got[got[S.KIND] == S.JOINED][S.L_ROW])
 
 
-def test_a_key_cell_written_before_the_column_wise_buffer_resumes() -> None:
-    # Earlier versions pickled the key's buffered rows as list[LeftRow] (arrival order); such a cell is read,
-    # emitted in (time, seq) order, and written back in today's layout.
+def test_a_key_cell_resumes_from_its_encoded_state() -> None:
+    # A cell as the state codec writes it (buffered rows out of time order in arrival order are kept sorted):
+    # read, emitted in (time, seq) order, and written back.
     tester = _tester(_spec())
-    old_cell = {
-        "values": {
-            "left": [LeftRow(T0 + 20_000, 1, '{"id": "o2"}'), LeftRow(T0 + 10_000, 2, '{"id": "o1"}')],
-            "right": VersionHistory.of([VersionEvent(T0, 0, False, '{"rate": 1.1}')]),
-            "next-timer": T0 + 10_000,
-        },
-        "timers": {T0 + 10_000},
-        "seq": 3,
-    }
-    tester.updateMapState("timeweave_keys", B, {("EUR",): (S._dumps(old_cell),)})
-    tester.updateValueState("timeweave_index", B, (S._dumps(({"EUR": T0 + 10_000}, S.spark_timer_ms(T0 + 10_000))),))
+    buffer = LeftBuffer()
+    buffer.add([T0 + 20_000, T0 + 10_000], [1, 2], ['{"id": "o2"}', '{"id": "o1"}'])
+    values = {"left": buffer, "right": VersionHistory.of([VersionEvent(T0, 0, False, '{"rate": 1.1}')]),
+              "next-timer": T0 + 10_000}
+    tester.updateMapState("timeweave_keys", B, {("EUR",): (encode_cell(values, {T0 + 10_000}, 3),)})
+    tester.updateValueState("timeweave_index", B, (encode([{"EUR": T0 + 10_000}, S.spark_timer_ms(T0 + 10_000)]),))
     tester.setWatermark((T0 + 15_000) // MS)  # the bucket has no Spark timer in the tester: nothing fires
     out = tester.testInPandas(B, _rows(("L", T0 + 30_000, '{"id": "o3"}', "l2")))
     assert _out(out) == [("joined", "o1", 1.1)]
@@ -368,6 +368,44 @@ def test_a_key_cell_written_before_the_column_wise_buffer_resumes() -> None:
     assert state["values"]["left"] == LeftBuffer([T0 + 20_000, T0 + 30_000], [1, 3], ['{"id": "o2"}', '{"id": "o3"}'])
     assert state["seq"] == 4 and state["timers"] == {T0 + 20_000}
     assert _out(tester.setWatermark((T0 + 30_000) // MS)) == [("joined", "o2", 1.1), ("joined", "o3", 1.1)]
+
+
+class _Marker:
+    """A pickle payload that, when loaded, writes a marker file (what a crafted state file could do)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple:
+        return (open, (self.path, "w"))  # loading it creates the file
+
+
+def test_a_pickled_cell_of_an_earlier_release_is_refused_and_never_loaded(tmp_path) -> None:
+    # Earlier releases pickled their cells; loading a pickle from a checkpoint could run code, so such a cell
+    # (here a crafted one that would create a marker file) fails with the format error naming the key.
+    marker = tmp_path / "marker"
+    old_cell = {"values": {"left": [LeftRow(T0, 0, '{"id": "o1"}')], "x": _Marker(str(marker))},
+                "timers": {T0}, "seq": 1}
+    tester = _tester(_spec())
+    tester.updateMapState("timeweave_keys", B, {("EUR",): (pickle.dumps(old_cell),)})
+    with pytest.raises(StateFormatError, match=r"key .EUR.*earlier timeweave release.*fresh checkpoint"):
+        tester.testInPandas(B, _rows(("L", T0 + 30_000, '{"id": "o3"}', "l2")))
+    assert not marker.exists()
+    # The bucket's timer index is state too.
+    tester = _tester(_spec())
+    tester.updateValueState("timeweave_index", B, (pickle.dumps(({"EUR": T0}, _Marker(str(marker)))),))
+    with pytest.raises(StateFormatError, match=r"timer index.*earlier timeweave release"):
+        tester.testInPandas(B, _rows(("L", T0 + 30_000, '{"id": "o3"}', "l2")))
+    assert not marker.exists()
+
+
+def test_a_damaged_cell_fails_with_the_format_error() -> None:
+    tester = _tester(_spec())
+    good = encode_cell({"next-timer": T0}, {T0}, 1)
+    damaged = good[:-1] + bytes([good[-1] ^ 1])
+    tester.updateMapState("timeweave_keys", B, {("EUR",): (damaged,)})
+    with pytest.raises(StateFormatError, match=r"key .EUR.*bad checksum"):
+        tester.testInPandas(B, _rows(("L", T0 + 30_000, '{"id": "o3"}', "l2")))
 
 
 def test_an_event_time_invocation_with_dead_letters_heartbeats_files_and_a_sequence_column() -> None:

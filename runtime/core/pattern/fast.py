@@ -951,9 +951,51 @@ class FastRun:
         self.result = None if result is None else (_chain_from_list(result[0]), result[1], result[2])
         self.binding = None  # type: ignore[assignment]
 
+    def to_state(self) -> dict[str, Any]:
+        """The attempt as plain data (:mod:`runtime.core.state_codec`): positions, and each thread as
+        ``[pc, label ids, aggregate states, navigation state]``; :meth:`from_state` rebuilds it."""
+        return {
+            "kind": "fast", "start": self.start, "position": self.position, "match_number": self.match_number,
+            "rolling": self.rolling,
+            "threads": [[entry[3], chain_to_list(s[0]), s[1], s[2]] for entry, s in self.threads],
+            "result": None if self.result is None else [chain_to_list(self.result[0]), self.result[1], self.result[2]],
+        }
+
+    @classmethod
+    def from_state(cls, data: dict[str, Any]) -> FastRun:
+        """The attempt :meth:`to_state` gave, without its compiled part (:meth:`attach` adds it)."""
+        from runtime.core.state_codec import expect
+
+        def labels(value: Any) -> Any:
+            expect(isinstance(value, list) and all(type(x) is int for x in value), "match attempt: bad label ids")
+            return _chain_from_list(value)
+
+        run = cls.__new__(cls)
+        run.start, run.position, run.match_number = data["start"], data["position"], data["match_number"]
+        run.rolling = bool(data["rolling"])
+        expect(all(type(v) is int for v in (run.start, run.position, run.match_number)),
+               "match attempt: start, position and match number must be integers")
+        pcs = []
+        for item in data["threads"]:
+            expect(isinstance(item, list) and len(item) == 4 and type(item[0]) is int,
+                   "match attempt: a thread is [pc, labels, aggregates, navigation]")
+            pcs.append((item[0], (labels(item[1]), item[2], item[3])))
+        run._pcs = pcs
+        run.threads = []  # filled by attach()
+        result = data["result"]
+        expect(result is None or (isinstance(result, list) and len(result) == 3), "match attempt: bad result")
+        run.result = None if result is None else (labels(result[0]), result[1], result[2])
+        run.binding = None  # type: ignore[assignment]
+        return run
+
     def attach(self, binding: FastBinding) -> None:
         """Reattach the compiled part (after unpickling)."""
         self.binding = binding
+        unknown = [pc for pc, _ in self._pcs if pc not in binding.entries]
+        if unknown:
+            from runtime.core.state_codec import expect
+
+            expect(False, f"match attempt: instructions {unknown} are not in the compiled pattern")
         self.threads = [(binding.entries[pc], state) for pc, state in self._pcs]
         del self._pcs
 

@@ -310,6 +310,51 @@ class Run:
                 labels = self._cons(label, labels)
             thread.labels = labels
 
+    def to_state(self) -> dict[str, Any]:
+        """The attempt as plain data (:mod:`runtime.core.state_codec`): positions and threads, no compiled part.
+
+        Each thread is ``[pc, label ids, saves, aggregate states]``; :meth:`from_state` rebuilds it.
+        """
+        def thread(t: Thread) -> list[Any]:
+            return [t.pc, labels_to_list(t.labels), list(t.saves), t.aggregates]
+
+        return {
+            "kind": "vm", "start": self.start, "position": self.position, "match_number": self.match_number,
+            "at_partition_start": self.at_partition_start, "at_end": self._at_end,
+            "threads": [thread(t) for t in self.threads],
+            "result": None if self.result is None else thread(self.result),
+        }
+
+    @classmethod
+    def from_state(cls, data: dict[str, Any], program: Program) -> Run:
+        """The attempt :meth:`to_state` gave, on ``program`` (the clause's); :meth:`rebind` attaches the rest."""
+        from runtime.core.state_codec import expect
+
+        run = cls.__new__(cls)
+        run.program = program
+        run.start, run.position, run.match_number = data["start"], data["position"], data["match_number"]
+        run.at_partition_start, run._at_end = bool(data["at_partition_start"]), bool(data["at_end"])
+        expect(all(type(v) is int for v in (run.start, run.position, run.match_number)),
+               "match attempt: start, position and match number must be integers")
+        run._visited, run.signature_cache, run._cells = {}, {}, {}
+        size = len(program.instructions)
+
+        def thread(item: Any) -> Thread:
+            expect(isinstance(item, list) and len(item) == 4, "match attempt: a thread is [pc, labels, saves, aggregates]")
+            pc, labels, saves, aggregates = item
+            expect(type(pc) is int and 0 <= pc < size, f"match attempt: instruction {pc!r} is not in the program")
+            expect(isinstance(labels, list) and all(type(x) is int for x in labels)
+                   and isinstance(saves, list) and all(type(x) is int for x in saves)
+                   and isinstance(aggregates, tuple), "match attempt: bad labels, saves or aggregates")
+            chain: Labels | None = None
+            for label in labels:
+                chain = run._cons(label, chain)
+            return Thread(pc, chain, tuple(saves), aggregates)
+
+        run.threads = [thread(t) for t in data["threads"]]
+        run.result = None if data["result"] is None else thread(data["result"])
+        return run
+
     def rebind(self, evaluator: LabelEvaluator, signature: SignatureFn) -> None:
         """Reattach the (unpicklable) evaluator and signature function after unpickling."""
         self.evaluator = evaluator

@@ -16,7 +16,8 @@
   as in batch.  Then a stream with no late rows gives the same rows as
   :func:`~runtime.core.pattern.partition.match_recognize` (the cross-door invariant).
 
-All state is picklable: rows as given (dicts), counters, and the matcher's threads.  The matcher is
+All state is plain data (:mod:`runtime.core.state_codec` stores it): rows as given (dicts), counters, and the
+matcher's threads.  The matcher is
 held in state without its clause (:class:`HeldMatcher`): the operator re-attaches its own, so a state
 written per key and micro-batch does not carry the clause's object tree each time.
 """
@@ -29,10 +30,11 @@ from datetime import UTC, datetime, timedelta
 from numbers import Integral
 from typing import Any
 
-from runtime.core.errors import SpecError
+from runtime.core.errors import SpecError, StateFormatError
 from runtime.core.pattern.partition import PartitionMatcher, elapsed, sort_key
 from runtime.core.pattern.spec import ClauseSpec
 from runtime.core.state import NO_WATERMARK, KeyContext
+from runtime.core.state_codec import expect
 
 # State names, declared once.
 BUFFER = "mr-buffer"  # list[tuple[int, int, dict]]: (event time µs, arrival seq, row) waiting for the watermark
@@ -281,14 +283,15 @@ class MatchRecognizeOperator:
 class HeldMatcher:
     """A key's :class:`PartitionMatcher` as the operator keeps it in state.
 
-    Pickles as the matcher's own state without its :class:`ClauseSpec` (an object tree that cost more
-    to pickle and unpickle than the rest of a key's state); :meth:`get` re-attaches the operator's spec.
+    Stored (:mod:`runtime.core.state_codec`) as the matcher's plain-data state without its :class:`ClauseSpec`
+    (an object tree that cost more to store and read back than the rest of a key's state); :meth:`get`
+    re-attaches the operator's spec.
 
-    >>> import pickle
+    >>> from runtime.core.state_codec import decode, encode
     >>> from runtime.core.pattern.parser import parse_clause
     >>> spec = parse_clause("MEASURES COUNT(*) AS n PATTERN (A B) DEFINE B AS B.x > A.x")
     >>> matcher = PartitionMatcher(spec); _ = matcher.push({"x": 1})
-    >>> restored = pickle.loads(pickle.dumps(HeldMatcher(matcher))).get(spec)
+    >>> restored = decode(encode(HeldMatcher(matcher))).get(spec)
     >>> restored.push({"x": 2})
     [{'n': 2}]
     """
@@ -300,20 +303,41 @@ class HeldMatcher:
         self.state = state
 
     def __reduce__(self) -> tuple[Any, ...]:
-        if self.matcher is None:
-            return HeldMatcher, (None, self.state)
-        state = self.matcher.__getstate__()  # the matcher's pickled form (no compiled parts)
-        del state["spec"]
-        return HeldMatcher, (None, state)
+        return HeldMatcher, (None, self.to_state())
 
-    def get(self, spec: ClauseSpec) -> PartitionMatcher:
-        """The matcher, rebuilt with ``spec`` (the clause it was created with) after unpickling."""
+    def to_state(self) -> dict[str, Any]:
+        """The matcher as plain data, without its clause (:meth:`PartitionMatcher.to_state`)."""
         if self.matcher is None:
             assert self.state is not None
-            matcher = PartitionMatcher.__new__(PartitionMatcher)
-            matcher.__setstate__({**self.state, "spec": spec})
+            return self.state
+        return self.matcher.to_state()
+
+    @classmethod
+    def from_state(cls, data: Any) -> HeldMatcher:
+        """A held matcher over the data :meth:`to_state` gave; :meth:`get` rebuilds the matcher with the clause.
+
+        The structure is checked here already (the rows, counters and attempt are checked by the rebuild).
+        """
+        expect(isinstance(data, dict) and _MATCHER_FIELDS <= data.keys(), "matcher state: missing fields")
+        return cls(None, data)
+
+    def get(self, spec: ClauseSpec) -> PartitionMatcher:
+        """The matcher, rebuilt with ``spec`` (the clause it was created with) after decoding or unpickling."""
+        if self.matcher is None:
+            assert self.state is not None
+            try:
+                matcher = PartitionMatcher.from_state(self.state, spec)
+            except StateFormatError:
+                raise
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                # Checked fields of the wrong shape for this clause (another clause's state, a crafted one).
+                raise StateFormatError(f"malformed state: the matcher does not fit the clause ({exc!r:.200})") from exc
             self.matcher, self.state = matcher, None
         return self.matcher
+
+
+_MATCHER_FIELDS = frozenset(("rows", "base", "length", "next_start", "use_fast", "run", "match_number",
+                             "last_matched", "ended", "time_column", "checked_columns"))
 
 
 def _time_and_arrival(buffered: tuple[int, int, Mapping[str, Any]]) -> tuple[int, int]:

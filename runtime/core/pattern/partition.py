@@ -160,6 +160,64 @@ class PartitionMatcher:
         vars(self).update(state)
         self.rebind()
 
+    def to_state(self) -> dict[str, Any]:
+        """The matcher as plain data (:mod:`runtime.core.state_codec`), without its clause (:meth:`from_state`
+        takes it): the rows still needed, the attempt in progress, the counters.
+
+        >>> from runtime.core.pattern.parser import parse_clause
+        >>> spec = parse_clause("MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE B AS B.x > PREV(B.x)")
+        >>> matcher = PartitionMatcher(spec); matcher.push_many([{"x": 1}, {"x": 2}])
+        []
+        >>> again = PartitionMatcher.from_state(matcher.to_state(), spec)
+        >>> again.push({"x": 3}) + again.push({"x": 1}) + again.finish()
+        [{'n': 3}]
+        """
+        rows = self.rows
+        return {
+            "rows": rows.rows if rows.rows.__class__ is list else list(rows.rows), "base": rows.base,
+            "length": rows.length, "next_start": self.next_start, "use_fast": self.use_fast,
+            "run": None if self.run is None else self.run.to_state(), "match_number": self.match_number,
+            "last_matched": self.last_matched, "ended": self.ended, "time_column": self._time_column,
+            "checked_columns": self._checked_columns,
+        }
+
+    @classmethod
+    def from_state(cls, data: Any, spec: ClauseSpec) -> PartitionMatcher:
+        """The matcher :meth:`to_state` gave, bound to ``spec`` (the clause it was created with)."""
+        from runtime.core.state_codec import expect
+
+        expect(isinstance(data, dict), "matcher state: expected a map")
+        matcher = cls.__new__(cls)
+        matcher.spec = spec
+        rows = RowSource()
+        rows.rows, rows.base, rows.length = data["rows"], data["base"], data["length"]
+        expect(isinstance(rows.rows, list) and type(rows.base) is int
+               and (rows.length is None or type(rows.length) is int), "matcher state: bad rows")
+        expect(all(isinstance(row, dict) for row in rows.rows), "matcher state: rows must be maps")
+        matcher.rows = rows
+        matcher.next_start, matcher.match_number = data["next_start"], data["match_number"]
+        matcher.last_matched = data["last_matched"]
+        expect(all(type(v) is int for v in (matcher.next_start, matcher.match_number, matcher.last_matched)),
+               "matcher state: counters must be integers")
+        matcher.use_fast, matcher.ended = bool(data["use_fast"]), bool(data["ended"])
+        matcher._time_column, matcher._checked_columns = data["time_column"], bool(data["checked_columns"])
+        run = data["run"]
+        expect(run is None or (isinstance(run, dict) and run.get("kind") in ("vm", "fast")),
+               "matcher state: bad match attempt")
+        if run is None:
+            matcher.run = None
+        elif run["kind"] == "fast":
+            matcher.run = FastRun.from_state(run)
+        else:
+            matcher.run = Run.from_state(run, compile_clause(spec).program)
+        matcher._fast = None
+        matcher._measures = None
+        if isinstance(matcher.run, FastRun):
+            expect(matcher.use_fast and compile_clause(spec).fast is not None,
+                   "matcher state: a fast-path attempt for a clause without a fast path")
+        matcher.rebind()
+        return matcher
+
     def rebind(self) -> None:
         self.clause = compile_clause(self.spec)
         self._fast = None

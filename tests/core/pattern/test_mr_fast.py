@@ -3,12 +3,11 @@
 The differential property test draws patterns (mostly ones the fast path accepts), DEFINE
 conditions from a menu covering every fast-compiled construct, AFTER MATCH SKIP and ROWS PER MATCH
 modes, and random rows; ``PartitionMatcher(fast=False)`` is the general VM.  It also feeds the rows
-in random chunks and through a pickle round trip, as the streaming and batch doors do.
+in random chunks and through a state codec round trip, as the streaming and backfill doors do.
 """
 
 from __future__ import annotations
 
-import pickle
 import random
 from typing import Any
 
@@ -18,9 +17,11 @@ from hypothesis import strategies as st
 
 from runtime.core.pattern import MatchRuntimeError, ir, parse_clause
 from runtime.core.pattern.fast import collision_free_targets
+from runtime.core.pattern.operator import HeldMatcher
 from runtime.core.pattern.parser import parse_pattern
 from runtime.core.pattern.partition import PartitionMatcher, _fast_measures, compile_clause
 from runtime.core.pattern.program import compile_pattern
+from runtime.core.state_codec import decode, encode
 
 LABELS = ("A", "B", "C")
 
@@ -94,8 +95,8 @@ def run(clause: str, rows: list[dict[str, Any]], *, fast: bool, chunks: list[int
         for size in chunks or [1] * len(rows):
             out += matcher.push_many(rows[position : position + size])
             position += size
-            if pickled:
-                matcher = pickle.loads(pickle.dumps(matcher))
+            if pickled:  # through the stored form (the streaming and backfill state's codec)
+                matcher = decode(encode(HeldMatcher(matcher))).get(matcher.spec)
         out += matcher.push_many(rows[position:])
         out += matcher.finish()
     except MatchRuntimeError as error:
@@ -242,7 +243,7 @@ def test_batched_measures_raise_the_error_of_the_earliest_match() -> None:
 ])
 def test_loop_with_an_undefined_tail_equals_the_general_vm(clause: str) -> None:
     """X+ T with T undefined (the benchmark's A+ B) runs in FastRun's tight loop: same rows as the VM,
-    however the rows are chunked and wherever the matcher is pickled."""
+    however the rows are chunked and wherever the matcher is stored and read back."""
     generator = random.Random(5)
     # the partition ends inside a run of A rows: the last match is the loop's result at the end
     rows = [{"id": i, "p": generator.randint(0, 5) if i < 1494 else 0} for i in range(1500)]
