@@ -118,6 +118,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from runtime.core.errors import SpecError
+from runtime.core.event_time import END_OF_INPUT_MS, end_of_input_ms, spark_timer_ms, watermark_as_time, watermark_us
 from runtime.core.spec import StateRetention, TemporalJoinSpec
 from runtime.core.state import NO_WATERMARK
 from runtime.core.temporal_join import (
@@ -217,24 +218,6 @@ def _dumps(value: Any) -> bytes:
 
 def _loads(data: bytes) -> Any:
     return pickle.loads(data)
-
-
-def spark_timer_ms(time_us: int) -> int:
-    """The Spark timer (ms) that fires as soon as a watermark reaches core time ``time_us`` (µs).
-
-    >>> spark_timer_ms(1_000), spark_timer_ms(1_001), spark_timer_ms(-1_500)
-    (1, 2, -1)
-    """
-    return -(-time_us // 1000)
-
-
-def watermark_us(watermark_ms: int) -> int:
-    """Spark's watermark (ms; 0 or negative = none yet) as the core's (µs, ``NO_WATERMARK`` = none).
-
-    >>> watermark_us(1577872800000), watermark_us(0) == NO_WATERMARK
-    (1577872800000000, True)
-    """
-    return watermark_ms * 1000 if watermark_ms > 0 else NO_WATERMARK
 
 
 class SparkKeyContext:
@@ -539,7 +522,7 @@ def _frame(outputs: list[Output | JoinedRows], n_left: int | None = None, n_righ
             kinds.append(LATE)
             lefts.append(left)
             reasons.append(out.reason)
-            marks.append(out.watermark)
+            marks.append(watermark_as_time(out.watermark))  # END_OF_TIME after a flush: 9999-12-31
     if pieces:
         documents.append("[" + ",".join(pieces) + "]")
     for document in documents:
@@ -619,13 +602,15 @@ class TemporalJoinProcessor(StatefulProcessor):
     """
 
     def __init__(
-        self, spec: TemporalJoinSpec, mode: str = "event_time", retention: StateRetention | None = None
+        self, spec: TemporalJoinSpec, mode: str = "event_time", retention: StateRetention | None = None,
+        end_ms: int = END_OF_INPUT_MS,
     ) -> None:
         if mode not in MODES:
             raise SpecError("mode", f"unknown mode {mode!r}; use one of {list(MODES)}", where=spec.where)
         self.spec = spec
         self.mode = mode
         self.retention = retention
+        self.end_ms = end_ms  # the watermark (ms) the flush heartbeat produces: the end of input
         self._has_sequence = spec.versioned.sequence is not None
 
     def init(self, handle: StatefulProcessorHandle) -> None:
@@ -640,7 +625,7 @@ class TemporalJoinProcessor(StatefulProcessor):
     def _watermark(self, timer_values: TimerValues) -> int:
         if self.mode != "event_time":
             return NO_WATERMARK
-        return watermark_us(timer_values.getCurrentWatermarkInMs())
+        return watermark_us(timer_values.getCurrentWatermarkInMs(), self.end_ms)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         packs = [pack for frame in rows for pack in frame[PACK].tolist()]
@@ -675,7 +660,7 @@ class TemporalJoinProcessor(StatefulProcessor):
             ctx = SparkKeyContext(None, _MapEntry(self._keys, text), watermark)
             self._apply(ctx, positions, ops, times, payloads, seqs, outputs)
             self._finish(ctx, text, index, outputs)
-        index.store(self._index_state, None)
+        index.store(self._index_state, None, self.end_ms)
         yield _frame(outputs, n_left, n_right)
 
     def _event_time(self, packs: list[bytes], timer_values: TimerValues) -> Iterator[pd.DataFrame]:
@@ -713,7 +698,7 @@ class TemporalJoinProcessor(StatefulProcessor):
         outputs: list[Output | JoinedRows] = []
         done = self._buffer(texts, codes, ops, times, payloads, seqs, watermark, index, outputs)
         self._due(watermark, index, done, outputs)
-        index.store(self._index_state, self._handle)
+        index.store(self._index_state, self._handle, self.end_ms)
         yield _frame(outputs, n_left, n_right)
 
     def _buffer(
@@ -816,7 +801,7 @@ class TemporalJoinProcessor(StatefulProcessor):
         index.fired(expiredTimerInfo.getExpiryTimeInMs())
         outputs: list[Output | JoinedRows] = []
         self._due(watermark, index, {}, outputs)
-        index.store(self._index_state, self._handle)
+        index.store(self._index_state, self._handle, self.end_ms)
         if outputs:
             yield _frame(outputs)
 
@@ -828,15 +813,17 @@ class _Index:
     """A bucket's timer index: each key's smallest core timer (µs) and the bucket's single Spark timer (ms).
 
     One Spark timer per bucket, at the smallest core timer of its keys: when it fires, every key
-    with a timer at or below the watermark runs, and the timer moves to the next smallest.
+    with a timer at or below the watermark runs, and the timer moves to the next smallest.  Core µs
+    become Spark ms by :func:`runtime.core.event_time.spark_timer_ms` (the one rule, both ends included).
     """
 
-    __slots__ = ("_dirty", "spark", "timers")
+    __slots__ = ("_dirty", "_fired", "spark", "timers")
 
     def __init__(self, timers: dict[str, int], spark: int | None) -> None:
         self.timers = timers
         self.spark = spark
         self._dirty = False
+        self._fired: int | None = None
 
     @classmethod
     def load(cls, state: Any) -> _Index:
@@ -859,13 +846,23 @@ class _Index:
 
     def fired(self, timer_ms: int) -> None:
         """Spark fired (and deletes) the bucket's timer at ``timer_ms``."""
+        self._fired = timer_ms
         if self.spark == timer_ms:
             self.spark = None
             self._dirty = True
 
-    def store(self, state: Any, handle: StatefulProcessorHandle | None) -> None:
-        """Move the bucket's Spark timer to the smallest key timer, write the index back (or clear it)."""
-        wanted = spark_timer_ms(min(self.timers.values())) if self.timers else None
+    def store(self, state: Any, handle: StatefulProcessorHandle | None, end_ms: int = END_OF_INPUT_MS) -> None:
+        """Move the bucket's Spark timer to the smallest key timer, write the index back (or clear it).
+
+        ``end_ms``: the watermark (ms) of the end of input, the latest Spark timer that can fire.
+        """
+        wanted = spark_timer_ms(min(self.timers.values()), end_ms) if self.timers else None
+        if wanted is not None and wanted == self._fired:
+            # PySpark deletes a fired timer after handleExpiredTimer returns: registering the same time
+            # again here would leave the bucket with no timer (its keys' rows never emitted).  A key due
+            # at the fired time has run and dropped its timers, so this needs a timer the watermark did
+            # not pass (spark_timer_ms keeps that from happening); one ms later keeps the bucket awake.
+            wanted += 1
         if wanted != self.spark:
             if handle is not None:
                 if self.spark is not None:
@@ -1021,12 +1018,23 @@ def temporal_join_stream(
     # Packs (see the module docstring): the operator's input is one row per source partition and bucket.
     internal = internal.mapInArrow(pack_rows, PACKS_SCHEMA)
     joined = internal.groupBy(BUCKET).transformWithStateInPandas(
-        statefulProcessor=TemporalJoinProcessor(spec, mode, None if mode == "processing_time" else retention),
+        statefulProcessor=TemporalJoinProcessor(
+            spec, mode, None if mode == "processing_time" else retention,
+            # Spark's watermark is the minimum of the sides': a flush reaches the end minus the larger delay.
+            end_of_input_ms(max(_delay_ms(left_watermark), _delay_ms(right_watermark))),
+        ),
         outputStructType=OUTPUT_SCHEMA,
         outputMode="Append",
         timeMode="EventTime" if mode == "event_time" else "None",
     )
     return StreamingJoin(joined, spec, left.schema, right.schema, mode)
+
+
+def _delay_ms(delay: str) -> int:
+    """A ``withWatermark`` delay (``"5 seconds"``, ``"1500 milliseconds"``) in ms, as Spark subtracts it."""
+    from runtime.jobs.config import parse_duration  # (the MATCH_RECOGNIZE door reads its delay the same way)
+
+    return parse_duration(delay, "watermark_delay") // 1000
 
 
 # The payload travels through the operator as JSON (Python passes it on untouched).  Timestamps and
