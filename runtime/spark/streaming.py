@@ -23,8 +23,9 @@ end with.  What the adapter does:
    over one cell (all named values, the core's timers and the arrival counter pickled into one binary
    value: one read and at most one write per key and invocation).  The cell is the key's entry in
    the bucket's MapState ``timeweave_keys`` (a ValueState works the same, see the class).  Core times
-   are µs, Spark timers ms: a core timer at ``t`` stands for a Spark timer at ``ceil(t / 1000)``,
-   which fires once ``watermark_ms * 1000 >= t``.  A bucket keeps *one* Spark timer, at the smallest
+   are µs, Spark timers ms: a core timer at ``t`` stands for a Spark timer at ``ceil(t / 1000)`` kept
+   within [1 ms, the end of input] (:func:`runtime.core.event_time.spark_timer_ms`: the one rule, both
+   ends of TIMESTAMP included), which fires once the watermark has passed ``t``.  A bucket keeps *one* Spark timer, at the smallest
    core timer of its keys, and an index (ValueState ``timeweave_index``: key -> smallest core timer);
    when it fires, every key of the bucket with a timer at or below the watermark runs ``on_watermark``
    and the timer moves to the next smallest.  Every invocation runs ``on_watermark`` for the keys it
@@ -60,14 +61,19 @@ apply to, every row reaches the core, and the core sends rows below the watermar
 with a reason.  The watermark itself still advances and fires timers (it is tracked at the
 ``EventTimeWatermark`` nodes of the sources, not at the operator's input).
 
-Spark reports watermark 0 until the first batch ends; 0 is read as "no watermark yet" (core's
-``NO_WATERMARK``), so rows before 1970 are never late in the first batch.
+Spark reports watermark 0 until the first batch ends, and its watermark never goes below 0: 0 is read
+as "no watermark yet" (core's ``NO_WATERMARK``), so rows before 1970 wait (never late) until the
+watermark is past 1970, and no Spark timer is ever at or below 0 ms (one there fired in the first batch
+with nothing due and was lost, see :mod:`runtime.core.event_time`).  A watermark at or past the flush
+heartbeat's (9999-12-31 23:59:59.999 minus the larger delay) is the end of input, ``END_OF_TIME``: rows up
+to 9999-12-31 23:59:59.999999 leave.
 
 **Dead letters** (NULL key or time, ``plan.reject_reason``) travel through the operator too, as rows with
 op ``DEAD_LEFT``/``DEAD_RIGHT``, their reason in ``tw_reason`` and the original row as ``to_json`` in ``tw_row``; the
 processor emits them at once, untouched.  A separate dead-letter branch over the same input would make Spark
 scan every input file twice per micro-batch (both branches read the source's batch; its ``numInputRows``
-counted each row twice).  Their ``tw_ts`` is year 1, so they never move a watermark.  The operator's input
+counted each row twice).  Their ``tw_ts`` is year 1, so they never move a watermark (Spark's watermark is
+the largest time seen, and never below 0); it is dropped before the operator, so no timer or lateness sees it.  The operator's input
 gained the ``tw_reason`` column; resuming a checkpoint written by the earlier two-branch plan is untested.
 
 Outputs: one tagged stream (``__tw_kind`` = ``joined`` / ``late`` / ``dead`` / ``stats``) that a
