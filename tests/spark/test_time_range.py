@@ -191,7 +191,7 @@ def test_temporal_join_every_door_over_the_whole_range(spark, tmp_path: Path) ->
     by_id = {r[0]: r for r in expected}
     assert (by_id["p4"][1], by_id["f2"][1]) == (MIN_TIME_US, MAX_TIME_US)
     assert (by_id["p2"][2], by_id["p4"][2], by_id["p5"][2], by_id["p6"][2]) == (0.5, 2.0, 0.01, None)
-    assert (by_id["f1"][2], by_id["f2"][2]) == (1.5, 0.5)
+    assert (by_id["f1"][2], by_id["f2"][2]) == (1.5, 1.0)
 
     runtime.versioned_table(rates, key="currency", time="update_time", format="changelog", op="op",
                             name="tw_range_rates")
