@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 #: The watermark before any has been seen (Spark and Flink both start at the minimum).
 NO_WATERMARK = -(2**63)
+#: The watermark at end of input: every event time has passed (Flink's ``MAX_WATERMARK``).
+END_OF_TIME = 2**63 - 1
 
 
 class KeyContext(Protocol):

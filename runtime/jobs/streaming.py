@@ -15,7 +15,7 @@ Layout under the checkpoint directory (``checkpoint`` in the config, default ``<
 watermarks) passes their time, so the last rows of a bounded input would wait forever.  Every job
 reads the control directory as a third file stream and unions its rows into *both* sides before
 their watermarks; :func:`write_heartbeat` drops a file there.  ``flush=True`` writes a heartbeat at
-:data:`END_OF_INPUT` (9999-12-31) before the query starts: the watermark passes everything, every
+:data:`END_OF_INPUT` (9999-12-31 23:59:59.999) before the query starts: the watermark passes everything, every
 buffered row is emitted, and the stream is closed — rows arriving later are late and go to the late
 output (Flink's end-of-input ``MAX_WATERMARK`` does the same).  ``heartbeat=<timestamp>`` moves the
 watermark to a chosen time instead (an idle source, or a partial flush) and keeps the stream open.
@@ -45,10 +45,11 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runtime.core.event_time import END_OF_INPUT_MS
 from runtime.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig, load_job_config, parse_utc_timestamp
 from runtime.spark.hadoop import HadoopFiles
 
@@ -59,8 +60,10 @@ if TYPE_CHECKING:
     from runtime.spark.match_recognize_streaming import StreamingMatch
     from runtime.spark.streaming import StreamingJoin
 
-#: The heartbeat ``flush`` writes: later than any event time a job will see.
-END_OF_INPUT = datetime(9999, 12, 31)
+#: The heartbeat ``flush`` writes: TIMESTAMP's last millisecond, 9999-12-31 23:59:59.999 (UTC).  The watermark it
+#: produces (minus the watermark delay) reads as the end of input, past every event time up to
+#: 9999-12-31 23:59:59.999999 (:mod:`runtime.core.event_time`).
+END_OF_INPUT = datetime(1970, 1, 1) + timedelta(milliseconds=END_OF_INPUT_MS)
 QUERY_DIR = "query"
 CONTROL_DIR = "control"
 CONTROL_SCHEMA = "ts TIMESTAMP"
@@ -97,7 +100,9 @@ def write_heartbeat(spark: SparkSession, checkpoint: str, at: datetime | str) ->
 
         write_heartbeat(spark, "chk/orders_enriched", END_OF_INPUT)   # what flush=True does
     """
-    when = _timestamp(at, "heartbeat")
+    # Aware UTC: PySpark converts a naive datetime through the machine's local time zone, which could push
+    # END_OF_INPUT past year 9999 (or move any heartbeat by the zone's offset).
+    when = _timestamp(at, "heartbeat").replace(tzinfo=UTC)
     spark.createDataFrame([(when,)], CONTROL_SCHEMA).coalesce(1).write.mode("append").json(
         f"{checkpoint}/{CONTROL_DIR}"
     )

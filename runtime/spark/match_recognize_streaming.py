@@ -52,8 +52,9 @@ the end of input are the core operator's; the output schema is the batch door's
    with a :class:`~runtime.core.errors.StateFormatError` (loading a pickle could run code): start such
    jobs from a fresh checkpoint.
 4. **End of input.**  A watermark at or past :data:`runtime.jobs.streaming.END_OF_INPUT` (the job's
-   ``flush`` heartbeat, 9999-12-31) minus the watermark delay (the watermark a flush heartbeat produces)
-   is the final watermark: it reaches the core as ``END_OF_TIME``, so the
+   ``flush`` heartbeat, 9999-12-31 23:59:59.999) minus the watermark delay (the watermark a flush heartbeat
+   produces) is the final watermark: it reaches the core as ``END_OF_TIME``
+   (:func:`runtime.core.event_time.watermark_us`, the temporal join's rule too), so the
    core's :meth:`~runtime.core.pattern.MatchRecognizeOperator.finish` closes the partition (``$`` matches,
    greedy attempts settle, WITH UNMATCHED ROWS emits the tail) exactly as the batch door does at the end of
    a partition.  Every key holding state keeps an extra core timer at that time, so each key sees it.
@@ -99,9 +100,9 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from runtime.core.errors import SpecError, StateFormatError
+from runtime.core.event_time import END_OF_INPUT_MS, end_of_input_ms, watermark_as_time
 from runtime.core.pattern import ClauseSpec, MatchRecognizeOperator, null_event_time_reason, parse_clause
-from runtime.core.pattern.operator import BUFFER, END_OF_TIME, MATCHER, SEQUENCE
-from runtime.core.state import NO_WATERMARK
+from runtime.core.pattern.operator import BUFFER, MATCHER, SEQUENCE
 from runtime.jobs.config import parse_duration
 from runtime.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
 from runtime.spark.render import quote
@@ -152,7 +153,7 @@ MATCHED, LATE, DEAD, STATS = "match", "late", "dead", "stats"
 LATE_COLUMNS = ("reason", "watermark")
 #: The job's end-of-input heartbeat (``runtime.jobs.streaming.END_OF_INPUT``) in µs; a watermark here or
 #: later is the final one.
-END_OF_INPUT_US = int((datetime(9999, 12, 31, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds()) * 10**6
+END_OF_INPUT_US = END_OF_INPUT_MS * 1000
 #: The hidden key under which a row carries its event time in µs (what the core's ``time_of`` reads).
 _TIME_KEY = "\x00tw_time_us"
 #: The hidden key under which a row not yet decoded carries its ``tw_row`` text (see ``_rows_of``).
@@ -169,17 +170,16 @@ _CORE_STATE = (BUFFER, MATCHER, SEQUENCE)
 _TIME_TYPES = (T.TimestampType, T.TimestampNTZType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
-def core_watermark(spark_watermark_ms: int, end_us: int = END_OF_INPUT_US) -> int:
+def core_watermark(spark_watermark_ms: int, end_ms: int = END_OF_INPUT_MS) -> int:
     """Spark's watermark (ms) as the core's (µs): none yet, a time, or ``END_OF_TIME`` once it reached
-    ``end_us`` (the end of input: the flush heartbeat's time minus the watermark delay).
+    ``end_ms`` (the end of input: the flush heartbeat's time minus the watermark delay); the one rule
+    of :func:`runtime.core.event_time.watermark_us`.
 
-    >>> core_watermark(0) == NO_WATERMARK, core_watermark(1_000), core_watermark(253402214400000) == END_OF_TIME
+    >>> from runtime.core.state import END_OF_TIME, NO_WATERMARK
+    >>> core_watermark(0) == NO_WATERMARK, core_watermark(1_000), core_watermark(END_OF_INPUT_MS) == END_OF_TIME
     (True, 1000000, True)
     """
-    watermark = watermark_us(spark_watermark_ms)
-    if watermark == NO_WATERMARK:
-        return watermark
-    return END_OF_TIME if watermark >= end_us else watermark
+    return watermark_us(spark_watermark_ms, end_ms)
 
 
 # =================================================================================================
@@ -356,7 +356,8 @@ def _frame(output: _Output, matched: list[dict[str, Any]], late: list[tuple[str,
     columns: dict[str, Any] = {
         KIND: pd.array(kinds, dtype=object),
         REASON: pd.array([None] * n_matched + [r for _, r, _ in late] + [None] * n_stats, dtype=object),
-        WATERMARK: np.array([0] * n_matched + [w for _, _, w in late] + [0] * n_stats, dtype=np.int64),
+        # END_OF_TIME (after a flush) as TIMESTAMP's last value: the late output's column must be readable.
+        WATERMARK: np.array([0] * n_matched + [watermark_as_time(w) for _, _, w in late] + [0] * n_stats, dtype=np.int64),
         N_IN: np.array([0] * (n_matched + n_late) + ([n_in] if n_in is not None else []), dtype=np.int64),
         IN_ROW: pd.array([None] * n_matched + [r for r, _, _ in late] + [None] * n_stats, dtype=object),
         SIDE: pd.array([None] * len(kinds), dtype=object),
@@ -408,11 +409,12 @@ class MatchRecognizeProcessor(StatefulProcessor):
     arguments by keyword, so their names are Spark's.
     """
 
-    def __init__(self, clause: str, input_json: str, timezone: str, end_us: int = END_OF_INPUT_US) -> None:
+    def __init__(self, clause: str, input_json: str, timezone: str, end_ms: int = END_OF_INPUT_MS) -> None:
         self.clause = clause
         self.input_json = input_json
         self.timezone = timezone
-        self.end_us = end_us  # the watermark the end-of-input heartbeat produces (µs)
+        self.end_ms = end_ms  # the watermark the end-of-input heartbeat produces (ms)
+        self.end_us = end_ms * 1000  # the core timer every key holding state keeps: fires at the end of input
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         schema = T.StructType.fromJson(json.loads(self.input_json))
@@ -426,7 +428,7 @@ class MatchRecognizeProcessor(StatefulProcessor):
         self._dead_reason = null_event_time_reason(bound.order_columns[0][0])
 
     def _watermark(self, timer_values: TimerValues) -> int:
-        return core_watermark(timer_values.getCurrentWatermarkInMs(), self.end_us)
+        return core_watermark(timer_values.getCurrentWatermarkInMs(), self.end_ms)
 
     def _rows_of(self, rows: list[Any]) -> list[dict[str, Any]]:
         """The core's ``rows_of``: buffered rows (``(time, text)`` pairs) released to matching, decoded in one call."""
@@ -467,7 +469,7 @@ class MatchRecognizeProcessor(StatefulProcessor):
                 late.extend((out.row[1], out.reason, out.watermark) for out in late_rows)
             self._advance(ctx, key_text, index, matched)
         self._due(watermark, index, by_key, matched)
-        index.store(self._index_state, self._handle)
+        index.store(self._index_state, self._handle, self.end_ms)
         yield _frame(self._output, matched, late, len(batch))
 
     def handleExpiredTimer(
@@ -477,7 +479,7 @@ class MatchRecognizeProcessor(StatefulProcessor):
         index.fired(expiredTimerInfo.getExpiryTimeInMs())
         matched: list[dict[str, Any]] = []
         self._due(self._watermark(timerValues), index, {}, matched)
-        index.store(self._index_state, self._handle)
+        index.store(self._index_state, self._handle, self.end_ms)
         if matched:
             yield _frame(self._output, matched, [], None)
 
@@ -673,7 +675,7 @@ def match_recognize_stream(
     The first ORDER BY column is the event time (TIMESTAMP, TIMESTAMP_NTZ, or integer µs), ascending;
     ``watermark`` is its allowed out-of-orderness (one ``<n> <unit>`` delay, e.g. ``"5 seconds"``); ``heartbeat`` is an optional
     stream with one timestamp column whose rows move the watermark (the job's ``flush`` writes one at
-    9999-12-31: the end of input).  ``buckets`` is how many hash buckets the PARTITION BY keys are
+    9999-12-31 23:59:59.999: the end of input).  ``buckets`` is how many hash buckets the PARTITION BY keys are
     spread over (the operator's grouping key; part of the state layout: resume a checkpoint with the
     same value).  The clause and its columns are checked now, before any Spark job.
 
@@ -704,7 +706,7 @@ def match_recognize_stream(
             raise SpecError("input", f"column '{name}' is added by the late output; rename the input column",
                             where="match_recognize")
     # The flush heartbeat at END_OF_INPUT moves the watermark to END_OF_INPUT - delay: the end of input.
-    end_us = END_OF_INPUT_US - parse_duration(watermark, "watermark")
+    end_ms = end_of_input_ms(parse_duration(watermark, "watermark") // 1000)
     time = F.col(_quoted(time_column))
     event_ts = F.timestamp_micros(time.cast("long")) if isinstance(time_type, T.IntegralType) else time.cast("timestamp")
     # One projection over the input, dead letters included (see "Dead letters" in the module docstring).
@@ -730,7 +732,7 @@ def match_recognize_stream(
     internal = internal.withWatermark(_TS, watermark).drop(_TS)
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     matched = internal.groupBy(BUCKET).transformWithStateInPandas(
-        statefulProcessor=MatchRecognizeProcessor(spec.text or str(spec), df.schema.json(), timezone, end_us),
+        statefulProcessor=MatchRecognizeProcessor(spec.text or str(spec), df.schema.json(), timezone, end_ms),
         outputStructType=tagged_schema(bound),
         outputMode="Append",
         timeMode="EventTime",

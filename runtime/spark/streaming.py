@@ -24,8 +24,9 @@ end with.  What the adapter does:
    as data by :mod:`runtime.core.state_codec`: versioned, checksummed MessagePack, never pickle, because
    a checkpoint is storage others can write to; one read and at most one write per key and invocation).  The cell is the key's entry in
    the bucket's MapState ``timeweave_keys`` (a ValueState works the same, see the class).  Core times
-   are µs, Spark timers ms: a core timer at ``t`` stands for a Spark timer at ``ceil(t / 1000)``,
-   which fires once ``watermark_ms * 1000 >= t``.  A bucket keeps *one* Spark timer, at the smallest
+   are µs, Spark timers ms: a core timer at ``t`` stands for a Spark timer at ``ceil(t / 1000)`` kept
+   within [1 ms, the end of input] (:func:`runtime.core.event_time.spark_timer_ms`: the one rule, both
+   ends of TIMESTAMP included), which fires once the watermark has passed ``t``.  A bucket keeps *one* Spark timer, at the smallest
    core timer of its keys, and an index (ValueState ``timeweave_index``: key -> smallest core timer);
    when it fires, every key of the bucket with a timer at or below the watermark runs ``on_watermark``
    and the timer moves to the next smallest.  Every invocation runs ``on_watermark`` for the keys it
@@ -61,14 +62,19 @@ apply to, every row reaches the core, and the core sends rows below the watermar
 with a reason.  The watermark itself still advances and fires timers (it is tracked at the
 ``EventTimeWatermark`` nodes of the sources, not at the operator's input).
 
-Spark reports watermark 0 until the first batch ends; 0 is read as "no watermark yet" (core's
-``NO_WATERMARK``), so rows before 1970 are never late in the first batch.
+Spark reports watermark 0 until the first batch ends, and its watermark never goes below 0: 0 is read
+as "no watermark yet" (core's ``NO_WATERMARK``), so rows before 1970 wait (never late) until the
+watermark is past 1970, and no Spark timer is ever at or below 0 ms (one there fired in the first batch
+with nothing due and was lost, see :mod:`runtime.core.event_time`).  A watermark at or past the flush
+heartbeat's (9999-12-31 23:59:59.999 minus the larger delay) is the end of input, ``END_OF_TIME``: rows up
+to 9999-12-31 23:59:59.999999 leave.
 
 **Dead letters** (NULL key or time, ``plan.reject_reason``) travel through the operator too, as rows with
 op ``DEAD_LEFT``/``DEAD_RIGHT``, their reason in ``tw_reason`` and the original row as ``to_json`` in ``tw_row``; the
 processor emits them at once, untouched.  A separate dead-letter branch over the same input would make Spark
 scan every input file twice per micro-batch (both branches read the source's batch; its ``numInputRows``
-counted each row twice).  Their ``tw_ts`` is year 1, so they never move a watermark.  The operator's input
+counted each row twice).  Their ``tw_ts`` is year 1, so they never move a watermark (Spark's watermark is
+the largest time seen, and never below 0); it is dropped before the operator, so no timer or lateness sees it.  The operator's input
 gained the ``tw_reason`` column; resuming a checkpoint written by the earlier two-branch plan is untested.
 
 **A LEFT join keeps every left row** (:attr:`~runtime.core.spec.TemporalJoinSpec.keeps_unmatchable_left`): a
@@ -124,6 +130,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from runtime.core.errors import SpecError, StateFormatError
+from runtime.core.event_time import END_OF_INPUT_MS, end_of_input_ms, spark_timer_ms, watermark_as_time, watermark_us
 from runtime.core.spec import StateRetention, TemporalJoinSpec
 from runtime.core.state import NO_WATERMARK
 from runtime.core.state_codec import decode, decode_cell, encode, encode_cell
@@ -210,24 +217,6 @@ DEFAULT_BUCKETS = 16
 # =================================================================================================
 # State cells are data (runtime.core.state_codec: versioned, checksummed MessagePack, never pickle):
 # a checkpoint directory is storage other people can write to, and loading a pickle runs code.
-
-
-def spark_timer_ms(time_us: int) -> int:
-    """The Spark timer (ms) that fires as soon as a watermark reaches core time ``time_us`` (µs).
-
-    >>> spark_timer_ms(1_000), spark_timer_ms(1_001), spark_timer_ms(-1_500)
-    (1, 2, -1)
-    """
-    return -(-time_us // 1000)
-
-
-def watermark_us(watermark_ms: int) -> int:
-    """Spark's watermark (ms; 0 or negative = none yet) as the core's (µs, ``NO_WATERMARK`` = none).
-
-    >>> watermark_us(1577872800000), watermark_us(0) == NO_WATERMARK
-    (1577872800000000, True)
-    """
-    return watermark_ms * 1000 if watermark_ms > 0 else NO_WATERMARK
 
 
 class SparkKeyContext:
@@ -536,7 +525,7 @@ def _frame(outputs: list[Output | JoinedRows], n_left: int | None = None, n_righ
             kinds.append(LATE)
             lefts.append(left)
             reasons.append(out.reason)
-            marks.append(out.watermark)
+            marks.append(watermark_as_time(out.watermark))  # END_OF_TIME after a flush: 9999-12-31
     if pieces:
         documents.append("[" + ",".join(pieces) + "]")
     for document in documents:
@@ -630,13 +619,15 @@ class TemporalJoinProcessor(StatefulProcessor):
     """
 
     def __init__(
-        self, spec: TemporalJoinSpec, mode: str = "event_time", retention: StateRetention | None = None
+        self, spec: TemporalJoinSpec, mode: str = "event_time", retention: StateRetention | None = None,
+        end_ms: int = END_OF_INPUT_MS,
     ) -> None:
         if mode not in MODES:
             raise SpecError("mode", f"unknown mode {mode!r}; use one of {list(MODES)}", where=spec.where)
         self.spec = spec
         self.mode = mode
         self.retention = retention
+        self.end_ms = end_ms  # the watermark (ms) the flush heartbeat produces: the end of input
         self._has_sequence = spec.versioned.sequence is not None
 
     def init(self, handle: StatefulProcessorHandle) -> None:
@@ -651,7 +642,7 @@ class TemporalJoinProcessor(StatefulProcessor):
     def _watermark(self, timer_values: TimerValues) -> int:
         if self.mode != "event_time":
             return NO_WATERMARK
-        return watermark_us(timer_values.getCurrentWatermarkInMs())
+        return watermark_us(timer_values.getCurrentWatermarkInMs(), self.end_ms)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         packs = [pack for frame in rows for pack in frame[PACK].tolist()]
@@ -694,7 +685,7 @@ class TemporalJoinProcessor(StatefulProcessor):
             ctx = SparkKeyContext(None, _MapEntry(self._keys, text), watermark)
             self._apply(ctx, positions, ops, times, payloads, seqs, outputs)
             self._finish(ctx, text, index, outputs)
-        index.store(self._index_state, None)
+        index.store(self._index_state, None, self.end_ms)
         yield _frame(outputs, n_left, n_right)
 
     def _event_time(self, packs: list[bytes], timer_values: TimerValues) -> Iterator[pd.DataFrame]:
@@ -739,7 +730,7 @@ class TemporalJoinProcessor(StatefulProcessor):
         index = _Index.load(self._index_state)
         done = self._buffer(texts, codes, ops, times, payloads, seqs, watermark, index, outputs)
         self._due(watermark, index, done, outputs)
-        index.store(self._index_state, self._handle)
+        index.store(self._index_state, self._handle, self.end_ms)
         yield _frame(outputs, n_left, n_right)
 
     def _buffer(
@@ -842,7 +833,7 @@ class TemporalJoinProcessor(StatefulProcessor):
         index.fired(expiredTimerInfo.getExpiryTimeInMs())
         outputs: list[Output | JoinedRows] = []
         self._due(watermark, index, {}, outputs)
-        index.store(self._index_state, self._handle)
+        index.store(self._index_state, self._handle, self.end_ms)
         if outputs:
             yield _frame(outputs)
 
@@ -854,15 +845,17 @@ class _Index:
     """A bucket's timer index: each key's smallest core timer (µs) and the bucket's single Spark timer (ms).
 
     One Spark timer per bucket, at the smallest core timer of its keys: when it fires, every key
-    with a timer at or below the watermark runs, and the timer moves to the next smallest.
+    with a timer at or below the watermark runs, and the timer moves to the next smallest.  Core µs
+    become Spark ms by :func:`runtime.core.event_time.spark_timer_ms` (the one rule, both ends included).
     """
 
-    __slots__ = ("_dirty", "spark", "timers")
+    __slots__ = ("_dirty", "_fired", "spark", "timers")
 
     def __init__(self, timers: dict[str, int], spark: int | None) -> None:
         self.timers = timers
         self.spark = spark
         self._dirty = False
+        self._fired: int | None = None
 
     @classmethod
     def load(cls, state: Any) -> _Index:
@@ -890,13 +883,23 @@ class _Index:
 
     def fired(self, timer_ms: int) -> None:
         """Spark fired (and deletes) the bucket's timer at ``timer_ms``."""
+        self._fired = timer_ms
         if self.spark == timer_ms:
             self.spark = None
             self._dirty = True
 
-    def store(self, state: Any, handle: StatefulProcessorHandle | None) -> None:
-        """Move the bucket's Spark timer to the smallest key timer, write the index back (or clear it)."""
-        wanted = spark_timer_ms(min(self.timers.values())) if self.timers else None
+    def store(self, state: Any, handle: StatefulProcessorHandle | None, end_ms: int = END_OF_INPUT_MS) -> None:
+        """Move the bucket's Spark timer to the smallest key timer, write the index back (or clear it).
+
+        ``end_ms``: the watermark (ms) of the end of input, the latest Spark timer that can fire.
+        """
+        wanted = spark_timer_ms(min(self.timers.values()), end_ms) if self.timers else None
+        if wanted is not None and wanted == self._fired:
+            # PySpark deletes a fired timer after handleExpiredTimer returns: registering the same time
+            # again here would leave the bucket with no timer (its keys' rows never emitted).  A key due
+            # at the fired time has run and dropped its timers, so this needs a timer the watermark did
+            # not pass (spark_timer_ms keeps that from happening); one ms later keeps the bucket awake.
+            wanted += 1
         if wanted != self.spark:
             if handle is not None:
                 if self.spark is not None:
@@ -1052,12 +1055,23 @@ def temporal_join_stream(
     # Packs (see the module docstring): the operator's input is one row per source partition and bucket.
     internal = internal.mapInArrow(pack_rows, PACKS_SCHEMA)
     joined = internal.groupBy(BUCKET).transformWithStateInPandas(
-        statefulProcessor=TemporalJoinProcessor(spec, mode, None if mode == "processing_time" else retention),
+        statefulProcessor=TemporalJoinProcessor(
+            spec, mode, None if mode == "processing_time" else retention,
+            # Spark's watermark is the minimum of the sides': a flush reaches the end minus the larger delay.
+            end_of_input_ms(max(_delay_ms(left_watermark), _delay_ms(right_watermark))),
+        ),
         outputStructType=OUTPUT_SCHEMA,
         outputMode="Append",
         timeMode="EventTime" if mode == "event_time" else "None",
     )
     return StreamingJoin(joined, spec, left.schema, right.schema, mode)
+
+
+def _delay_ms(delay: str) -> int:
+    """A ``withWatermark`` delay (``"5 seconds"``, ``"1500 milliseconds"``) in ms, as Spark subtracts it."""
+    from runtime.jobs.config import parse_duration  # (the MATCH_RECOGNIZE door reads its delay the same way)
+
+    return parse_duration(delay, "watermark_delay") // 1000
 
 
 # The payload travels through the operator as JSON (Python passes it on untouched).  Timestamps and

@@ -33,7 +33,7 @@ from typing import Any
 from runtime.core.errors import SpecError, StateFormatError
 from runtime.core.pattern.partition import PartitionMatcher, elapsed, sort_key
 from runtime.core.pattern.spec import ClauseSpec
-from runtime.core.state import NO_WATERMARK, KeyContext
+from runtime.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
 from runtime.core.state_codec import expect
 
 # State names, declared once.
@@ -42,8 +42,6 @@ MATCHER = "mr-matcher"  # HeldMatcher: rows released to matching, the attempt in
 SEQUENCE = "mr-seq"  # int: next arrival sequence number (ties between equal times keep arrival order)
 TIMER = "mr-timer"  # int: the one registered event-time timer
 
-#: A watermark at or beyond this is the end of input.
-END_OF_TIME = 2**63 - 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
