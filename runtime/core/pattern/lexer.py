@@ -56,7 +56,9 @@ _OPERATORS = (
 _SPACE = re.compile(r"\s+")
 _WORD_REST = re.compile(r"\w*")
 #: _OPERATORS grouped by first character, longest first (the scanner tries only those that can match).
-_OPERATORS_BY_FIRST = {first: tuple(op for op in _OPERATORS if op[0] == first) for first in {op[0] for op in _OPERATORS}}
+_OPERATORS_BY_FIRST = {
+    first: tuple(op for op in _OPERATORS if op[0] == first) for first in {op[0] for op in _OPERATORS}
+}
 
 #: ASCII digits only: str.isdigit() is also true for '²' and '١', which int() and float() refuse or read
 #: differently; such characters are not numbers in SQL (they are rejected as unexpected characters)
