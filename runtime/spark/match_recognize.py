@@ -58,6 +58,11 @@ from runtime.spark.schema import map_in_arrow
 from runtime.spark.subqueries import inline_subqueries
 
 UDTF_NAME = "timeweave_match_recognize"
+#: The UDTF's one column when the clause has none (no PARTITION BY, no MEASURES, ONE ROW PER MATCH): Spark
+#: cannot analyze a table function of zero columns (an internal assertion fails), so the UDTF outputs this
+#: BOOLEAN column, always NULL, keeping one row per match (``SELECT count(*)`` counts the matches, as in
+#: Trino).  The DataFrame door and ``runtime.sql`` over a resolvable relation give the zero-column rows.
+UDTF_NO_COLUMNS = "__tw_no_columns"
 _OUTPUT_BATCH_ROWS = 4096  # rows per Arrow batch handed back to Spark
 
 
@@ -521,13 +526,15 @@ class _ArrowRunner:
         schema = _arrow_schema(bound.schema, self.timezone)
         raw, raw_outputs = _copied_timestamps(bound)
         pending: list[list[Any]] = [[] for _ in bound.keys]  # output columns, in bound.keys order
+        count = 0  # rows in pending: counted, as a clause with no PARTITION BY and no MEASURES has no column
         for outs in _run_batch_blocks(bound, batches, raw):
-            _extend(pending, bound.keys, outs)
-            if len(pending[0]) >= _OUTPUT_BATCH_ROWS:
-                yield _batch(pending, schema, raw_outputs)
+            count += _extend(pending, bound.keys, outs)
+            if count >= _OUTPUT_BATCH_ROWS:
+                yield _batch(pending, schema, raw_outputs, count)
                 pending = [[] for _ in bound.keys]
-        if pending[0]:
-            yield _batch(pending, schema, raw_outputs)
+                count = 0
+        if count:
+            yield _batch(pending, schema, raw_outputs, count)
 
 
 _TIMESTAMPS = (T.TimestampType, T.TimestampNTZType)
@@ -592,16 +599,21 @@ def _copied_timestamps(bound: MatchPlan) -> tuple[frozenset[str], tuple[bool, ..
     return raw, outputs
 
 
-def _extend(columns: list[list[Any]], keys: tuple[str, ...], outs: list[dict[str, Any] | OutputBlock]) -> None:
-    """Append the output rows ``outs`` to ``columns`` (``columns[i]`` holds the values of ``keys[i]``)."""
+def _extend(columns: list[list[Any]], keys: tuple[str, ...], outs: list[dict[str, Any] | OutputBlock]) -> int:
+    """Append the output rows ``outs`` to ``columns`` (``columns[i]`` holds the values of ``keys[i]``);
+    returns how many rows ``outs`` held (with no output column, the count is all that is kept)."""
+    count = 0
     for out in outs:
         if out.__class__ is OutputBlock:
             for column, key in zip(columns, keys, strict=True):
                 values = out.column(key)  # type: ignore[union-attr]
                 column.extend(values if values is not None else [None] * len(out))  # type: ignore[arg-type]
+            count += len(out)  # type: ignore[arg-type]
         else:
             for column, key in zip(columns, keys, strict=True):
                 column.append(out.get(key))  # type: ignore[union-attr]
+            count += 1
+    return count
 
 
 def _rows(batch: pa.RecordBatch, raw: frozenset[str] = frozenset()) -> tuple[list[dict[str, Any]], list[list[Any]]]:
@@ -731,7 +743,14 @@ def _arrow_schema(schema: T.StructType, timezone: str) -> pa.Schema:
     return pa.schema([pa.field(f.name, to_arrow_type(f.dataType, timezone=timezone), True) for f in schema.fields])
 
 
-def _batch(columns: list[list[Any]], schema: pa.Schema, raw: tuple[bool, ...]) -> pa.RecordBatch:
+def _batch(columns: list[list[Any]], schema: pa.Schema, raw: tuple[bool, ...], count: int) -> pa.RecordBatch:
+    """The ``count`` output rows held by ``columns`` as one Arrow batch of ``schema``.
+
+    >>> _batch([], pa.schema([]), (), 3).num_rows  # zero columns: the rows still count (one per match)
+    3
+    """
+    if not columns:  # from_arrays([]) would give zero rows; a struct array of empty structs keeps the count
+        return pa.RecordBatch.from_struct_array(pa.array([{}] * count, type=pa.struct([])))
     arrays = [(_raw_to_arrow if raw[i] else _to_arrow)(values, schema.field(i).type) for i, values in enumerate(columns)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -752,13 +771,15 @@ def _udtf_class() -> type:
             if not isinstance(clause.value, str):
                 raise TypeError(f"{UDTF_NAME}: the second argument must be the clause as a constant string")
             bound = plan(clause.value, table.dataType)
+            schema = bound.schema if bound.schema.fields else T.StructType(
+                [T.StructField(UDTF_NO_COLUMNS, T.BooleanType(), True)])
             quote = _quote
             partition = [PartitioningColumn(quote(c)) for c in bound.partition_columns]
             order = [OrderingColumn(quote(c), ascending=not desc, overrideNullsFirst=nulls_first)
                      for c, desc, nulls_first in bound.order_columns]
             if not partition:
-                return AnalyzeResult(schema=bound.schema, withSinglePartition=True, orderBy=order)
-            return AnalyzeResult(schema=bound.schema, partitionBy=partition, orderBy=order)
+                return AnalyzeResult(schema=schema, withSinglePartition=True, orderBy=order)
+            return AnalyzeResult(schema=schema, partitionBy=partition, orderBy=order)
 
         def __init__(self) -> None:
             self.matcher: PartitionMatcher | None = None
@@ -776,12 +797,12 @@ def _udtf_class() -> type:
                 # output, so the row is left out: its dead letter is `WHERE <event time> IS NULL` of the input.
                 return
             for out in self.matcher.push(row.asDict()):
-                yield tuple(out.get(k) for k in self.keys)
+                yield tuple(out.get(k) for k in self.keys) if self.keys else (None,)  # (None,): UDTF_NO_COLUMNS
 
         def terminate(self) -> Iterator[tuple[Any, ...]]:
             if self.matcher is not None:
                 for out in self.matcher.finish():
-                    yield tuple(out.get(k) for k in self.keys)
+                    yield tuple(out.get(k) for k in self.keys) if self.keys else (None,)
 
     return MatchRecognizeUDTF
 
@@ -820,8 +841,8 @@ def register_udtf(spark: Any) -> list[str]:
 
 
 __all__ = [
-    "UDTF_NAME", "MatchPlan", "match_recognize", "match_recognize_with_rejects", "plan", "register_udtf",
-    "rejected_rows", "rewrite_match_recognize", "run_batches",
+    "UDTF_NAME", "UDTF_NO_COLUMNS", "MatchPlan", "match_recognize", "match_recognize_with_rejects", "plan",
+    "register_udtf", "rejected_rows", "rewrite_match_recognize", "run_batches",
     "run_sorted",
     "sql_string", "udtf",
 ]

@@ -19,6 +19,7 @@ parsing live in :mod:`runtime.core.pattern.validate`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -51,6 +52,10 @@ MAX_EXPRESSION_DEPTH = 150
 
 _NAVIGATIONS = ("PREV", "NEXT", "FIRST", "LAST")
 _MAX_OFFSET = 2**31 - 1
+#: Digits of an integer literal: DECIMAL(38)'s precision, Spark's and Trino's limit for exact numbers.
+_MAX_LITERAL_DIGITS = 38
+#: Digits of a bound or offset (quantifier, navigation offset, type parameter): more exceed every limit.
+_MAX_INTEGER_DIGITS = 18
 _AGGREGATES = tuple(sorted(ALL_AGGREGATES))
 _COMPARISONS = ("=", "<>", "!=", "<", "<=", ">", ">=")
 _INTERVAL_UNITS = {
@@ -314,6 +319,10 @@ class Parser:
         token = self.tok
         if token.type is not TokenType.NUMBER or not token.value.isdigit():
             raise self.error(f"expected {what} (a non-negative integer)")
+        digits = token.value.lstrip("0")
+        if len(digits) > _MAX_INTEGER_DIGITS:  # past every bound; int() of >4300 digits would even raise
+            raise QuerySyntaxError(f"{what} {token.text[:20]}... ({len(digits)} digits) is too large",
+                                   text=self.text, position=token.start)
         self.advance()
         return int(token.value)
 
@@ -429,15 +438,28 @@ class Parser:
                                        text=self.text, position=getattr(node, "start", 0))
             stack.extend((child, depth + 1) for child in node.children())
 
+    def chain(self, length: int, token: Token) -> None:
+        """A left-deep operator chain is as deep as it is long: stop at the limit, not after the whole text."""
+        if length > MAX_EXPRESSION_DEPTH:
+            raise QuerySyntaxError(f"expression nested deeper than {MAX_EXPRESSION_DEPTH} levels (a chain of "
+                                   f"more than {MAX_EXPRESSION_DEPTH} {token.value} operators)",
+                                   text=self.text, position=token.start)
+
     def disjunction(self) -> E.Expr:
         left = self.conjunction()
+        length = 0
         while (token := self.accept_word("OR")) is not None:
+            length += 1
+            self.chain(length, token)
             left = E.Binary("OR", left, self.conjunction(), token.start)
         return left
 
     def conjunction(self) -> E.Expr:
         left = self.negation()
+        length = 0
         while (token := self.accept_word("AND")) is not None:
+            length += 1
+            self.chain(length, token)
             left = E.Binary("AND", left, self.negation(), token.start)
         return left
 
@@ -507,13 +529,19 @@ class Parser:
 
     def additive(self) -> E.Expr:
         left = self.multiplicative()
+        length = 0
         while (token := self.accept_op("+", "-", "||")) is not None:
+            length += 1
+            self.chain(length, token)
             left = E.Binary(token.value, left, self.multiplicative(), token.start)
         return left
 
     def multiplicative(self) -> E.Expr:
         left = self.unary()
+        length = 0
         while (token := self.accept_op("*", "/", "%")) is not None:
+            length += 1
+            self.chain(length, token)
             left = E.Binary(token.value, left, self.unary(), token.start)
         return left
 
@@ -535,7 +563,16 @@ class Parser:
             self.advance()
             text = token.value
             # Exact integers stay int (BIGINT); anything with a point or exponent is DOUBLE.
-            return E.Literal(int(text) if text.isdigit() else float(text), token.start)
+            if text.isdigit():
+                if len(text.lstrip("0")) > _MAX_LITERAL_DIGITS:  # Spark's and Trino's limit (DECIMAL(38))
+                    raise QuerySyntaxError(f"integer literal of {len(text.lstrip('0'))} digits is out of range "
+                                           f"(at most {_MAX_LITERAL_DIGITS} digits)", text=self.text, position=token.start)
+                return E.Literal(int(text), token.start)
+            value = float(text)
+            if not math.isfinite(value):
+                raise QuerySyntaxError(f"numeric literal {text[:20]}{'...' if len(text) > 20 else ''} is out of the "
+                                       "DOUBLE range", text=self.text, position=token.start)
+            return E.Literal(value, token.start)
         if token.type is TokenType.STRING:
             self.advance()
             return E.Literal(token.value, token.start)

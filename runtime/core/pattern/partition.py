@@ -352,7 +352,7 @@ class PartitionMatcher:
         firsts = [buffered[start - base] for start, _ in matches]
         keys = [[first[column] if column in first else _column(first, column) for first in firsts]
                 for column in partition_by]
-        out = OutputBlock((*partition_by, *measures.names), [*keys, *values])
+        out = OutputBlock((*partition_by, *measures.names), [*keys, *values], len(matches))
         end = max(start + len(labels) for start, labels in matches) - 1
         if end > self.last_matched:
             self.last_matched = end
@@ -434,20 +434,25 @@ class OutputBlock:
     """Consecutive output rows by column: ``columns[i][j]`` is row j's value of ``names[i]``.
 
     A name may repeat (a measure named like a partition column): as in a dict built in column
-    order, the row's value is the last column's and its place the first's.
+    order, the row's value is the last column's and its place the first's.  The row count is
+    stored, not read off a column: a clause with no PARTITION BY and no MEASURES outputs rows of
+    zero columns (one per match, as Trino does), and a block of those has no column to count.
 
-    >>> as_dicts([{"k": 0}, OutputBlock(("k", "n", "k"), [[1, 2], [10, 20], [5, 6]])])
+    >>> as_dicts([{"k": 0}, OutputBlock(("k", "n", "k"), [[1, 2], [10, 20], [5, 6]], 2)])
     [{'k': 0}, {'k': 5, 'n': 10}, {'k': 6, 'n': 20}]
+    >>> as_dicts([OutputBlock((), [], 3)])
+    [{}, {}, {}]
     """
 
-    __slots__ = ("columns", "names")
+    __slots__ = ("columns", "count", "names")
 
-    def __init__(self, names: tuple[str, ...], columns: list[list[Any]]) -> None:
+    def __init__(self, names: tuple[str, ...], columns: list[list[Any]], count: int) -> None:
         self.names = names
         self.columns = columns
+        self.count = count
 
     def __len__(self) -> int:
-        return len(self.columns[0]) if self.columns else 0
+        return self.count
 
     def column(self, name: str) -> list[Any] | None:
         """The values of ``name`` (its last column), None when the block has no such column."""
@@ -464,7 +469,10 @@ def as_dicts(out: list[dict[str, Any] | OutputBlock]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for item in out:
         if item.__class__ is OutputBlock:
-            rows.extend(dict_rows(item.names)(item.columns))  # type: ignore[union-attr]
+            if item.names:  # type: ignore[union-attr]
+                rows.extend(dict_rows(item.names)(item.columns))  # type: ignore[union-attr]
+            else:  # zero-column rows: the count is all there is
+                rows.extend({} for _ in range(len(item)))  # type: ignore[arg-type]
         else:
             rows.append(item)  # type: ignore[arg-type]
     return rows

@@ -260,6 +260,6 @@ def test_deep_expressions_are_positioned_errors_not_recursion_errors() -> None:
     assert "nesting deeper than 64 levels" in _error("PATTERN (A) DEFINE A AS " + "(" * 150 + "1" + ")" * 150).description
     assert "nesting deeper than 64 levels" in _error("PATTERN (A) DEFINE A AS " + "NOT " * 150 + "TRUE").description
     chain = _error("MEASURES " + " + ".join(["A.x"] * 5000) + " AS m PATTERN (A)")
-    assert chain.description == "expression nested deeper than 150 levels"
+    assert chain.description.startswith("expression nested deeper than 150 levels")
     spec = parse_clause("MEASURES " + " + ".join(["A.x"] * 140) + " AS m PATTERN (A)")  # long but allowed
     assert parse_clause(str(spec)) == spec

@@ -1,16 +1,24 @@
 """Parser fuzzing: generated and mutated clauses either parse (and print back to an equal spec) or fail
-with a positioned QuerySyntaxError; never another exception, never a hang."""
+with a positioned QuerySyntaxError; never another exception, never a hang.
+
+Two generators: hypothesis strategies over the grammar (below), and the mutation fuzzer of
+:mod:`tests.helpers.mr_parser_fuzz` over the peer suites' clauses (token insertions, deletions, swaps,
+duplications, huge numbers, deep nesting, unicode, unbalanced quotes and parentheses), at a fixed seed;
+``bench/fuzz_match_recognize_parser.py`` runs the latter at 10 000 inputs.
+"""
 
 from __future__ import annotations
 
 import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime.core.errors import QuerySyntaxError
 from runtime.core.pattern import MatchRuntimeError, match_partition, parse_clause, parse_pattern
 from runtime.core.pattern.lexer import sql_name
+from tests.helpers import mr_parser_fuzz
 
 VARIABLES = ["A", "B", "C", "PRICE_UP", '"x"']
 COLUMNS = ["price", "tax", "rowtime", '"Mixed Case"', "first"]
@@ -144,6 +152,55 @@ def test_token_soup(text: str) -> None:
 @given(st.text(max_size=80))
 def test_arbitrary_text(text: str) -> None:
     check(text)
+
+
+# -- the mutation fuzzer (issue 20: 17 internal exceptions, 124 unpositioned errors, 4.3 CPU-s rejections) --
+
+def test_mutation_fuzzer_seeds_are_the_peer_suites() -> None:
+    seeds = mr_parser_fuzz.seeds()
+    assert len(seeds) > 200
+    accepted = sum(mr_parser_fuzz.check(seed).kind == "accepted" for seed in seeds)
+    assert accepted > len(seeds) // 2  # most seeds are valid clauses, some are the suites' must-fail cases
+
+
+@pytest.mark.parametrize("seed", [20, 21])
+def test_mutated_peer_clauses_parse_or_fail_positioned_within_a_cpu_second(seed: int) -> None:
+    kinds: dict[str, int] = {}
+    for text in mr_parser_fuzz.inputs(seed, 150):
+        outcome = mr_parser_fuzz.check(text)
+        kinds[outcome.kind] = kinds.get(outcome.kind, 0) + 1
+        assert outcome.kind in ("accepted", "rejected"), (outcome, text[:300])
+        assert outcome.cpu_seconds < 1.0, (outcome, text[:300])
+        if outcome.kind == "accepted":
+            spec = parse_clause(text)
+            assert parse_clause(str(spec)) == spec
+    assert kinds.get("accepted", 0) > 0 and kinds.get("rejected", 0) > 0, kinds
+
+
+@pytest.mark.parametrize(("text", "message", "column"), [
+    # int() refuses more than 4300 digits (Python's conversion limit): was ValueError from the parser
+    ("PATTERN (A) DEFINE A AS A.x > " + "9" * 5000, "integer literal of 5000 digits is out of range", 31),
+    ("PATTERN (A) DEFINE A AS A.x > " + "1" * 190, "integer literal of 190 digits is out of range", 31),
+    ("PATTERN (A{" + "9" * 5000 + "})", "a quantifier bound 9", 12),
+    ("MEASURES PREV(A.x, " + "1" * 4400 + ") AS m PATTERN (A)", "a navigation offset 1", 20),
+    ("PATTERN (A) DEFINE A AS A.x > 1e999", "numeric literal 1e999 is out of the DOUBLE range", 31),
+    # '²' is str.isdigit() but no SQL digit (int('²') raised ValueError)
+    ("PATTERN (A) DEFINE A AS A.x > ²", "unexpected character '²'", 31),
+    ("PATTERN (A) DEFINE A AS A.x > 1²", "unexpected character '²'", 32),
+    # a chain of operators is rejected at the operator past the limit, without parsing the rest
+    ("PATTERN (A) DEFINE A AS " + " + ".join(["A.x"] * 20000), "a chain of more than 150 + operators", 25 + 151 * 6 - 2),
+])  # fmt: skip
+def test_bad_literals_and_long_chains_are_positioned_errors(text: str, message: str, column: int) -> None:
+    with pytest.raises(QuerySyntaxError) as caught:
+        parse_clause(text)
+    assert message in caught.value.description
+    assert (caught.value.line, caught.value.col) == (1, column)
+    assert mr_parser_fuzz.positioned(caught.value, text)
+
+
+def test_leading_zeros_do_not_count_as_digits() -> None:
+    spec = parse_clause("PATTERN (A{" + "0" * 50 + "2}) DEFINE A AS A.x > " + "0" * 60 + "1")
+    assert str(spec.pattern) == "A{2}"
 
 
 row_values = st.fixed_dictionaries({
