@@ -11,11 +11,7 @@ import sys
 #: ~100 distinct shapes (edge states, statistics, intervals, dead letters, slices), so a second run in
 #: the same JVM (an in-process Airflow worker, a notebook) recompiled all of them and the JIT compiled
 #: them again: measured 47 -> 18 JVM CPU-s on a repeated 100 k-order backfill with room for 1000.
-#: ``spark.python.authenticate.socketTimeout`` is how long the JVM waits for a Python worker it started to
-#: connect back, the transformWithState driver worker included (default 15 s): on a loaded machine (load
-#: average 35 on 2 cores, measured) the worker's imports took longer and the streaming query failed with
-#: "Python worker failed to connect back" before its first micro-batch.
-STATIC_CONFIGS = {"spark.sql.codegen.cache.maxEntries": "1000", "spark.python.authenticate.socketTimeout": "120s"}
+STATIC_CONFIGS = {"spark.sql.codegen.cache.maxEntries": "1000"}
 
 
 def default_shuffle_partitions(master: str | None) -> str:
