@@ -18,7 +18,10 @@ A job config is plain JSON (so Airflow can template it and spark-submit can ship
     }
 
 ``output.late_path`` and ``output.dead_letter_path`` default to ``<output.path>_late`` and
-``<output.path>_dead_letter``.  ``from_dict`` validates everything before a Spark job starts.
+``<output.path>_dead_letter``.  ``from_dict`` validates everything before a Spark job starts: the keys
+against :data:`TEMPORAL_JOIN_SCHEMA` / :data:`MATCH_RECOGNIZE_SCHEMA` first (:func:`check_keys`: an
+unknown key is an error with a did-you-mean, a missing one names its path, ``trigger.timeout`` is the
+processing-time run's default timeout), then the values.  ``timeweave-job validate job.json`` runs it alone.
 
 A MATCH_RECOGNIZE job (:class:`MatchRecognizeJobConfig`) has one input and the clause instead of the
 join sections; the first ORDER BY column is the event time (the watermark's column)::

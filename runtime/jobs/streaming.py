@@ -439,7 +439,8 @@ def _wait(spark: SparkSession, query: StreamingQuery, timeout: float | None, log
     """``query.awaitTermination(timeout)`` that also honours :func:`request_stop`; False on timeout."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
-        step = 0.25 if deadline is None else max(0.0, min(0.25, deadline - time.monotonic()))
+        # awaitTermination refuses a timeout <= 0
+        step = 0.25 if deadline is None else max(0.001, min(0.25, deadline - time.monotonic()))
         if query.awaitTermination(step):
             return True
         log.poll(query)

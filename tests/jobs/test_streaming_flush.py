@@ -8,6 +8,7 @@ output (190,000 of 200,020 rows in the probe).  Several small files per side mak
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +59,19 @@ def _door_rows(spark, config: dict[str, Any]) -> list[tuple]:
 
 @pytest.mark.parametrize("trigger", [{"available_now": True}, {"processing_time": "1 second"}],
                          ids=["available_now", "processing_time"])
-def test_flush_reads_every_file_before_the_end_of_input(spark, tmp_path: Path, trigger: dict) -> None:
+def test_flush_reads_every_file_before_the_end_of_input(spark, tmp_path: Path, trigger: dict, caplog) -> None:
     config = _join_config(tmp_path, trigger)
-    metrics = run_streaming(config, spark, flush=True, timeout_seconds=240)
+    logger = logging.getLogger("timeweave.streaming")
+    logger.addHandler(caplog.handler)  # the CLI's 'timeweave' logger does not propagate to the root
+    try:
+        with caplog.at_level(logging.INFO, logger="timeweave.streaming"):
+            metrics = run_streaming(config, spark, flush=True)
+    finally:
+        logger.removeHandler(caplog.handler)
+    # One log line per micro-batch: the data batches with their counts, the no-data ones with the watermark.
+    lines = [r.getMessage() for r in caplog.records if r.name == "timeweave.streaming"]
+    assert sum(" rows in " in line for line in lines) == metrics["batches"] >= 4
+    assert lines[-1].startswith("batch ") and "watermark 9999-12-31" in lines[-1]
     assert metrics["late"] == 0 and metrics["dead_letter"] == 0
     assert (metrics["rows_in_left"], metrics["rows_in_right"]) == (24, 4)
     main = sorted((r["id"], r["rate"]) for r in spark.read.parquet(config["output"]["path"]).collect())
