@@ -325,10 +325,14 @@ def run_streaming(
         writer = writer.trigger(processingTime=job.processing_time)
     timeout = timeout_seconds if timeout_seconds is not None else _config_timeout(job)
     started = time.monotonic()
-    queries, marked = _run_bounded(
-        spark, writer, job, timeout, until_idle,
-        (lambda: write_heartbeat(spark, checkpoint, mark)) if mark is not None else None, _ProgressLog(batch_writer),
-    )
+    try:
+        queries, marked = _run_bounded(
+            spark, writer, job, timeout, until_idle,
+            (lambda: write_heartbeat(spark, checkpoint, mark)) if mark is not None else None, _ProgressLog(batch_writer),
+        )
+    finally:  # a stop request is this run's, even when the run fails
+        stopped = (_STOP_REASON[0] if _STOP_REASON else "requested") if _STOP.is_set() else None
+        _STOP.clear()
     seconds = time.monotonic() - started
     progress = next((q.lastProgress for q in reversed(queries) if q.lastProgress), None) or {}
     metrics["watermark"] = (progress.get("eventTime") or {}).get("watermark")
@@ -346,9 +350,8 @@ def run_streaming(
     metrics["rows_per_second"] = round(rows_in / seconds, 1) if seconds > 0 else None
     metrics["mode"] = job.mode
     metrics["flushed"] = bool(flush) and marked
-    if _STOP.is_set():
-        metrics["stopped"] = _STOP_REASON[0] if _STOP_REASON else "requested"
-        _STOP.clear()  # the request is this run's
+    if stopped is not None:
+        metrics["stopped"] = stopped
     if isinstance(job, MatchRecognizeJobConfig):
         metrics["kind"] = "match_recognize"
     return metrics
