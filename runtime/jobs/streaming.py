@@ -352,6 +352,9 @@ def run_streaming(
     metrics["flushed"] = bool(flush) and marked
     if stopped is not None:
         metrics["stopped"] = stopped
+    if mark is not None and not marked:
+        _log.warning("the %s was not applied: the run ended (%s) before all available input was read",
+                     "flush" if flush else "heartbeat", f"stopped by {stopped}" if stopped else "timeout")
     if isinstance(job, MatchRecognizeJobConfig):
         metrics["kind"] = "match_recognize"
     return metrics
@@ -424,6 +427,7 @@ def _stop_after_batch(spark: SparkSession, query: StreamingQuery) -> None:
     that state to ``TERMINATED`` ends the loop after the running batch, the way ``stop()`` would without
     the interrupt.  On a Spark without that internal state the query is stopped between triggers.
     """
+    _log.info("stop requested (%s): ending after the current micro-batch", _STOP_REASON[0] if _STOP_REASON else "")
     try:
         jvm = spark.sparkContext._jvm
         terminated = (jvm.java.lang.Class.forName("org.apache.spark.sql.execution.streaming.runtime.TERMINATED$")
