@@ -509,8 +509,11 @@ def _run_bounded(
             return queries, False
         if not _await_processing_time(spark, query, log, left(), True, interval):
             return queries, False
+        marked_after = (query.lastProgress or {}).get("batchId", -1)
         mark()
-        _await_processing_time(spark, query, log, left(), until_idle, interval)
+        # Idle counts only after a micro-batch that started after the heartbeat was written (it read it):
+        # on a loaded machine the file source may take longer than the quiet period to list it.
+        _await_processing_time(spark, query, log, left(), until_idle, interval, after_batch=marked_after + 1)
         return queries, not _STOP.is_set()
     finally:
         if query.isActive:
@@ -525,12 +528,14 @@ def _raise_failure(query: StreamingQuery) -> None:
 
 
 def _await_processing_time(
-    spark: SparkSession, query: StreamingQuery, log: _ProgressLog, timeout: float | None, until_idle: bool, interval: float,
+    spark: SparkSession, query: StreamingQuery, log: _ProgressLog, timeout: float | None, until_idle: bool,
+    interval: float, after_batch: int = 0,
 ) -> bool:
     """Wait for a processing-time query: until ``timeout``, until idle (nothing pending for a while), or
     until :func:`request_stop` (then the query ends after its current micro-batch).
 
-    True when it stopped waiting because the query was idle.
+    True when it stopped waiting because the query was idle; idle needs a micro-batch ``>= after_batch``
+    to have run.
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     quiet_needed = max(2.0, 3 * interval)
@@ -550,7 +555,7 @@ def _await_processing_time(
         batch = progress.get("batchId") if progress else None
         if batch != last_batch or status.get("isDataAvailable") or status.get("isTriggerActive"):
             last_batch, quiet_since = batch, time.monotonic()
-        elif batch is not None and time.monotonic() - quiet_since >= quiet_needed:
+        elif batch is not None and batch >= after_batch and time.monotonic() - quiet_since >= quiet_needed:
             return True
     return False
 
