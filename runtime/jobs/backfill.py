@@ -9,6 +9,7 @@ way a re-run of any slice finds the state at its start edge.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -16,6 +17,8 @@ from typing import Any
 
 from runtime.core.errors import SpecError
 from runtime.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig, load_job_config, parse_utc_timestamp
+
+_log = logging.getLogger("timeweave.backfill")
 
 
 def read_batch(spark, source: SourceConfig):
@@ -52,21 +55,34 @@ def run_backfill(
         from runtime.jobs.session import get_session
 
         spark = get_session()
+    begin, stop = _when(start, "start"), _when(end, "end")
+    kind = "MATCH_RECOGNIZE" if isinstance(job, MatchRecognizeJobConfig) else "temporal join"
+    _log.info("backfill (%s) [%s, %s) in %d slice(s)%s -> %s", kind, begin.isoformat(), stop.isoformat(), slices,
+              f", only {list(only)}" if only else "", job.output_path)
     if isinstance(job, MatchRecognizeJobConfig):
         if slices_per_job not in (None, 1):
             raise SpecError("slices_per_job", "applies to temporal-join backfills only", where="backfill")
         from runtime.spark.match_recognize_backfill import backfill_match_recognize
 
-        return backfill_match_recognize(
-            read_batch(spark, job.input), job.clause, _when(start, "start"), _when(end, "end"), slices,
+        metrics = backfill_match_recognize(
+            read_batch(spark, job.input), job.clause, begin, stop, slices,
             job.output_path, job.dead_letter_path, only=only,
         )
+        for i, one in enumerate(metrics.get("per_slice") or []):
+            _log.info("slice %s: rows in %s, out %s, state keys out %s, %s s", one.get("slice", i), one.get("rows_in"),
+                      one.get("rows_out"), one.get("state_keys_out"), one.get("seconds"))
+        _log.info("backfill done: %s slice(s), rows in %s, out %s", metrics.get("slices"), metrics.get("rows_in"),
+                  metrics.get("rows_out"))
+        return metrics
     from runtime.spark.backfill import run_slices
 
     state = f"{job.checkpoint}/backfill_state" if job.checkpoint else f"{job.output_path}_state"
     metrics = run_slices(
-        read_batch(spark, job.left), read_batch(spark, job.right), job.join, _when(start, "start"), _when(end, "end"),
+        read_batch(spark, job.left), read_batch(spark, job.right), job.join, begin, stop,
         slices, job.output_path, job.dead_letter_path, state, only=only, slices_per_job=slices_per_job,
     )
     metrics["kind"] = "backfill"
+    _log.info("backfill done: %s slice(s), rows in %s left / %s right, out %s, dead letter %s",
+              metrics.get("slices"), metrics.get("rows_in_left"), metrics.get("rows_in_right"),
+              metrics.get("rows_out"), metrics.get("dead_letter"))
     return metrics

@@ -1,39 +1,108 @@
-"""Command line of the timeweave jobs; spark-submit-able (``spark-submit -m``-free: ``python -m runtime.jobs``).
+"""Command line of the timeweave jobs (``timeweave-job``, or ``python -m runtime.jobs``; spark-submit-able).
 
 ::
 
-    python -m runtime.jobs streaming --config job.json [--flush | --heartbeat 2020-01-01T12:00] [--timeout 60]
-    python -m runtime.jobs backfill  --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3
+    timeweave-job streaming --config job.json [--flush | --heartbeat 2020-01-01T12:00] [--timeout 60]
+    timeweave-job backfill  --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3
+    timeweave-job validate  job.json
 
-The last line printed is ``TIMEWEAVE_METRICS {json}``: what a scheduler (the Airflow operator) parses.
+The last line a job prints is ``TIMEWEAVE_METRICS {json}``: what a scheduler (the Airflow operator) parses.
+A bad config or argument prints one line on stderr (no traceback) and exits 2; ``validate`` checks a
+config without starting Spark (exit 0 or 2).  A streaming job stopped by SIGTERM or SIGINT finishes
+its current micro-batch, stops, prints its metrics and exits 0 (:func:`runtime.jobs.streaming.request_stop`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 METRICS_PREFIX = "TIMEWEAVE_METRICS "
+#: Exit code of a bad config or argument (argparse's own usage errors exit 2 as well).
+EXIT_USAGE = 2
+
+_DESCRIPTION = """\
+Run a timeweave job -- a streaming temporal join or MATCH_RECOGNIZE over file sources, or its sliced
+backfill -- from one JSON job config, or check such a config.  The config's keys are checked before
+Spark starts: an unknown or missing key is an error naming its path."""
+
+_EXAMPLES = """\
+examples:
+  timeweave-job validate job.json
+  timeweave-job streaming --config job.json --flush
+  timeweave-job backfill --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3
+  spark-submit --master 'local[2]' -m runtime.jobs streaming --config job.json
+
+The last line of a job's output is TIMEWEAVE_METRICS {json}.  Exit codes: 0 done (also after SIGTERM /
+SIGINT on a streaming job: it stops after the current micro-batch), 2 bad config or argument."""
+
+_STREAMING = """\
+Run the streaming job of the config: file sources -> temporal join or MATCH_RECOGNIZE -> parquet main,
+late and dead-letter outputs, exactly once, restartable from the checkpoint.  A config with a
+'match_recognize' section runs MATCH_RECOGNIZE, else the temporal join."""
+
+_STREAMING_EXAMPLES = """\
+examples:
+  timeweave-job streaming --config job.json                 # read what is there, keep rows in state
+  timeweave-job streaming --config job.json --flush         # bounded input: read all, then emit everything
+  timeweave-job streaming --config job.json --heartbeat 2020-01-01T12:00   # an idle source: move the watermark
+  timeweave-job streaming --config '{"left": ...}' --timeout 600 --no-until-idle
+
+SIGTERM / SIGINT stop the job after its current micro-batch: the checkpoint stays valid, the metrics line
+is printed, the exit code is 0; run again to go on."""
+
+_BACKFILL = """\
+Run the temporal join or MATCH_RECOGNIZE over [start, end) of the config's sources in slices; each
+slice can be re-run alone (--only), its state at its start edge is kept."""
+
+_BACKFILL_EXAMPLES = """\
+examples:
+  timeweave-job backfill --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3
+  timeweave-job backfill --config job.json --start 2020-01-01 --end 2020-01-02 --slices 3 --only 1"""
+
+_VALIDATE = """\
+Check a job config -- every key, the types, the durations, the MATCH_RECOGNIZE clause -- without
+starting Spark.  Prints what the config runs and exits 0, or one error line on stderr and exits 2."""
+
+_VALIDATE_EXAMPLES = """\
+examples:
+  timeweave-job validate job.json
+  timeweave-job validate '{"match_recognize": {"clause": "..."}, "input": {...}, "output": {...}}'"""
+
+_HELP_FORMAT = argparse.RawDescriptionHelpFormatter
 
 
 def parser() -> argparse.ArgumentParser:
-    """The argument parser (both subcommands).
+    """The argument parser (every subcommand).
 
     >>> parser().parse_args(["streaming", "--config", "job.json", "--flush"]).flush
     True
+    >>> parser().parse_args(["validate", "job.json"]).config
+    'job.json'
     """
-    p = argparse.ArgumentParser(prog="python -m runtime.jobs", description="timeweave jobs")
-    sub = p.add_subparsers(dest="kind", required=True)
-    s = sub.add_parser("streaming", help="run the streaming temporal join or MATCH_RECOGNIZE (file sources -> parquet)")
+    p = argparse.ArgumentParser(prog="timeweave-job", description=_DESCRIPTION, epilog=_EXAMPLES,
+                                formatter_class=_HELP_FORMAT)
+    p.add_argument("--log-level", default="INFO", type=str.upper,
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                   help="level of the 'timeweave' logger on stderr (default INFO: one line per micro-batch / slice)")
+    sub = p.add_subparsers(dest="kind", required=True, metavar="{streaming,backfill,validate}")
+    s = sub.add_parser("streaming", help="run the streaming temporal join or MATCH_RECOGNIZE (file sources -> parquet)",
+                       description=_STREAMING, epilog=_STREAMING_EXAMPLES, formatter_class=_HELP_FORMAT)
     s.add_argument("--config", required=True, help="job config: a JSON file or a JSON string")
     end = s.add_mutually_exclusive_group()
-    end.add_argument("--flush", action="store_true", help="end of input: move the watermark past every row first")
-    end.add_argument("--heartbeat", help="move both watermarks to this ISO timestamp (UTC) first")
+    end.add_argument("--flush", action="store_true",
+                     help="end of input: once all available input is read, move the watermark past every row")
+    end.add_argument("--heartbeat",
+                     help="once all available input is read, move both watermarks to this ISO timestamp (UTC)")
     s.add_argument("--timeout", type=float, help="processing-time trigger: stop after this many seconds")
     s.add_argument("--no-until-idle", action="store_true", help="processing-time trigger: do not stop when idle")
-    b = sub.add_parser("backfill", help="run the sliced backfill")
+    b = sub.add_parser("backfill", help="run the sliced backfill", description=_BACKFILL, epilog=_BACKFILL_EXAMPLES,
+                       formatter_class=_HELP_FORMAT)
     b.add_argument("--config", required=True, help="job config: a JSON file or a JSON string")
     b.add_argument("--start", required=True, help="ISO timestamp (UTC), inclusive")
     b.add_argument("--end", required=True, help="ISO timestamp (UTC), exclusive")
@@ -43,29 +112,105 @@ def parser() -> argparse.ArgumentParser:
         "--slices-per-job", type=int,
         help="temporal joins: contiguous slices one Spark job writes (default: all of the run's; 1: one job per slice)",
     )
+    v = sub.add_parser("validate", help="check a job config without starting Spark", description=_VALIDATE,
+                       epilog=_VALIDATE_EXAMPLES, formatter_class=_HELP_FORMAT)
+    v.add_argument("config", help="job config: a JSON file or a JSON string")
     return p
 
 
+def _error(message: str) -> int:
+    """One line on stderr, exit code :data:`EXIT_USAGE`."""
+    first = str(message).splitlines()[0] if str(message).strip() else repr(message)
+    sys.stderr.write(f"timeweave-job: error: {first}\n")
+    sys.stderr.flush()
+    return EXIT_USAGE
+
+
+def _describe(job: Any) -> str:
+    from runtime.jobs.config import MatchRecognizeJobConfig
+
+    if isinstance(job, MatchRecognizeJobConfig):
+        return f"MATCH_RECOGNIZE job: input {job.input.path} -> output {job.output_path}"
+    return f"temporal-join job: left {job.left.path}, right {job.right.path} -> output {job.output_path}"
+
+
+def _install_stop_handlers() -> None:
+    """SIGTERM / SIGINT ask the streaming job to stop after its current micro-batch (instead of killing
+    the driver mid-batch, which left Spark's state store errors and a NullPointerException on stderr)."""
+    from runtime.jobs.streaming import request_stop
+
+    def handler(signum: int, _frame: Any) -> None:
+        request_stop(signal.Signals(signum).name)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handler)
+
+
+def configure_logging(level: str) -> None:
+    """The ``timeweave`` logger's lines on stderr (``time level message``) at ``level``."""
+    logger = logging.getLogger("timeweave")
+    logger.setLevel(level)
+    if not any(getattr(h, "_timeweave_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler._timeweave_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.propagate = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one job from the command line; prints ``TIMEWEAVE_METRICS {json}`` last and returns 0."""
+    """Run one job (or ``validate``) from the command line; a job prints ``TIMEWEAVE_METRICS {json}`` last.
+
+    Returns 0, or :data:`EXIT_USAGE` after one error line on stderr for a bad config or argument.
+
+    >>> main(["validate", '{"output": {"path": "out"}}'])
+    2
+    """
     args = parser().parse_args(argv)
+    configure_logging(args.log_level)
+    from runtime.core.errors import TimeweaveError
+    from runtime.jobs.config import load_job_config
+
+    # The config is read and checked before Spark starts: a bad one costs no JVM.
+    try:
+        job = load_job_config(args.config)
+    except (TimeweaveError, ValueError) as error:
+        return _error(_config_message(error))
+    if args.kind == "validate":
+        sys.stdout.write(f"{args.config}: valid {_describe(job)}\n")
+        return 0
+
     from runtime.jobs import run
 
-    if args.kind == "streaming":
-        metrics = run(
-            "streaming", args.config, flush=args.flush, heartbeat=args.heartbeat,
-            timeout_seconds=args.timeout, until_idle=not args.no_until_idle,
-        )
-    else:
-        kw = {"start": args.start, "end": args.end, "slices": args.slices}
-        if args.only:
-            kw["only"] = args.only
-        if args.slices_per_job is not None:
-            kw["slices_per_job"] = args.slices_per_job
-        metrics = run("backfill", args.config, **kw)
+    try:
+        if args.kind == "streaming":
+            _install_stop_handlers()
+            metrics = run(
+                "streaming", job, flush=args.flush, heartbeat=args.heartbeat,
+                timeout_seconds=args.timeout, until_idle=not args.no_until_idle,
+            )
+        else:
+            kw: dict[str, Any] = {"start": args.start, "end": args.end, "slices": args.slices}
+            if args.only:
+                kw["only"] = args.only
+            if args.slices_per_job is not None:
+                kw["slices_per_job"] = args.slices_per_job
+            metrics = run("backfill", job, **kw)
+    except TimeweaveError as error:  # bad input found once Spark knows the sources (a column, a type)
+        return _error(str(error))
     sys.stdout.write(METRICS_PREFIX + json.dumps(metrics, sort_keys=True, default=str) + "\n")
     sys.stdout.flush()
     return 0
 
 
-__all__ = ["METRICS_PREFIX", "main", "parser"]
+def _config_message(error: BaseException) -> str:
+    """One line for a config error; a clause syntax error is located in the clause."""
+    from runtime.core.errors import QuerySyntaxError
+
+    text = str(error).splitlines()[0]
+    if isinstance(error, QuerySyntaxError) and not text.startswith("job config"):
+        return f"job config: match_recognize.clause: {text}"
+    return text
+
+
+__all__ = ["EXIT_USAGE", "METRICS_PREFIX", "configure_logging", "main", "parser"]

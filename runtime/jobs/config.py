@@ -18,7 +18,10 @@ A job config is plain JSON (so Airflow can template it and spark-submit can ship
     }
 
 ``output.late_path`` and ``output.dead_letter_path`` default to ``<output.path>_late`` and
-``<output.path>_dead_letter``.  ``from_dict`` validates everything before a Spark job starts.
+``<output.path>_dead_letter``.  ``from_dict`` validates everything before a Spark job starts: the keys
+against :data:`TEMPORAL_JOIN_SCHEMA` / :data:`MATCH_RECOGNIZE_SCHEMA` first (:func:`check_keys`: an
+unknown key is an error with a did-you-mean, a missing one names its path, ``trigger.timeout`` is the
+processing-time run's default timeout), then the values.  ``timeweave-job validate job.json`` runs it alone.
 
 A MATCH_RECOGNIZE job (:class:`MatchRecognizeJobConfig`) has one input and the clause instead of the
 join sections; the first ORDER BY column is the event time (the watermark's column)::
@@ -37,6 +40,7 @@ join sections; the first ORDER BY column is the event time (the watermark's colu
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping
@@ -84,6 +88,120 @@ def _output_paths(data: Mapping[str, Any]) -> dict[str, str]:
         "late_path": out.get("late_path") or f"{out['path']}_late",
         "dead_letter_path": out.get("dead_letter_path") or f"{out['path']}_dead_letter",
     }
+
+
+class ConfigError(SpecError):
+    """A job config that does not fit :data:`TEMPORAL_JOIN_SCHEMA` / :data:`MATCH_RECOGNIZE_SCHEMA`.
+
+    ``argument`` is the key's dotted path; the message is one line that names it.
+
+    >>> str(ConfigError("join.left_tme", "unknown key; did you mean 'left_time'?"))
+    "job config: join.left_tme: unknown key; did you mean 'left_time'?"
+    """
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(path, message, where="job config")
+        self.args = (f"job config: {path}: {message}",)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a job config: the JSON types its value takes, whether it is required, and, for an
+    object, its own keys (``keys=None`` with ``dict`` in ``types``: any keys, e.g. reader options)."""
+
+    types: tuple[type, ...]
+    required: bool = False
+    keys: Mapping[str, Key] | None = None
+    items: type | None = None  # a list's item type
+
+    def describe(self) -> str:
+        names = {str: "a string", int: "an integer", bool: "true/false", list: "a list", dict: "an object"}
+        text = " or ".join(names[t] for t in self.types)
+        return f"{text} of {names[self.items][2:]}s" if self.items and self.types == (list,) else text
+
+
+_TEXT, _TEXTS = Key((str,)), Key((str, list), items=str)
+_DURATION_KEY = Key((str, int))
+_SOURCE = Key((dict,), required=True, keys={
+    "path": Key((str,), required=True), "format": Key((str,), required=True), "schema": Key((str,), required=True),
+    "options": Key((dict,)), "watermark_delay": _DURATION_KEY,
+})
+_OUTPUT = Key((dict,), required=True, keys={"path": Key((str,), required=True), "late_path": _TEXT,
+                                            "dead_letter_path": _TEXT})
+_TRIGGER = Key((dict,), keys={"available_now": Key((bool,)), "processing_time": _TEXT, "timeout": _DURATION_KEY})
+#: Every key a temporal-join job config reads (module docstring); anything else is an error.
+TEMPORAL_JOIN_SCHEMA: Mapping[str, Key] = {
+    "left": _SOURCE,
+    "right": _SOURCE,
+    "versioned": Key((dict,), required=True, keys={
+        "key": Key((str, list), required=True, items=str), "time": Key((str,), required=True), "format": _TEXT,
+        "op": _TEXT, "delete_flag": _TEXT, "sequence": _TEXT,
+    }),
+    "join": Key((dict,), required=True, keys={
+        "left_time": Key((str,), required=True), "left_key": _TEXTS, "how": _TEXT,
+        "right_columns": Key((list,), items=str), "right_prefix": _TEXT, "valid_from": _TEXT, "valid_to": _TEXT,
+        "predicate": _TEXT,
+    }),
+    "output": _OUTPUT,
+    "checkpoint": _TEXT,
+    "trigger": _TRIGGER,
+    "mode": _TEXT,
+    "retention": Key((dict,), keys={"min_idle": _DURATION_KEY, "max_idle": _DURATION_KEY}),
+}
+#: Every key a MATCH_RECOGNIZE job config reads.
+MATCH_RECOGNIZE_SCHEMA: Mapping[str, Key] = {
+    "match_recognize": Key((dict,), required=True, keys={"clause": Key((str,), required=True)}),
+    "input": _SOURCE,
+    "output": _OUTPUT,
+    "checkpoint": _TEXT,
+    "trigger": _TRIGGER,
+}
+
+
+def check_keys(data: Any, schema: Mapping[str, Key], path: str = "") -> None:
+    """Raise :class:`ConfigError` for the first unknown key (with a did-you-mean), missing key or wrong type.
+
+    >>> check_keys({"join": {"left_tme": "t"}}, {"join": Key((dict,), keys={"left_time": Key((str,))})})
+    Traceback (most recent call last):
+    ...
+    runtime.jobs.config.ConfigError: job config: join.left_tme: unknown key; did you mean 'left_time'?
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigError(path or "(top level)", f"expected an object, got {_shown(data)}")
+    for name in data:
+        if name not in schema:
+            close = difflib.get_close_matches(str(name), list(schema), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else f"the keys here are {', '.join(sorted(schema))}"
+            raise ConfigError(f"{path}{name}", f"unknown key; {hint}")
+    for name, key in schema.items():
+        where = f"{path}{name}"
+        if name not in data:
+            if key.required:
+                raise ConfigError(where, f"missing {'section' if key.keys is not None else 'key'} (required)")
+            continue
+        value = data[name]
+        # bool is an int in Python: true/false is no duration, and 1 is no true/false.
+        if not _fits(value, key.types):
+            raise ConfigError(where, f"expected {key.describe()}, got {_shown(value)}")
+        if isinstance(value, list) and key.items is not None:
+            for i, item in enumerate(value):
+                if not _fits(item, (key.items,)):
+                    raise ConfigError(f"{where}[{i}]", f"expected {key.describe()}, got {_shown(item)}")
+        if key.keys is not None:
+            check_keys(value, key.keys, f"{where}.")
+
+
+def _fits(value: Any, types: tuple[type, ...]) -> bool:
+    """``value`` is of one of the JSON ``types`` (an object: any mapping; a list: a list or tuple)."""
+    if isinstance(value, bool):  # bool is an int in Python: true/false is no duration, and 1 is no true/false
+        return bool in types
+    wanted = tuple(Mapping if t is dict else (list, tuple) if t is list else t for t in types)
+    return isinstance(value, tuple(t for w in wanted for t in (w if isinstance(w, tuple) else (w,))))
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def parse_utc_timestamp(value: datetime | str, argument: str, where: str = "job") -> datetime:
@@ -148,9 +266,7 @@ class JobConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JobConfig:
-        for section in ("left", "right", "versioned", "join", "output"):
-            if section not in data:
-                raise SpecError(section, f"missing section '{section}'", where="job config")
+        check_keys(data, TEMPORAL_JOIN_SCHEMA)
         v = data["versioned"]
         versioned = VersionedTableSpec(
             key=v.get("key"), time=v.get("time"), format=v.get("format", "append"), op=v.get("op"),
@@ -196,13 +312,30 @@ class JobConfig:
 
 
 def _read_json(source: str | Path | Mapping[str, Any]) -> Mapping[str, Any]:
-    """A config dict from a dict, a JSON string or a path to a JSON file."""
+    """A config dict from a dict, a JSON string or a path to a JSON file.
+
+    >>> _read_json('{"output": {"path": "out"},}')
+    Traceback (most recent call last):
+    ...
+    runtime.jobs.config.ConfigError: job config: (JSON): line 1 column 28: Expecting property name enclosed in double quotes
+    """
     if isinstance(source, Mapping):
         return source
     text = str(source)
-    if text.lstrip().startswith("{"):
-        return json.loads(text)
-    return json.loads(Path(text).read_text())
+    where = "(JSON)"
+    if not text.lstrip().startswith("{"):
+        where = text
+        try:
+            text = Path(text).read_text()
+        except OSError as error:
+            raise ConfigError("config", f"cannot read the config file {where!r}: {error.strerror or error}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(where, f"line {error.lineno} column {error.colno}: {error.msg}") from None
+    if not isinstance(data, Mapping):
+        raise ConfigError(where, f"a job config is a JSON object, not {type(data).__name__}")
+    return data
 
 
 def _trigger(data: Mapping[str, Any]) -> tuple[bool, str | None]:
@@ -285,20 +418,14 @@ class MatchRecognizeJobConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MatchRecognizeJobConfig:
-        for section in ("match_recognize", "input", "output"):
-            if section not in data:
-                raise SpecError(section, f"missing section '{section}'", where="job config")
+        if not isinstance(data, Mapping):
+            check_keys(data, MATCH_RECOGNIZE_SCHEMA)
         for section in ("left", "right", "versioned", "join"):
             if section in data:
-                raise SpecError(section, f"section '{section}' belongs to a temporal-join job, not a "
-                                "MATCH_RECOGNIZE job", where="job config")
-        mr = data["match_recognize"]
-        if not isinstance(mr, Mapping):
-            raise SpecError("match_recognize", "must be an object with a 'clause'", where="job config")
-        unknown = sorted(set(mr) - {"clause"})
-        if unknown:
-            raise SpecError("match_recognize", f"unknown keys {unknown}; only 'clause' is read", where="job config")
-        clause = mr.get("clause")
+                raise ConfigError(section, "this section belongs to a temporal-join job, not a MATCH_RECOGNIZE "
+                                  "job (a config with a 'match_recognize' section)")
+        check_keys(data, MATCH_RECOGNIZE_SCHEMA)
+        clause = data["match_recognize"]["clause"]
         spec = streaming_clause(clause)
         available_now, processing_time = _trigger(data)
         return cls(

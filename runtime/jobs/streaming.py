@@ -15,10 +15,16 @@ Layout under the checkpoint directory (``checkpoint`` in the config, default ``<
 watermarks) passes their time, so the last rows of a bounded input would wait forever.  Every job
 reads the control directory as a third file stream and unions its rows into *both* sides before
 their watermarks; :func:`write_heartbeat` drops a file there.  ``flush=True`` writes a heartbeat at
-:data:`END_OF_INPUT` (9999-12-31 23:59:59.999) before the query starts: the watermark passes everything, every
-buffered row is emitted, and the stream is closed — rows arriving later are late and go to the late
-output (Flink's end-of-input ``MAX_WATERMARK`` does the same).  ``heartbeat=<timestamp>`` moves the
-watermark to a chosen time instead (an idle source, or a partial flush) and keeps the stream open.
+:data:`END_OF_INPUT` (9999-12-31 23:59:59.999) once every file available to the run is read (an ``available_now``
+run: a first query reads the input, however many micro-batches the sources' ``maxFilesPerTrigger``
+make, a second one from the same checkpoint reads the heartbeat; a ``processing_time`` run: when the
+query is first idle): the watermark passes everything, every buffered row is emitted, and the stream
+is closed — rows arriving later are late and go to the late output (Flink's end-of-input
+``MAX_WATERMARK`` does the same).  Written before the input is read, the heartbeat's watermark would
+pass the files a limited source had not read yet, and all their rows would be late.
+``heartbeat=<timestamp>`` moves the watermark to a chosen time instead (an idle source, or a partial
+flush), at the same point, and keeps the stream open.  A ``timeout`` that ends the run before the
+input is read leaves the heartbeat unwritten (``flushed`` is false in the metrics): rows stay in state.
 
 **Outputs are exactly-once.**  ``foreachBatch`` writes each output of batch ``N`` to a staging
 directory ``<path>/_tw_staging/`` and moves its files to ``<path>/part-b<N>-<i>.<ext>``; a replayed
@@ -42,9 +48,11 @@ state operator's update and commit times: where a slow run spent its time).
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +67,11 @@ if TYPE_CHECKING:
 
     from runtime.spark.match_recognize_streaming import StreamingMatch
     from runtime.spark.streaming import StreamingJoin
+
+_log = logging.getLogger("timeweave.streaming")
+#: Set by :func:`request_stop` (the CLI's SIGTERM / SIGINT handler): running queries stop after their batch.
+_STOP = threading.Event()
+_STOP_REASON: list[str] = []
 
 #: The heartbeat ``flush`` writes: TIMESTAMP's last millisecond, 9999-12-31 23:59:59.999 (UTC).  The watermark it
 #: produces (minus the watermark delay) reads as the end of input, past every event time up to
@@ -122,6 +135,8 @@ class _BatchWriter:
         self._paths = paths
         self._metrics = metrics
         self._fs = HadoopFiles(spark)
+        #: Each batch's counts since the last :class:`_ProgressLog` poll (what its log line reports).
+        self.batch_counts: dict[int, str] = {}
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         from pyspark.sql import Observation
@@ -154,14 +169,17 @@ class _BatchWriter:
             written = self._write_observed(outputs.main, "main", batch_id, counts, "joined")
             c = counts.get
             m = self._metrics
-            m["rows_in_left"] += int(c["n_left"]) + int(c["dead_left"])
-            m["rows_in_right"] += int(c["n_right"]) + int(c["dead_right"])
+            in_left, in_right = int(c["n_left"]) + int(c["dead_left"]), int(c["n_right"]) + int(c["dead_right"])
+            late = self._write(outputs.late, "late", batch_id) if c["late"] else 0
+            dead = self._write(outputs.dead_letter, "dead_letter", batch_id) if c["dead_left"] or c["dead_right"] else 0
+            m["rows_in_left"] += in_left
+            m["rows_in_right"] += in_right
             m["rows_out"] += written
-            if c["late"]:
-                m["late"] += self._write(outputs.late, "late", batch_id)
-            if c["dead_left"] or c["dead_right"]:
-                m["dead_letter"] += self._write(outputs.dead_letter, "dead_letter", batch_id)
+            m["late"] += late
+            m["dead_letter"] += dead
             m["batches"] += 1
+            self.batch_counts[batch_id] = (f"rows in {in_left} left / {in_right} right, out {written}, late {late}, "
+                                           f"dead letter {dead}")
         finally:
             batch.unpersist()
 
@@ -233,13 +251,15 @@ class _MatchWriter(_BatchWriter):
             written = self._write_observed(outputs.main, "main", batch_id, counts, "matched")
             c = counts.get
             m = self._metrics
-            m["rows_in"] += int(c["n_in"]) + int(c["dead"])
+            rows_in = int(c["n_in"]) + int(c["dead"])
+            late = self._write(outputs.late, "late", batch_id) if c["late"] else 0
+            dead = self._write(outputs.dead_letter, "dead_letter", batch_id) if c["dead"] else 0
+            m["rows_in"] += rows_in
             m["rows_out"] += written
-            if c["late"]:
-                m["late"] += self._write(outputs.late, "late", batch_id)
-            if c["dead"]:
-                m["dead_letter"] += self._write(outputs.dead_letter, "dead_letter", batch_id)
+            m["late"] += late
+            m["dead_letter"] += dead
             m["batches"] += 1
+            self.batch_counts[batch_id] = f"rows in {rows_in}, out {written}, late {late}, dead letter {dead}"
         finally:
             batch.unpersist()
 
@@ -274,10 +294,10 @@ def run_streaming(
 
     checkpoint = checkpoint_root(job)
     _hadoop_mkdirs(spark, f"{checkpoint}/{CONTROL_DIR}")
-    if flush:
-        write_heartbeat(spark, checkpoint, END_OF_INPUT)
-    elif heartbeat is not None:
-        write_heartbeat(spark, checkpoint, heartbeat)
+    # The heartbeat is written only once the input there is read (see _run_bounded): written first, a
+    # source limited per micro-batch (maxFilesPerTrigger) would read its later files behind the moved
+    # watermark, and all of them would be late.
+    mark = END_OF_INPUT if flush else (_timestamp(heartbeat, "heartbeat") if heartbeat is not None else None)
     control = spark.readStream.format("json").schema(CONTROL_SCHEMA).load(f"{checkpoint}/{CONTROL_DIR}")
     paths = {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path}
     stream: StreamingJoin | StreamingMatch
@@ -310,23 +330,20 @@ def run_streaming(
         writer = writer.trigger(processingTime=job.processing_time)
     timeout = timeout_seconds if timeout_seconds is not None else _config_timeout(job)
     started = time.monotonic()
-    query = _start(spark, writer)
     try:
-        if job.available_now:
-            query.awaitTermination(timeout)
-        else:
-            _await_processing_time(query, timeout, until_idle, _interval_seconds(job.processing_time))
-        if query.exception() is not None:
-            raise query.exception()
-    finally:
-        if query.isActive:
-            query.stop()
+        queries, marked = _run_bounded(
+            spark, writer, job, timeout, until_idle,
+            (lambda: write_heartbeat(spark, checkpoint, mark)) if mark is not None else None, _ProgressLog(batch_writer),
+        )
+    finally:  # a stop request is this run's, even when the run fails
+        stopped = (_STOP_REASON[0] if _STOP_REASON else "requested") if _STOP.is_set() else None
+        _STOP.clear()
     seconds = time.monotonic() - started
-    progress = query.lastProgress or {}
+    progress = next((q.lastProgress for q in reversed(queries) if q.lastProgress), None) or {}
     metrics["watermark"] = (progress.get("eventTime") or {}).get("watermark")
     # Where the time went, summed over the run's batches (Spark's durationMs phases, plus state store).
     phases: dict[str, int] = {}
-    for batch_progress in query.recentProgress:
+    for batch_progress in (p for q in queries for p in q.recentProgress):
         for phase, ms in (batch_progress.get("durationMs") or {}).items():
             phases[phase] = phases.get(phase, 0) + int(ms)
         for operator in batch_progress.get("stateOperators") or []:
@@ -337,7 +354,12 @@ def run_streaming(
     rows_in = metrics.get("rows_in", 0) + metrics.get("rows_in_left", 0) + metrics.get("rows_in_right", 0)
     metrics["rows_per_second"] = round(rows_in / seconds, 1) if seconds > 0 else None
     metrics["mode"] = job.mode
-    metrics["flushed"] = bool(flush)
+    metrics["flushed"] = bool(flush) and marked
+    if stopped is not None:
+        metrics["stopped"] = stopped
+    if mark is not None and not marked:
+        _log.warning("the %s was not applied: the run ended (%s) before all available input was read",
+                     "flush" if flush else "heartbeat", f"stopped by {stopped}" if stopped else "timeout")
     if isinstance(job, MatchRecognizeJobConfig):
         metrics["kind"] = "match_recognize"
     return metrics
@@ -358,15 +380,179 @@ def _start(spark: SparkSession, writer: Any) -> StreamingQuery:
                 spark.conf.set(key, value)
 
 
-def _await_processing_time(query: StreamingQuery, timeout: float | None, until_idle: bool, interval: float) -> None:
-    """Wait for a processing-time query: until ``timeout``, or until idle (nothing pending for a while)."""
+class _ProgressLog:
+    """One ``timeweave.streaming`` log line per micro-batch: the writer's counts and Spark's watermark.
+
+    Polled from the thread that waits for the query (:func:`_wait`, :func:`_await_processing_time`)
+    and once when a query ends, so every batch gets its line without a listener thread.
+    """
+
+    def __init__(self, writer: _BatchWriter) -> None:
+        self._writer = writer
+        self._logged: set[tuple[str, int]] = set()
+
+    def poll(self, query: StreamingQuery, everything: bool = False) -> None:
+        if not _log.isEnabledFor(logging.INFO):
+            self._writer.batch_counts.clear()  # nobody reads them: keep a long run's memory flat
+            return
+        progresses = query.recentProgress if everything else [query.lastProgress] if query.lastProgress else []
+        for progress in progresses:
+            batch_id = int(progress["batchId"])
+            if (progress["runId"], batch_id) in self._logged:
+                continue
+            self._logged.add((progress["runId"], batch_id))
+            counts = self._writer.batch_counts.pop(batch_id, None) or "no rows (the watermark moved)"
+            watermark = (progress.get("eventTime") or {}).get("watermark") or "none yet"
+            ms = (progress.get("durationMs") or {}).get("triggerExecution")
+            _log.info("batch %d: %s; watermark %s; %s ms", batch_id, counts, watermark, ms)
+
+
+def request_stop(reason: str = "requested") -> None:
+    """Ask this process's streaming job to stop after its current micro-batch (safe in a signal handler).
+
+    The job's query finishes the micro-batch it runs (outputs written, offsets and state committed),
+    starts no other, and :func:`run_streaming` returns its metrics with ``stopped`` set to ``reason``;
+    no flush is applied.  A run consumes the request; a request made before a run starts stops it at once.
+
+    Example::
+
+        signal.signal(signal.SIGTERM, lambda signum, frame: request_stop("SIGTERM"))
+    """
+    _STOP_REASON[:] = [reason]
+    _STOP.set()
+
+
+def _stop_after_batch(spark: SparkSession, query: StreamingQuery) -> None:
+    """End ``query`` once its current micro-batch is committed, without interrupting the batch.
+
+    ``StreamingQuery.stop()`` interrupts the batch's tasks mid-write: the state store then reports
+    ``STATE_STORE_OPERATION_OUT_OF_ORDER`` and a ``NullPointerException`` (the replay on restart repairs
+    the data, but the stop looks like a crash).  Spark's micro-batch loop checks the query's state
+    before and after every batch (``MicroBatchExecution.executeOneBatch``: ``isActive``), so setting
+    that state to ``TERMINATED`` ends the loop after the running batch, the way ``stop()`` would without
+    the interrupt.  On a Spark without that internal state the query is stopped between triggers.
+    """
+    _log.info("stop requested (%s): ending after the current micro-batch", _STOP_REASON[0] if _STOP_REASON else "")
+    try:
+        jvm = spark.sparkContext._jvm
+        terminated = (jvm.java.lang.Class.forName("org.apache.spark.sql.execution.streaming.runtime.TERMINATED$")
+                      .getField("MODULE$").get(None))
+        query._jsq.streamingQuery().state().set(terminated)
+    except Exception:  # any py4j / reflection failure: fall back to stop() between triggers
+        _log.warning("graceful stop unavailable on this Spark version; stopping between micro-batches")
+        while query.isActive and query.status.get("isTriggerActive"):
+            time.sleep(0.02)
+        query.stop()
+        return
+    query.awaitTermination()
+
+
+def _wait(spark: SparkSession, query: StreamingQuery, timeout: float | None, log: _ProgressLog) -> bool:
+    """``query.awaitTermination(timeout)`` that also honours :func:`request_stop`; False on timeout."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        # awaitTermination refuses a timeout <= 0
+        step = 0.25 if deadline is None else max(0.001, min(0.25, deadline - time.monotonic()))
+        if query.awaitTermination(step):
+            return True
+        log.poll(query)
+        if _STOP.is_set():
+            _stop_after_batch(spark, query)
+            return True
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+
+
+def _run_bounded(
+    spark: SparkSession, writer: Any, job: JobConfig | MatchRecognizeJobConfig, timeout: float | None,
+    until_idle: bool, mark: Callable[[], None] | None, log: _ProgressLog,
+) -> tuple[list[StreamingQuery], bool]:
+    """Run ``writer``'s query; with ``mark`` (writes a heartbeat), call it once all available input is read.
+
+    Returns the queries run and whether ``mark`` was applied.  The heartbeat's watermark passes rows still
+    unread, so it must come after them: an ``available_now`` run reads what is there in one query (as many
+    micro-batches as the sources' limits make), then ``mark`` writes the heartbeat and a second query from
+    the same checkpoint reads it (its micro-batch moves the watermark, the no-data batch after it emits
+    what the watermark passed).  A ``processing_time`` query runs until idle (nothing pending), ``mark``
+    writes the heartbeat while it runs, and it goes on (until idle again with ``until_idle``).  When
+    ``timeout`` ends the run before the input is read, ``mark`` is not applied: rows stay in state, none late.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    queries: list[StreamingQuery] = []
+
+    def left() -> float | None:
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+    if job.available_now:
+        for phase in (0, 1):
+            if _STOP.is_set():
+                return queries, False
+            if phase == 1:
+                if mark is None or (deadline is not None and left() <= 0):
+                    return queries, False
+                mark()
+            query = _start(spark, writer)
+            queries.append(query)
+            try:
+                finished = _wait(spark, query, left(), log)
+                _raise_failure(query)
+            finally:
+                if query.isActive:
+                    query.stop()
+                log.poll(query, everything=True)
+            if not finished:  # the timeout ended it
+                return queries, False
+        return queries, not _STOP.is_set()
+    if _STOP.is_set():
+        return queries, False
+    interval = _interval_seconds(job.processing_time)
+    query = _start(spark, writer)
+    queries.append(query)
+    try:
+        if mark is None:
+            _await_processing_time(spark, query, log, left(), until_idle, interval)
+            return queries, False
+        if not _await_processing_time(spark, query, log, left(), True, interval):
+            return queries, False
+        marked_after = (query.lastProgress or {}).get("batchId", -1)
+        mark()
+        # Idle counts only after a micro-batch that started after the heartbeat was written (it read it):
+        # on a loaded machine the file source may take longer than the quiet period to list it.
+        _await_processing_time(spark, query, log, left(), until_idle, interval, after_batch=marked_after + 1)
+        return queries, not _STOP.is_set()
+    finally:
+        if query.isActive:
+            query.stop()
+        log.poll(query, everything=True)
+        _raise_failure(query)
+
+
+def _raise_failure(query: StreamingQuery) -> None:
+    if query.exception() is not None:
+        raise query.exception()
+
+
+def _await_processing_time(
+    spark: SparkSession, query: StreamingQuery, log: _ProgressLog, timeout: float | None, until_idle: bool,
+    interval: float, after_batch: int = 0,
+) -> bool:
+    """Wait for a processing-time query: until ``timeout``, until idle (nothing pending for a while), or
+    until :func:`request_stop` (then the query ends after its current micro-batch).
+
+    True when it stopped waiting because the query was idle; idle needs a micro-batch ``>= after_batch``
+    to have run.
+    """
     deadline = None if timeout is None else time.monotonic() + timeout
     quiet_needed = max(2.0, 3 * interval)
     last_batch, quiet_since = None, time.monotonic()
     while query.isActive:
         if deadline is not None and time.monotonic() >= deadline:
-            return
-        query.awaitTermination(0.5)
+            return False
+        query.awaitTermination(0.25)
+        log.poll(query)
+        if _STOP.is_set():
+            _stop_after_batch(spark, query)
+            return False
         if not until_idle:
             continue
         progress = query.lastProgress
@@ -374,8 +560,9 @@ def _await_processing_time(query: StreamingQuery, timeout: float | None, until_i
         batch = progress.get("batchId") if progress else None
         if batch != last_batch or status.get("isDataAvailable") or status.get("isTriggerActive"):
             last_batch, quiet_since = batch, time.monotonic()
-        elif batch is not None and time.monotonic() - quiet_since >= quiet_needed:
-            return
+        elif batch is not None and batch >= after_batch and time.monotonic() - quiet_since >= quiet_needed:
+            return True
+    return False
 
 
 def _hadoop_mkdirs(spark: SparkSession, path: str) -> None:
@@ -405,4 +592,4 @@ def _config_timeout(job: JobConfig | MatchRecognizeJobConfig) -> float | None:
     return parse_duration(value, "trigger.timeout") / 1e6
 
 
-__all__ = ["END_OF_INPUT", "checkpoint_root", "read_stream", "run_streaming", "write_heartbeat"]
+__all__ = ["END_OF_INPUT", "checkpoint_root", "read_stream", "request_stop", "run_streaming", "write_heartbeat"]
