@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.core.errors import SpecError
-from runtime.core.pattern import ClauseSpec, PatternValidationError, parse_clause
+from runtime.core.pattern import ClauseSpec, PatternValidationError, RowsPerMatch, parse_clause
 from runtime.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
 
 SOURCE_FORMATS = ("csv", "json", "parquet")
@@ -375,6 +375,15 @@ def streaming_clause(clause: str) -> ClauseSpec:
             f"ORDER BY must start with the event time column in ascending order ({first}): "
             "the watermark moves forward only",
             text=clause, position=first.start,
+        )
+    if spec.rows_per_match is RowsPerMatch.ONE_ROW and not spec.partition_by and not spec.measures:
+        # The batch doors return rows without columns (one per match, as Trino); a job writes parquet, and
+        # Spark's parquet writer refuses an empty schema, so the job refuses the clause before starting.
+        at = clause.upper().find("PATTERN")
+        raise PatternValidationError(
+            "a MATCH_RECOGNIZE job needs at least one output column (its outputs are parquet files): add a "
+            "MEASURES column, e.g. MEASURES MATCH_NUMBER() AS match",
+            text=clause, position=max(at, 0),
         )
     return spec
 

@@ -71,6 +71,18 @@ def test_clause_errors_are_positioned_in_the_clause() -> None:
         MatchRecognizeJobConfig.from_dict(config(match_recognize={"clause": "ORDER BY t PATTERN (A) DEFINE C AS C.p > 0"}))
 
 
+def test_a_job_refuses_a_clause_without_output_columns() -> None:
+    # The batch doors return one zero-column row per match; parquet cannot hold rows without columns, so the
+    # job says so before starting instead of failing in Spark's writer (EMPTY_SCHEMA_NOT_SUPPORTED_FOR_DATASOURCE).
+    with pytest.raises(PatternValidationError, match="at least one output column") as error:
+        MatchRecognizeJobConfig.from_dict(config(match_recognize={"clause": "ORDER BY t\nPATTERN (A+) DEFINE A AS A.p > 0"}))
+    assert (error.value.line, error.value.col) == (2, 1)
+    for ok in ("PARTITION BY s ORDER BY t PATTERN (A+) DEFINE A AS A.p > 0",
+               "ORDER BY t MEASURES MATCH_NUMBER() AS m PATTERN (A+) DEFINE A AS A.p > 0",
+               "ORDER BY t ALL ROWS PER MATCH PATTERN (A+) DEFINE A AS A.p > 0"):
+        MatchRecognizeJobConfig.from_dict(config(match_recognize={"clause": ok}))
+
+
 @pytest.mark.parametrize(("changes", "argument", "message"), [
     ({"match_recognize": {}}, "match_recognize.clause", "missing key"),
     ({"match_recognize": {"clause": "   "}}, "match_recognize.clause", "clause text"),
