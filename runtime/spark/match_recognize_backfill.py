@@ -214,7 +214,7 @@ def thaw(blob: bytes, spec: ClauseSpec, where: str | None = None) -> PartitionMa
     is not this release's state format (a pickle an earlier release wrote, damaged or modified bytes)
     raises :class:`~runtime.core.errors.StateFormatError` naming ``where``.
 
-    >>> thaw(b"\x80\x04K\x01.", None, where="backfill state out/_state/slice=0")  # doctest: +ELLIPSIS
+    >>> thaw(b"\\x80\\x04K\\x01.", None, where="backfill state out/_state/slice=0")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     runtime.core.errors.StateFormatError: backfill state out/_state/slice=0: state written by an earlier ...
