@@ -51,6 +51,7 @@ from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS
 from runtime.core.pattern.fast import dict_rows
 from runtime.core.pattern.functions import SCALAR_FUNCTIONS
 from runtime.core.pattern.partition import OutputBlock, as_dicts
+from runtime.spark.environment import ensure_worker_python
 from runtime.spark.subqueries import inline_subqueries
 
 UDTF_NAME = "timeweave_match_recognize"
@@ -347,6 +348,7 @@ def match_recognize(df: DataFrame, clause: str | ClauseSpec) -> DataFrame:
             ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
             PATTERN (A+ B) DEFINE A AS AVG(A.price) < 15''').show()
     """
+    ensure_worker_python(df.sparkSession)  # before the mapInArrow function is wrapped: it takes the executable
     bound = plan(inline_subqueries(df.sparkSession, clause), df.schema)
     needed = _needed_columns(bound)
     if len(needed) < len(df.columns):  # ONE ROW PER MATCH reads few columns: ship only those to Python
@@ -772,6 +774,7 @@ def register_udtf(spark: Any) -> list[str]:
         runtime.register(spark)
         spark.sql("SELECT * FROM timeweave_match_recognize(TABLE(ticker), 'PARTITION BY symbol ...')")
     """
+    ensure_worker_python(spark)  # the UDTF is wrapped (its worker executable fixed) when it is registered
     spark.udtf.register(UDTF_NAME, udtf())
     return [UDTF_NAME]
 
