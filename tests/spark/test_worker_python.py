@@ -10,38 +10,17 @@ on a multi-process ``local-cluster`` (executors in their own JVMs), comparing wi
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import venv
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from runtime.spark.environment import PYTHON_CONF, WorkerPythonError, ensure_worker_python
+from tests.helpers.plain_env import plain_env
 
-REPO = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).parent / "scripts" / "worker_python.py"
-
-
-def bare_python_path(tmp_path: Path) -> str:
-    """A PATH whose ``python3`` is an interpreter without pyspark, pyarrow or timeweave, then the system's dirs."""
-    bare = tmp_path / "bare-venv"
-    venv.EnvBuilder(with_pip=False, symlinks=True).create(bare)  # no site-packages of ours
-    check = subprocess.run([str(bare / "bin" / "python3"), "-c", "import pyspark"], capture_output=True, check=False)
-    assert check.returncode != 0, "the bare interpreter must not see pyspark"
-    return os.pathsep.join([str(bare / "bin"), "/usr/local/bin", "/usr/bin", "/bin"])
-
-
-def plain_env(tmp_path: Path) -> dict[str, str]:
-    """The environment of an un-activated venv's script: no PYSPARK_* choice, a foreign python3 first on PATH."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYSPARK_", "SPARK_CONNECT", "VIRTUAL_ENV")) and k != "SPARK_HOME"}
-    env["PATH"] = bare_python_path(tmp_path)
-    # the checkout under test, as an install would provide it (the JVM passes PYTHONPATH on to the workers)
-    env["PYTHONPATH"] = str(REPO)
-    return env
 
 
 def run_script(tmp_path: Path, master: str, timeout: int) -> dict:

@@ -64,7 +64,7 @@ for order_id, currency, time in orders:
     expected_join.append([order_id, match.event.payload if match else None])
 bound = plan(CLAUSE, ticks_df.schema)
 expected_mr = sorted([o["k"], str(o["start_t"]), o["n"], o["top"]]
-                     for o in run_sorted(bound, iter(dict(zip(("k", "t", "v"), row)) for row in sorted(ticks))))
+                     for o in run_sorted(bound, iter(dict(zip(("k", "t", "v"), row, strict=True)) for row in sorted(ticks))))
 result["expected_temporal_join"] = sorted(expected_join)
 result["expected_match_recognize"] = expected_mr
 print("RESULT " + json.dumps(result))
