@@ -349,7 +349,7 @@ def test_dbt_cli_run_imports_the_plugin(tmp_path: Path) -> None:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     dbt = str(Path(sys.executable).parent / "dbt")
     common = ["--project-dir", str(project), "--profiles-dir", str(project)]
-    deps = subprocess.run([dbt, "deps", *common], env=env, capture_output=True, text=True, timeout=120, check=False)
+    deps = subprocess.run([dbt, "deps", *common], env=env, capture_output=True, text=True, timeout=600, check=False)
     assert deps.returncode == 0, deps.stdout + deps.stderr
     selection = "plugin_check +tj_changelog_inner +mr_plain_env"
     # cautious: leave out tests that also depend on nodes outside the selection (the expected seed).

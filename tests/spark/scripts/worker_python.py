@@ -44,13 +44,14 @@ joined = runtime.temporal_join(orders_df, runtime.versioned_table(rates_df, key=
                                "order_time", how="left")
 result = {
     "python_exec": spark.sparkContext.pythonExec,
-    "executors": spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1 if master.startswith("local-") else 0,
     "temporal_join": sorted([r.order_id, r.rate] for r in joined.select("order_id", "rate").collect()),
     "match_recognize": sorted([r.k, str(r.start_t), r.n, r.top] for r in runtime.match_recognize(ticks_df, CLAUSE).collect()),
     "sql": sorted([r.k, str(r.start_t), r.n, r.top] for r in runtime.sql(
         spark, f"SELECT * FROM ticks MATCH_RECOGNIZE ({CLAUSE}) AS m").collect()),
 }
 runtime.register(spark)
+# executors that ran the jobs, the driver's block manager left out (read now: executors register late)
+result["executors"] = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
 result["udtf"] = sorted([r.k, str(r.start_t), r.n, r.top] for r in spark.sql(
     f"SELECT * FROM timeweave_match_recognize(TABLE(ticks), '{CLAUSE}')").collect())
 
