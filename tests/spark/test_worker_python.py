@@ -42,14 +42,14 @@ def assert_doors_equal_core(result: dict) -> None:
 
 @pytest.mark.slow
 def test_plain_venv_script_runs_match_recognize_with_the_drivers_interpreter(tmp_path: Path) -> None:
-    result = run_script(tmp_path, "local[2]", timeout=240)
+    result = run_script(tmp_path, "local[2]", timeout=900)
     assert result["python_exec"] == sys.executable
     assert_doors_equal_core(result)
 
 
 @pytest.mark.slow
 def test_local_cluster_executors_in_their_own_jvms(tmp_path: Path) -> None:
-    result = run_script(tmp_path, "local-cluster[2,1,1024]", timeout=240)
+    result = run_script(tmp_path, "local-cluster[2,1,1024]", timeout=900)
     assert result["executors"] == 2
     assert_doors_equal_core(result)
 
