@@ -354,7 +354,7 @@ def test_dbt_cli_run_imports_the_plugin(tmp_path: Path) -> None:
     selection = "plugin_check +tj_changelog_inner +mr_plain_env"
     # cautious: leave out tests that also depend on nodes outside the selection (the expected seed).
     build = subprocess.run([dbt, "build", "--select", *selection.split(), "--indirect-selection", "cautious", *common],
-                           env=env, capture_output=True, text=True, timeout=900, check=False)
+                           env=env, capture_output=True, text=True, timeout=1800, check=False)
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-2000:]
     assert re.search(r"PASS=\d+ WARN=0 ERROR=0", build.stdout)
     assert "accepted_values_plugin_check_registered__true" in build.stdout  # the plugin check ran and passed
