@@ -43,13 +43,14 @@ ticks_df.createOrReplaceTempView("ticks")
 joined = runtime.temporal_join(orders_df, runtime.versioned_table(rates_df, key="currency", time="update_time"),
                                "order_time", how="left")
 result = {
-    "python_exec": spark.sparkContext.pythonExec,
     "temporal_join": sorted([r.order_id, r.rate] for r in joined.select("order_id", "rate").collect()),
     "match_recognize": sorted([r.k, str(r.start_t), r.n, r.top] for r in runtime.match_recognize(ticks_df, CLAUSE).collect()),
     "sql": sorted([r.k, str(r.start_t), r.n, r.top] for r in runtime.sql(
         spark, f"SELECT * FROM ticks MATCH_RECOGNIZE ({CLAUSE}) AS m").collect()),
 }
 runtime.register(spark)
+# the workers' executable as the doors left it (PySpark's default until a door has run)
+result["python_exec"] = spark.sparkContext.pythonExec
 # executors that ran the jobs, the driver's block manager left out (read now: executors register late)
 result["executors"] = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
 result["udtf"] = sorted([r.k, str(r.start_t), r.n, r.top] for r in spark.sql(
