@@ -102,7 +102,7 @@ def test_readme_commands_run_the_example_dag(tmp_path):
 
     def run(args, extra=None):
         done = subprocess.run(args, env={**env, **(extra or {})}, cwd=REPO, capture_output=True, text=True,
-                              timeout=1200, check=False)
+                              timeout=1800, check=False)
         assert done.returncode == 0, f"{args}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
 
     dags_folder = {"AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags")}
