@@ -13,12 +13,29 @@ Each run (data interval ``[start, end)``, one day):
 
 Jobs run in-process (``launcher="local"``); for a cluster set ``launcher="spark-submit"`` and a Spark
 ``conn_id``.  Work files go to ``$TIMEWEAVE_EXAMPLE_HOME`` (default ``$AIRFLOW_HOME/timeweave_example``).
+
+Run it (``dag.test()`` needs the DAG serialized in the metadata DB, which Airflow does for the DAGs of
+its dags folder, so that folder must be this one)::
+
+    export AIRFLOW_HOME=$PWD/.airflow AIRFLOW__CORE__DAGS_FOLDER=$PWD/dags AIRFLOW__CORE__LOAD_EXAMPLES=False
+    .venv/bin/airflow db migrate
+    .venv/bin/airflow dags test timeweave_example 2026-01-02   # the interval [2026-01-01, 2026-01-02)
+    .venv/bin/airflow dags test timeweave_example 2026-01-03   # the next day (its stream resumes the first)
+
+or, after ``airflow db migrate``, ``.venv/bin/python dags/timeweave_example.py 2026-01-02`` (it points the
+dags folder at its own directory itself).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+if __name__ == "__main__":
+    # dag.test() serializes the DAGs of the configured dags folder and refuses a DAG it did not find there
+    # ("the dag is not serialized"): run as a script, this file's folder is that folder.  Airflow fixes the
+    # folder when it is first imported, so this comes before any import of airflow.
+    os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(Path(__file__).resolve().parent)
 
 import pendulum
 from airflow.sdk import DAG, CronDataIntervalTimetable, task
@@ -90,3 +107,11 @@ with DAG(
     built = dbt_build()
     landed >> [built, stream, backfill]
     [built, stream, backfill] >> check()
+
+
+if __name__ == "__main__":
+    import sys
+
+    day = pendulum.parse(sys.argv[1], tz="UTC") if len(sys.argv) > 1 else pendulum.datetime(2026, 1, 2, tz="UTC")
+    run = dag.test(logical_date=day)
+    sys.exit(0 if run.state == "success" else f"timeweave_example run for {day} ended {run.state}")

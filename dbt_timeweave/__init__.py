@@ -13,6 +13,10 @@ dbt-spark's ``method: session`` builds (or reuses) the process's SparkSession in
 :func:`runtime.register` on it the first time it sees that session.  ``runtime.register`` is idempotent
 and this module additionally remembers the sessions it registered, so the cost is paid once per session.
 
+Registering also settles which interpreter runs the session's Python workers (timeweave's SQL functions run
+there): with no ``PYSPARK_PYTHON`` and no ``spark.pyspark.python``, a local master's workers run dbt's own
+interpreter, so ``.venv/bin/dbt run`` from an un-activated venv works (``runtime/spark/environment.py``).
+
 Example (nothing to call: installing timeweave next to dbt-spark is enough)::
 
     $ dbt run --profiles-dir .   # with a dbt-spark `method: session` profile

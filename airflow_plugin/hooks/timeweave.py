@@ -56,7 +56,7 @@ ALLOWED_SPARK_BINARIES = ("spark-submit", "spark2-submit", "spark3-submit")
 #: user should hear about before a job starts.
 _JOB_ARGUMENTS: Mapping[str, frozenset[str]] = {
     "streaming": frozenset({"flush", "heartbeat", "timeout_seconds", "until_idle"}),
-    "backfill": frozenset({"start", "end", "slices", "only"}),
+    "backfill": frozenset({"start", "end", "slices", "only", "slices_per_job"}),
 }
 #: How long ``kill()`` waits for a spark-submit process to exit after SIGTERM before SIGKILL.
 _KILL_GRACE_SECONDS = 15.0
@@ -136,6 +136,8 @@ def _check_job_arguments(kind: str, job_args: Mapping[str, Any]) -> None:
                 raise ValueError(f"argument {name!r}: a backfill job needs it")
         if int(job_args["slices"]) < 1:
             raise ValueError(f"argument 'slices': must be >= 1, got {job_args['slices']!r}")
+        if job_args.get("slices_per_job") is not None and int(job_args["slices_per_job"]) < 1:
+            raise ValueError(f"argument 'slices_per_job': must be >= 1, got {job_args['slices_per_job']!r}")
     elif job_args.get("flush") and job_args.get("heartbeat") is not None:
         raise ValueError("argument 'heartbeat': flush already moves the watermark past all input; set one of them")
 
@@ -160,8 +162,9 @@ def _job_times(kind: str, job_args: Mapping[str, Any]) -> dict[str, Any]:
     for name in ("start", "end", "heartbeat"):
         if name in args:
             args[name] = utc_naive(args[name], name)
-    if "slices" in args:
-        args["slices"] = int(args["slices"])
+    for name in ("slices", "slices_per_job"):
+        if name in args:
+            args[name] = int(args[name])
     if "only" in args:
         args["only"] = [int(index) for index in args["only"]]
     return args
@@ -184,6 +187,8 @@ def job_cli_arguments(kind: str, config_path: str, job_args: Mapping[str, Any]) 
         args += ["--slices", str(job_args["slices"])]
         if job_args.get("only"):
             args += ["--only", *(str(index) for index in job_args["only"])]
+        if "slices_per_job" in job_args:
+            args += ["--slices-per-job", str(job_args["slices_per_job"])]
         return args
     if job_args.get("flush"):
         args.append("--flush")
@@ -333,7 +338,7 @@ class TimeweaveHook(BaseHook):
         """Run a ``kind`` job (``"streaming"`` or ``"backfill"``) and return its metrics as plain JSON values.
 
         ``job_args`` are those of ``runtime.jobs.run``: ``flush``, ``heartbeat``, ``timeout_seconds``,
-        ``until_idle`` for streaming; ``start``, ``end``, ``slices``, ``only`` for backfill.
+        ``until_idle`` for streaming; ``start``, ``end``, ``slices``, ``only``, ``slices_per_job`` for backfill.
         """
         _check_job_arguments(kind, job_args)
         job = load_job_config(config)

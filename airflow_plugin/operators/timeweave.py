@@ -180,6 +180,10 @@ class TimeweaveBackfillOperator(_TimeweaveJobOperator):
     :param start: interval start, ISO timestamp (templated; default ``{{ data_interval_start }}``).
     :param end: interval end, exclusive (templated; default ``{{ data_interval_end }}``).
     :param slices: number of slices (templated).
+    :param only: re-run only these slice indexes (0-based; templated: a list, or text such as ``"0,2"`` or
+        ``"[0, 2]"``); empty or None runs every slice.  A re-run slice replaces exactly its own output.
+    :param slices_per_job: temporal joins: how many contiguous slices one Spark job writes (templated;
+        default all of the run's; ``1``: one job per slice, so slices finished before a failure stay written).
     :param launcher: ``"local"`` (in-process) or ``"spark-submit"``.
     :param conn_id: Spark connection for spark-submit (templated).
     :param spark_conf: Spark properties (templated).
@@ -187,9 +191,13 @@ class TimeweaveBackfillOperator(_TimeweaveJobOperator):
     Example::
 
         backfill = TimeweaveBackfillOperator(task_id="backfill", config="jobs/orders.json", slices=4)
+        redo = TimeweaveBackfillOperator(task_id="redo", config="jobs/orders.json", slices=4, only="{{ params.slices }}",
+                                         slices_per_job=1)
     """
 
-    template_fields: Sequence[str] = ("config", "start", "end", "slices", "conn_id", "spark_conf")
+    template_fields: Sequence[str] = (
+        "config", "start", "end", "slices", "only", "slices_per_job", "conn_id", "spark_conf"
+    )
 
     def __init__(
         self,
@@ -198,12 +206,16 @@ class TimeweaveBackfillOperator(_TimeweaveJobOperator):
         start: datetime | str = "{{ data_interval_start }}",
         end: datetime | str = "{{ data_interval_end }}",
         slices: int | str = 1,
+        only: Sequence[int | str] | str | None = None,
+        slices_per_job: int | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(config=config, **kwargs)
         self.start = start
         self.end = end
         self.slices = slices
+        self.only = only
+        self.slices_per_job = slices_per_job
 
     def execute(self, context: Context) -> dict[str, Any]:
         job = self._job_config()
@@ -214,7 +226,40 @@ class TimeweaveBackfillOperator(_TimeweaveJobOperator):
             slices = int(self.slices)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"argument 'slices': {self.slices!r} is not an integer") from exc
-        self.log.info("Backfill [%s, %s) UTC in %d slice(s)", start.isoformat(), end.isoformat(), slices)
-        metrics = self._hook.run("backfill", job, start=start, end=end, slices=slices)
+        only = _slice_indexes(self.only, slices)
+        per_job = None
+        if self.slices_per_job is not None and str(self.slices_per_job).strip():
+            try:
+                per_job = int(self.slices_per_job)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"argument 'slices_per_job': {self.slices_per_job!r} is not an integer") from exc
+        self.log.info("Backfill [%s, %s) UTC in %d slice(s)%s", start.isoformat(), end.isoformat(), slices,
+                      f", only {only}" if only else "")
+        extra = {"only": only, "slices_per_job": per_job}
+        metrics = self._hook.run("backfill", job, start=start, end=end, slices=slices,
+                                 **{name: value for name, value in extra.items() if value is not None})
         self.log.info("Backfill metrics: %s", json.dumps(metrics, sort_keys=True))
         return metrics
+
+
+def _slice_indexes(only: Sequence[int | str] | str | None, slices: int) -> list[int] | None:
+    """``only`` as a list of slice indexes, each checked against ``slices``; None (every slice) when empty.
+
+    A template renders to text, so ``"0,2"``, ``"0 2"`` and ``"[0, 2]"`` are read as well as ``[0, 2]``.
+
+    >>> _slice_indexes("[0, 2]", 3), _slice_indexes(["1"], 3), _slice_indexes("", 3)
+    ([0, 2], [1], None)
+    """
+    if only is None:
+        return None
+    items = only.strip().strip("[]").replace(",", " ").split() if isinstance(only, str) else list(only)
+    indexes = []
+    for item in items:
+        try:
+            index = int(item)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"argument 'only': {item!r} is not a slice index (an integer)") from exc
+        if not 0 <= index < slices:
+            raise ValueError(f"argument 'only': slice index {index} is outside 0..{slices - 1} ({slices} slices)")
+        indexes.append(index)
+    return indexes or None

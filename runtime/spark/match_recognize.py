@@ -51,6 +51,7 @@ from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS
 from runtime.core.pattern.fast import dict_rows
 from runtime.core.pattern.functions import SCALAR_FUNCTIONS
 from runtime.core.pattern.partition import OutputBlock, as_dicts, null_event_time_reason
+from runtime.spark.environment import ensure_worker_python
 from runtime.spark.render import quote
 from runtime.spark.render import sql_string as render_sql_string
 from runtime.spark.schema import column as named
@@ -356,6 +357,7 @@ def match_recognize(df: DataFrame, clause: str | ClauseSpec) -> DataFrame:
             ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
             PATTERN (A+ B) DEFINE A AS AVG(A.price) < 15''').show()
     """
+    ensure_worker_python(df.sparkSession)  # before the mapInArrow function is wrapped: it takes the executable
     bound = plan(inline_subqueries(df.sparkSession, clause), df.schema)
     if bound.order_columns:  # a NULL event time is matched by no door (core event_time_column): a dead letter
         df = df.where(named(bound.order_columns[0][0]).isNotNull())
@@ -836,6 +838,7 @@ def register_udtf(spark: Any) -> list[str]:
         runtime.register(spark)
         spark.sql("SELECT * FROM timeweave_match_recognize(TABLE(ticker), 'PARTITION BY symbol ...')")
     """
+    ensure_worker_python(spark)  # the UDTF is wrapped (its worker executable fixed) when it is registered
     spark.udtf.register(UDTF_NAME, udtf())
     return [UDTF_NAME]
 

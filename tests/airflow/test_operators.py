@@ -44,7 +44,9 @@ def test_template_fields_are_explicit():
     assert TimeweaveStreamingOperator.template_fields == (
         "config", "checkpoint", "heartbeat", "processing_time", "conn_id", "spark_conf"
     )
-    assert TimeweaveBackfillOperator.template_fields == ("config", "start", "end", "slices", "conn_id", "spark_conf")
+    assert TimeweaveBackfillOperator.template_fields == (
+        "config", "start", "end", "slices", "only", "slices_per_job", "conn_id", "spark_conf"
+    )
     assert TimeweaveBackfillOperator.template_ext == (".json",)
 
 
@@ -82,10 +84,41 @@ def test_backfill_hands_the_data_interval_in_utc_and_returns_metrics(hook_calls)
     assert job_args == {"start": datetime(2026, 1, 1), "end": datetime(2026, 1, 2), "slices": 3}
 
 
+def test_backfill_only_and_slices_per_job_are_templated_and_handed_on(hook_calls):
+    with DAG("tw_only", schedule=None, start_date=INTERVAL_START, params={"redo": "[0, 2]", "per_job": 1}):
+        op = TimeweaveBackfillOperator(task_id="backfill", config=CONFIG, slices=3, only="{{ params.redo }}",
+                                       slices_per_job="{{ params.per_job }}")
+        listed = TimeweaveBackfillOperator(task_id="listed", config=CONFIG, slices=4, only=["{{ 1 + 2 }}", 1])
+    context = _context(params={"redo": "[0, 2]", "per_job": 1})
+    op.render_template_fields(context)
+    listed.render_template_fields(context)
+    assert op.only == "[0, 2]" and op.slices_per_job == "1"
+    op.execute(context)
+    listed.execute(context)
+    TimeweaveBackfillOperator(task_id="all", config=CONFIG, start=str(INTERVAL_START), end=str(INTERVAL_END), slices=2,
+                              only="", slices_per_job=None).execute(context)
+    (_, _, first), (_, _, second), (_, _, third) = hook_calls
+    assert first == {"start": datetime(2026, 1, 1), "end": datetime(2026, 1, 2), "slices": 3, "only": [0, 2],
+                     "slices_per_job": 1}
+    assert second["only"] == [3, 1] and "slices_per_job" not in second
+    assert "only" not in third and "slices_per_job" not in third  # every slice, the job's default grouping
+
+
+def test_backfill_only_and_slices_per_job_reach_the_job_cli():
+    args = job_cli_arguments("backfill", "job.json", {"start": "2026-01-01", "end": "2026-01-02", "slices": 4,
+                                                      "only": [1, 3], "slices_per_job": "2"})
+    assert args[-5:] == ["--only", "1", "3", "--slices-per-job", "2"]
+    with pytest.raises(ValueError, match="'slices_per_job'"):
+        job_cli_arguments("backfill", "job.json", {"start": "2026-01-01", "end": "2026-01-02", "slices": 4,
+                                                   "slices_per_job": 0})
+
+
 @pytest.mark.parametrize(
     ("kwargs", "argument"),
     [({"start": "2026-01-02", "end": "2026-01-01"}, "'end'"), ({"start": "yesterday"}, "'start'"),
-     ({"slices": "three"}, "'slices'")],
+     ({"slices": "three"}, "'slices'"), ({"only": "0,2"}, "slice index 2 is outside 0..1"),
+     ({"only": ["first"]}, "'only'"), ({"slices_per_job": "two"}, "'slices_per_job'"),
+     ({"slices_per_job": 0}, "'slices_per_job'")],
 )
 def test_backfill_arguments_are_checked(hook_calls, kwargs, argument):
     op = TimeweaveBackfillOperator(task_id="backfill", config=CONFIG, **{"start": "2026-01-01", "end": "2026-01-02",

@@ -318,22 +318,44 @@ def test_view_over_a_temporary_udtf_fails_with_sparks_reason(failure_messages) -
 # --------------------------------------------------------------------------------------- real dbt CLI
 
 
+# MATCH_RECOGNIZE over the orders seed through the plugin's SQL function (Python workers), and its check:
+# prices rise within every currency, so `A B+` matches each currency with two or more orders once, whole.
+PLAIN_ENV_MODEL = """{{ config(materialized='table') }}
+{{ timeweave.match_recognize(ref('orders'), 'PARTITION BY currency ORDER BY order_time
+    MEASURES COUNT(*) AS n, LAST(B.price) AS top PATTERN (A B+) DEFINE B AS B.price > PREV(B.price)') }}
+"""
+PLAIN_ENV_CHECK = """select * from (
+  select currency, count(*) as n, max(price) as top from {{ ref('orders') }} group by currency having count(*) > 1
+) expected full outer join {{ ref('mr_plain_env') }} m using (currency)
+where expected.n is null or m.n is null or expected.n <> m.n or expected.top <> m.top
+"""
+
+
 @pytest.mark.slow
 def test_dbt_cli_run_imports_the_plugin(tmp_path: Path) -> None:
-    """A stock `dbt build` in a fresh process (its own JVM, warehouse and Derby) loads the plugin."""
+    """A stock `dbt build` in a fresh process (its own JVM, warehouse and Derby) loads the plugin.
+
+    It runs as from an un-activated venv (``.venv/bin/dbt``): no PYSPARK_PYTHON and a ``python3`` on PATH
+    without timeweave, so MATCH_RECOGNIZE's Python workers run only if the plugin gave them dbt's interpreter.
+    """
+    from tests.helpers.plain_env import plain_env
+
     project = copy_project(tmp_path / "project")
-    env = {**os.environ, **dbt_env(tmp_path / "warehouse", tmp_path / "metastore_db", tmp_path)}
+    (project / "models" / "mr_plain_env.sql").write_text(PLAIN_ENV_MODEL)
+    (project / "tests" / "mr_plain_env_rows.sql").write_text(PLAIN_ENV_CHECK)
+    env = {**plain_env(tmp_path), **dbt_env(tmp_path / "warehouse", tmp_path / "metastore_db", tmp_path)}
     # dbt finds plugins with pkgutil.iter_modules(), which cannot see a setuptools editable install's
     # packages: the repository root must be on the path (see dbt_timeweave's docstring).
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     dbt = str(Path(sys.executable).parent / "dbt")
     common = ["--project-dir", str(project), "--profiles-dir", str(project)]
-    deps = subprocess.run([dbt, "deps", *common], env=env, capture_output=True, text=True, timeout=120, check=False)
+    deps = subprocess.run([dbt, "deps", *common], env=env, capture_output=True, text=True, timeout=600, check=False)
     assert deps.returncode == 0, deps.stdout + deps.stderr
-    selection = "plugin_check +tj_changelog_inner"
+    selection = "plugin_check +tj_changelog_inner +mr_plain_env"
     # cautious: leave out tests that also depend on nodes outside the selection (the expected seed).
     build = subprocess.run([dbt, "build", "--select", *selection.split(), "--indirect-selection", "cautious", *common],
-                           env=env, capture_output=True, text=True, timeout=300, check=False)
+                           env=env, capture_output=True, text=True, timeout=1800, check=False)
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-2000:]
     assert re.search(r"PASS=\d+ WARN=0 ERROR=0", build.stdout)
     assert "accepted_values_plugin_check_registered__true" in build.stdout  # the plugin check ran and passed
+    assert re.search(r"PASS mr_plain_env_rows", build.stdout)  # MATCH_RECOGNIZE ran on the workers, rows right
