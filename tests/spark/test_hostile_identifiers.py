@@ -368,7 +368,11 @@ class _DbtMacros:
             "config": {"materialized": "table"},
         })
         macros = Path(render.MACRO_FILE).parent
-        self._modules = [env.from_string(path.read_text()).module for path in sorted(macros.glob("*.sql"))]
+        # Jinja does not export macros whose name starts with "_": the package's helpers are renamed to load.
+        self._modules = [
+            env.from_string(path.read_text().replace("macro _", "macro private_").replace("timeweave._", "timeweave.private_")).module
+            for path in sorted(macros.glob("*.sql"))
+        ]
 
     @staticmethod
     def _return(value: Any) -> None:
