@@ -1,0 +1,41 @@
+"""kill -9 during the streaming jobs and backfills, in CI: two kills per job type, nothing duplicated or lost.
+
+The harness is ``tests/helpers/chaos.py`` (``bench/chaos.py`` runs it with 20+ kills per job type): every job is
+a ``python -m runtime.jobs`` subprocess killed with SIGKILL on its whole process group at a random point, then
+restarted to completion; its main, late and dead-letter outputs must equal the DataFrame door's rows (the
+door is given the input minus the rows the data makes late; a stream's late output must hold exactly those).
+Fixed seed; no uninterrupted reference run here (bench/chaos.py adds it) to stay within the CI budget.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.chaos import JOBS, ChaosSettings, Diff, compare, format_table, run_chaos
+
+pytestmark = pytest.mark.slow
+
+
+def test_compare_counts_duplicates_losses_and_differing_rows() -> None:
+    """The comparison itself can fail: each kind of damage is counted."""
+    from collections import Counter
+
+    expected = Counter({(("id", "a"),): 1, (("id", "b"),): 1, (("id", "c"),): 1})
+    got = Counter({(("id", "a"),): 2, (("id", "c"),): 1, (("id", "x"),): 1})
+    diff = compare(got, expected, "main")
+    assert (diff.duplicates, diff.losses, diff.differing) == (1, 1, 1) and not diff.clean
+    assert compare(expected, expected, "main").clean and Diff().clean
+
+
+def test_two_kills_per_job_type_lose_and_duplicate_nothing(tmp_path: Path) -> None:
+    results = run_chaos(ChaosSettings(work=tmp_path, kills=2, jobs=JOBS, seed=20, files=4, rows_per_file=10,
+                                      reference=False, kills_per_round=2))
+    table = format_table(results)
+    examples = [line for r in results for line in r.total.examples]
+    assert [r.job for r in results] == list(JOBS)
+    assert all(r.kills == 2 for r in results), table
+    assert all(r.clean for r in results), table + "\n" + "\n".join(examples)
+    # the backfills also re-ran one slice (--only k) after their kills, and compared again
+    assert all(r.only_reruns >= 1 for r in results if r.job.endswith("backfill")), table
