@@ -46,6 +46,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -234,22 +235,42 @@ class Launch:
     log: str = ""
 
 
-def _group_gone(pgid: int, wait: float = 10.0) -> bool:
-    """Wait until no process of group ``pgid`` is left (a JVM dies a little after its parent)."""
+def session_pids(sid: int) -> list[int]:
+    """Live processes of session ``sid`` (Linux ``/proc``).  PySpark's worker daemon moves itself into a
+    process group of its own (``os.setpgid(0, 0)``), so a job's workers are found by session, not group."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp session ...
+        if int(fields[3]) == sid and fields[0] != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_job(pid: int, wait: float = 15.0) -> None:
+    """SIGKILL the process group of job ``pid`` (driver, JVM), then whatever is left of its session (the
+    Python workers' group), until nothing of the session runs."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return True
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            return True
+        left = [p for p in session_pids(pid) if p != os.getpid()]
+        if not left:
+            return
+        for p in left:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         time.sleep(0.05)
-    return False
+    raise RuntimeError(f"processes of job session {pid} survived SIGKILL: {session_pids(pid)}")
 
 
 def launch(argv: Sequence[str], cwd: Path, fire: Callable[[float], bool] | None, trigger: str | None,
@@ -267,13 +288,13 @@ def launch(argv: Sequence[str], cwd: Path, fire: Callable[[float], bool] | None,
             if fire is not None and fire(elapsed):
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-                _group_gone(proc.pid)
+                kill_job(proc.pid)
                 result.killed = True
                 break
             if elapsed > timeout:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-                _group_gone(proc.pid)
+                kill_job(proc.pid)
                 raise TimeoutError(f"{argv} ran over {timeout} s; log {log_path}")
             time.sleep(0.02)
     result.returncode = proc.returncode
@@ -679,6 +700,7 @@ class ChaosSettings:
     reference: bool = True
     kills_per_round: int = 3
     slices: int = 4
+    parallel: int = 1
 
 
 def run_chaos(settings: ChaosSettings, progress: Callable[[str], None] = lambda _: None) -> list[JobResult]:
@@ -694,14 +716,18 @@ def run_chaos(settings: ChaosSettings, progress: Callable[[str], None] = lambda 
     t = time.monotonic()
     run_door(inputs, door)
     progress(f"DataFrame door: {time.monotonic() - t:.0f} s")
-    results = []
-    for i, job in enumerate(settings.jobs):
-        rng = random.Random(settings.seed * 1000 + i)
+
+    def one(i: int, job: str) -> JobResult:
+        rng = random.Random(settings.seed * 1000 + JOBS.index(job))
         result = chaos_job(job, inputs, work, door, settings.kills, rng, settings.reference,
                            settings.kills_per_round, settings.slices)
         progress(format_row(result))
-        results.append(result)
-    return results
+        return result
+
+    # Job types are independent (own directories, own random streams); the harness only waits on
+    # subprocesses, so threads can run several job types at once.
+    with ThreadPoolExecutor(max_workers=max(1, settings.parallel)) as pool:
+        return list(pool.map(one, range(len(settings.jobs)), settings.jobs))
 
 
 HEADER = ("job type", "kills survived", "restarts", "rounds", "`--only` re-runs", "kill points",
