@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         for line in r.total.examples:
             print("  ", line)
+        for reason in r.failures:
+            print(f"   {r.job}: a launch failed on its own and was restarted: {reason}")
     return 0 if all(r.clean for r in results) else 1
 
 

@@ -30,8 +30,9 @@ def test_compare_counts_duplicates_losses_and_differing_rows() -> None:
 
 
 def test_two_kills_per_job_type_lose_and_duplicate_nothing(tmp_path: Path) -> None:
-    results = run_chaos(ChaosSettings(work=tmp_path, kills=2, jobs=JOBS, seed=20, files=4, rows_per_file=10,
-                                      reference=False, kills_per_round=2))
+    # 3 files per input: 3 data micro-batches per stream, late rows in the third; two job types at a time
+    results = run_chaos(ChaosSettings(work=tmp_path, kills=2, jobs=JOBS, seed=20, files=3, rows_per_file=8,
+                                      reference=False, kills_per_round=2, parallel=2))
     table = format_table(results)
     examples = [line for r in results for line in r.total.examples]
     assert [r.job for r in results] == list(JOBS)
