@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kills-per-round", type=int, default=3,
                    help="kills before a round is run to completion and compared (default 3)")
     p.add_argument("--no-reference", action="store_true", help="skip the uninterrupted run (compare with the door only)")
+    p.add_argument("--max-failures", type=int, default=3,
+                   help="launches of one step that may fail on their own (overloaded machine) before it is an error")
     p.add_argument("--parallel", type=int, default=1, help="job types run at once (default 1)")
     p.add_argument("--work", type=Path, help="work directory (default: a new temporary directory)")
     args = p.parse_args(argv)
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = ChaosSettings(
         work=work, kills=args.kills, jobs=tuple(args.jobs), seed=args.seed, files=args.files,
         rows_per_file=args.rows_per_file, reference=not args.no_reference, kills_per_round=args.kills_per_round,
-        parallel=args.parallel,
+        parallel=args.parallel, max_failures=args.max_failures,
     )
     started = datetime.now(UTC)
     load = os.getloadavg()

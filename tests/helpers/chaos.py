@@ -558,10 +558,11 @@ class JobResult:
     vs_reference: Diff = field(default_factory=Diff)
     vs_door: Diff = field(default_factory=Diff)
     seconds: float = 0.0
+    error: str | None = None
 
     @property
     def clean(self) -> bool:
-        return self.vs_reference.clean and self.vs_door.clean
+        return self.error is None and self.vs_reference.clean and self.vs_door.clean
 
     @property
     def total(self) -> Diff:
@@ -656,7 +657,7 @@ def _run_to_end(steps: list[list[str]], cwd: Path, out: Path, rng: random.Random
 
 
 def chaos_job(job: str, inputs: Inputs, work: Path, door: Path, kills: int, rng: random.Random,
-              reference: bool = True, kills_per_round: int = 3, slices: int = 4) -> JobResult:
+              reference: bool = True, kills_per_round: int = 3, slices: int = 4, max_failures: int = 3) -> JobResult:
     """Kill ``job`` ``kills`` times in rounds of up to ``kills_per_round``, each round run to completion on fresh
     output directories and compared with an uninterrupted run (``reference``) and with the DataFrame door.
     Backfill rounds then re-run one slice (``--only k``), killed once, to completion, and compare again."""
@@ -675,7 +676,7 @@ def chaos_job(job: str, inputs: Inputs, work: Path, door: Path, kills: int, rng:
         config.write_text(json.dumps(job_config(job, inputs, ref_out)))
         t = time.monotonic()
         # "uninterrupted": no kill (a run failing on its own is restarted and reported, as in the rounds)
-        _run_to_end(_steps(job, config, inputs, slices, None), ref_out, ref_out, rng, 0, triggers, typical, result)
+        _run_to_end(_steps(job, config, inputs, slices, None), ref_out, ref_out, rng, 0, triggers, typical, result, max_failures)
         typical = (time.monotonic() - t) / (2 if streaming else 1)
         ref_rows = _outputs(ref_out)
         result.vs_door.add(_check_door(job, ref_rows, door, inputs))
@@ -691,12 +692,12 @@ def chaos_job(job: str, inputs: Inputs, work: Path, door: Path, kills: int, rng:
         remaining = kills - result.kills
         only_kills = 1 if not streaming and remaining >= 2 else 0  # a backfill round keeps one kill for --only k
         _run_to_end(_steps(job, config, inputs, slices, per_job), out, out, rng,
-                    min(kills_per_round, remaining - only_kills), triggers, typical, result)
+                    min(kills_per_round, remaining - only_kills), triggers, typical, result, max_failures)
         checks = [_outputs(out)]
         if not streaming:
             k = rng.randrange(slices)
             only = [_job_argv(job, config, inputs, slices, only=[k], slices_per_job=per_job)]
-            _run_to_end(only, out, out, rng, only_kills, triggers, typical / 2, result)
+            _run_to_end(only, out, out, rng, only_kills, triggers, typical / 2, result, max_failures)
             result.only_reruns += 1
             checks.append(_outputs(out))
         for got in checks:
@@ -729,6 +730,7 @@ class ChaosSettings:
     kills_per_round: int = 3
     slices: int = 4
     parallel: int = 1
+    max_failures: int = 3
 
 
 def run_chaos(settings: ChaosSettings, progress: Callable[[str], None] = lambda _: None) -> list[JobResult]:
@@ -747,8 +749,11 @@ def run_chaos(settings: ChaosSettings, progress: Callable[[str], None] = lambda 
 
     def one(i: int, job: str) -> JobResult:
         rng = random.Random(settings.seed * 1000 + JOBS.index(job))
-        result = chaos_job(job, inputs, work, door, settings.kills, rng, settings.reference,
-                           settings.kills_per_round, settings.slices)
+        try:
+            result = chaos_job(job, inputs, work, door, settings.kills, rng, settings.reference,
+                               settings.kills_per_round, settings.slices, settings.max_failures)
+        except (RuntimeError, TimeoutError) as e:  # one job type's error must not hide the others' rows
+            result = JobResult(job, error=str(e))
         progress(format_row(result))
         return result
 
@@ -763,6 +768,8 @@ HEADER = ("job type", "kills survived", "restarts", "rounds", "`--only` re-runs"
 
 
 def format_row(r: JobResult) -> str:
+    if r.error is not None:
+        return f"| {r.job} | error: {r.error[:200]} |"
     total = r.total
     points = ", ".join(f"{k} {n}" for k, n in sorted(r.triggers.items()))
     cells = (r.job, r.kills, r.restarts, r.rounds, r.only_reruns if r.job.endswith("backfill") else "-", points,
