@@ -43,7 +43,7 @@ def test_two_kills_per_job_type_lose_and_duplicate_nothing(tmp_path: Path) -> No
 
 
 @pytest.mark.spark
-@pytest.mark.xfail(strict=True, reason="the temporal-join backfill's right-side dead letters carry its internal "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="the temporal-join backfill's right-side dead letters carry its internal "
                    "input-order column __tw_seq ({file, pos}) in `row`; the DataFrame door's and the stream's do not "
                    "(found by bench/chaos.py; tests/helpers/chaos.py drops __tw_ keys to compare)")
 def test_backfill_dead_letter_rows_carry_only_input_columns(spark, tmp_path: Path) -> None:
