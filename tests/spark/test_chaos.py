@@ -1,0 +1,67 @@
+"""kill -9 during the streaming jobs and backfills, in CI: two kills per job type, nothing duplicated or lost.
+
+The harness is ``tests/helpers/chaos.py`` (``bench/chaos.py`` runs it with 20+ kills per job type): every job is
+a ``python -m runtime.jobs`` subprocess killed with SIGKILL on its whole process group at a random point, then
+restarted to completion; its main, late and dead-letter outputs must equal the DataFrame door's rows (the
+door is given the input minus the rows the data makes late; a stream's late output must hold exactly those).
+Fixed seed; no uninterrupted reference run here (bench/chaos.py adds it) to stay within the CI budget.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.chaos import JOBS, ChaosSettings, Diff, compare, format_table, run_chaos
+
+pytestmark = pytest.mark.slow
+
+
+def test_compare_counts_duplicates_losses_and_differing_rows() -> None:
+    """The comparison itself can fail: each kind of damage is counted."""
+    from collections import Counter
+
+    expected = Counter({(("id", "a"),): 1, (("id", "b"),): 1, (("id", "c"),): 1})
+    got = Counter({(("id", "a"),): 2, (("id", "c"),): 1, (("id", "x"),): 1})
+    diff = compare(got, expected, "main")
+    assert (diff.duplicates, diff.losses, diff.differing) == (1, 1, 1) and not diff.clean
+    assert compare(expected, expected, "main").clean and Diff().clean
+
+
+def test_two_kills_per_job_type_lose_and_duplicate_nothing(tmp_path: Path) -> None:
+    # 3 files per input: 3 data micro-batches per stream, late rows in the third; two job types at a time
+    results = run_chaos(ChaosSettings(work=tmp_path, kills=2, jobs=JOBS, seed=20, files=3, rows_per_file=8,
+                                      reference=False, kills_per_round=2, parallel=2))
+    table = format_table(results)
+    examples = [line for r in results for line in r.total.examples]
+    assert [r.job for r in results] == list(JOBS)
+    assert all(r.kills == 2 for r in results), table
+    assert all(r.clean for r in results), table + "\n" + "\n".join(examples)
+    # the backfills also re-ran one slice (--only k) after their kills, and compared again
+    assert all(r.only_reruns >= 1 for r in results if r.job.endswith("backfill")), table
+
+
+@pytest.mark.spark
+def test_backfill_dead_letter_rows_carry_only_input_columns(spark, tmp_path: Path) -> None:
+    import json
+
+    from runtime.jobs.backfill import run_backfill
+
+    (tmp_path / "left").mkdir()
+    (tmp_path / "right").mkdir()
+    (tmp_path / "left" / "a.csv").write_text("id,currency,order_time\no1,EUR,2024-01-01 00:30:00\n")
+    (tmp_path / "right" / "a.csv").write_text("op,currency,rate,update_time\n+I,EUR,1.0,2024-01-01 00:00:00\n"
+                                              "?,EUR,2.0,2024-01-01 00:10:00\n")
+    config = {
+        "left": {"path": str(tmp_path / "left"), "format": "csv", "options": {"header": "true"},
+                 "schema": "id STRING, currency STRING, order_time TIMESTAMP"},
+        "right": {"path": str(tmp_path / "right"), "format": "csv", "options": {"header": "true"},
+                  "schema": "op STRING, currency STRING, rate DOUBLE, update_time TIMESTAMP"},
+        "versioned": {"key": ["currency"], "time": "update_time", "format": "changelog", "op": "op"},
+        "join": {"left_time": "order_time", "how": "left"},
+        "output": {"path": str(tmp_path / "out")},
+    }
+    run_backfill(config, "2024-01-01T00:00", "2024-01-01T01:00", 1, spark=spark)
+    rows = [json.loads(r["row"]) for r in spark.read.parquet(str(tmp_path / "out_dead_letter")).collect()]
+    assert [sorted(r) for r in rows] == [["currency", "op", "rate", "update_time"]]
