@@ -458,7 +458,7 @@ def load_job_config(source: str | Path | Mapping[str, Any] | JobConfig | MatchRe
                     ) -> JobConfig | MatchRecognizeJobConfig:
     """The job config of either kind: a ``match_recognize`` section makes a :class:`MatchRecognizeJobConfig`.
 
-    >>> type(load_job_config('{"match_recognize": {"clause": "ORDER BY t PATTERN (A) DEFINE A AS A.v > 0"}, '
+    >>> type(load_job_config('{"match_recognize": {"clause": "ORDER BY t MEASURES A.v AS v PATTERN (A) DEFINE A AS A.v > 0"}, '
     ...     '"input": {"path": "in", "format": "json", "schema": "t TIMESTAMP, v INT"}, '
     ...     '"output": {"path": "out"}}')).__name__
     'MatchRecognizeJobConfig'
