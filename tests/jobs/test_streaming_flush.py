@@ -7,8 +7,10 @@ output (190,000 of 200,020 rows in the probe).  Several small files per side mak
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,24 @@ pytestmark = pytest.mark.spark
 ONE_FILE = {"header": "true", "maxFilesPerTrigger": "1"}
 
 
+_MTIME = itertools.count(1_600_000_000, 60)
+
+
+def _in_order(path: Path) -> None:
+    """Give ``path`` a modification time after every file written before it.
+
+    The file source reads the oldest files first (``maxFilesPerTrigger``); files written within one
+    clock tick share a time and are read in any order, and a later hour's file read first would make
+    the earlier one late by the data's own watermark, which is not what these tests are about.
+    """
+    when = next(_MTIME)
+    os.utime(path, (when, when))
+
+
 def _write(path: Path, header: str, lines: list[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join([header, *lines]) + "\n")
+    _in_order(path)
 
 
 def _join_config(tmp_path: Path, trigger: dict[str, Any]) -> dict[str, Any]:
@@ -99,6 +116,7 @@ def test_match_recognize_flush_reads_every_file(spark, tmp_path: Path) -> None:
         path = tmp_path / "in" / f"part-{f}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(json.dumps(r, default=lambda v: v.isoformat()) + "\n" for r in rows[f * 15:(f + 1) * 15]))
+        _in_order(path)
     clause = CLAUSES["one-row-greedy-avg"]
     config = {
         "match_recognize": {"clause": clause},
