@@ -21,9 +21,9 @@ RIGHT_DDL = "op STRING, currency STRING, rate DOUBLE, update_time TIMESTAMP, seq
 VERSIONED = dict(key="currency", time="update_time", format="changelog", op="op", sequence="seq")
 
 
-def _spec(predicate: str | None) -> TemporalJoinSpec:
+def _spec(predicate: str | None, how: str = "left") -> TemporalJoinSpec:
     versioned = VersionedTableSpec("currency", "update_time", "changelog", op="op", sequence="seq")
-    return TemporalJoinSpec(versioned, "order_time", how="left", right_columns=["rate"], predicate=predicate)
+    return TemporalJoinSpec(versioned, "order_time", how=how, right_columns=["rate"], predicate=predicate)
 
 
 def _inside(t, start, end) -> bool:
@@ -142,14 +142,14 @@ def test_backfill_slices_per_job_errors_name_the_argument(spark, tmp_path) -> No
 
 def test_backfill_dead_letters_without_null_times_keep_the_null_keys_of_their_slice(spark, tmp_path) -> None:
     """Left input without NULL times (the dead-letter job then tests the key columns only): each NULL-key
-    row is a dead letter of the slice its time falls in."""
+    row is a dead letter of the slice its time falls in (an INNER join: a LEFT join outputs them unmatched)."""
     left, right = random_inputs(9, n_left=80, n_right=40)
     left = [row for row in left if row[2] is not None]
     orders, rates = spark.createDataFrame(left, LEFT_DDL), spark.createDataFrame(right, RIGHT_DDL)
     start, end = T0, T0 + timedelta(hours=10)
     dead = tmp_path / "dead"
 
-    metrics = run_slices(orders, rates, _spec(None), start, end, 4, str(tmp_path / "out"), str(dead), str(tmp_path / "state"))
+    metrics = run_slices(orders, rates, _spec(None, how="inner"), start, end, 4, str(tmp_path / "out"), str(dead), str(tmp_path / "state"))
 
     plan = slices_of(start, end, 4)
     expected = sorted((row[0], s.label) for row in left if row[1] is None for s in plan if _inside(row[2], s.start, s.end))
@@ -249,8 +249,10 @@ def test_backfill_left_rows_on_parquet_counted_by_a_job_only_when_footers_cannot
     in_memory = run_slices(spark.createDataFrame(left, LEFT_DDL), rates, spec, start, end, 3,
                            *(str(tmp_path / "mem" / n) for n in ("out", "dead", "state")))
     assert metrics == in_memory
-    assert metrics["rows_in_left"] == sum(1 for row in left if _inside(row[2], start, end))
-    assert (metrics["rows_in_left"] == metrics["rows_out"]) == (how == "left" and not nulls)
+    # A LEFT join counts (and outputs, under slice=none) its NULL-time rows too: one row out per row in.
+    untimed = sum(1 for row in left if row[2] is None) if how == "left" else 0
+    assert metrics["rows_in_left"] == sum(1 for row in left if _inside(row[2], start, end)) + untimed
+    assert (untimed > 0) == nulls and (metrics["rows_in_left"] == metrics["rows_out"]) == (how == "left")
     rows = [sorted(map(tuple, spark.read.parquet(str(p)).select("order_id", "rate").collect()))
             for p in (tmp_path / "out", tmp_path / "mem" / "out")]
     assert rows[0] == rows[1] and rows[0]
