@@ -35,7 +35,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial, reduce
 
 from py4j.protocol import Py4JJavaError
@@ -61,6 +61,7 @@ SLICE_COLUMN = "slice"
 MAX_OPEN_SLICE_FILES = 32
 #: the most left input files whose footers the driver reads instead of running the left count job
 MAX_FOOTER_FILES = 256
+_EPOCH = datetime(1970, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def _edge_states(
     starts = [s.start for s in plan[lo : hi + 1]]
     slice_of = F.lit(lo - 1)  # the base state (or, without one, the events before `lo`) counts as the slice before `lo`
     for offset, at in enumerate(starts):
-        slice_of = F.when(named(spec.time) >= F.lit(at), F.lit(lo + offset)).otherwise(slice_of)
+        slice_of = F.when(named(spec.time) >= _at(at), F.lit(lo + offset)).otherwise(slice_of)
     tagged = events.withColumn("__tw_slice", slice_of)
     if base is not None:
         tagged = base.withColumn("__tw_slice", F.lit(lo - 1)).unionByName(tagged)
@@ -164,9 +165,9 @@ def _by_slice(intervals: DataFrame, plan: Sequence[Slice], wanted: Sequence[int]
     # 0.7-0.8 JVM CPU-s more for the 200 k interval rows of a 100 k-version run.
     first = last = F.lit(span[0].index)
     for s in span[1:]:
-        first = F.when(start >= F.lit(s.start), F.lit(s.index)).otherwise(first)
-        last = F.when(end.isNull() | (end > F.lit(s.start)), F.lit(s.index)).otherwise(last)
-    overlaps = (start < F.lit(span[-1].end)) & (end.isNull() | (end > F.lit(span[0].start)))
+        first = F.when(start >= _at(s.start), F.lit(s.index)).otherwise(first)
+        last = F.when(end.isNull() | (end > _at(s.start)), F.lit(s.index)).otherwise(last)
+    overlaps = (start < _at(span[-1].end)) & (end.isNull() | (end > _at(span[0].start)))
     # FIRST lets a job over several contiguous slices keep one row per interval (see `_group_intervals`)
     tagged = intervals.where(overlaps).withColumn(FIRST, first).withColumn(SLICE, F.explode(F.sequence(F.col(FIRST), last)))
     return tagged if len(wanted) == len(span) else tagged.where(F.col(SLICE).isin(wanted))
@@ -338,14 +339,14 @@ def _run(
 
 
 def _span(v: VersionedTableSpec, plan: Sequence[Slice], lo: int, hi: int) -> Column:
-    return (named(v.time) >= F.lit(plan[lo].start)) & (named(v.time) < F.lit(plan[hi].end))
+    return (named(v.time) >= _at(plan[lo].start)) & (named(v.time) < _at(plan[hi].end))
 
 
 def _in_slices(time: Column, done: Sequence[Slice]) -> Column:
     """``time`` inside one of the slices ``done``: one range test per run of adjacent slices (one for a whole run)."""
     by_index = {s.index: s for s in done}
     return reduce(operator.or_, [
-        (time >= F.lit(by_index[run[0]].start)) & (time < F.lit(by_index[run[-1]].end))
+        (time >= _at(by_index[run[0]].start)) & (time < _at(by_index[run[-1]].end))
         for run in _groups(list(by_index), len(done))
     ], F.lit(False))
 
@@ -479,7 +480,7 @@ def _write_edge_states(
     seen = Observation()
     observed = right.observe(seen, *counters)
     valid = observed.where(reason.isNull())
-    events = valid.where(time < F.lit(plan[hi].end)) if base is None else valid.where(_span(v, plan, lo, hi))
+    events = valid.where(time < _at(plan[hi].end)) if base is None else valid.where(_span(v, plan, lo, hi))
     edge_states = _edge_states(base, events, v, plan, lo, hi)
     files = HadoopFiles(spark)
     edges = [f"{state}/edge={slice_label(plan[k].end)}" for k in range(lo, hi + 1)]
@@ -520,7 +521,7 @@ def _write_slices(
     if lo == 0:
         run_events = valid_right
     else:
-        lookahead = _newest_per_key(valid_right.where(named(v.time) >= F.lit(plan[hi].end)), v, descending=False)
+        lookahead = _newest_per_key(valid_right.where(named(v.time) >= _at(plan[hi].end)), v, descending=False)
         run_events = base.unionByName(valid_right.where(_span(v, plan, lo, hi))).unionByName(lookahead)
     payload = _payload_columns(spec, right.columns)
     # spark.sql formats the text: column names and the predicate keep their braces (render.formattable)
@@ -561,7 +562,7 @@ def _write_slices(
     files = HadoopFiles(spark)
     for group in groups:
         first, last = plan[group[0]], plan[group[-1]]
-        left_in = (named(spec.left_time) >= F.lit(first.start)) & (named(spec.left_time) < F.lit(last.end))
+        left_in = (named(spec.left_time) >= _at(first.start)) & (named(spec.left_time) < _at(last.end))
         overlapping = intervals if len(groups) == 1 else _group_intervals(intervals, group[0], group[-1], present)
         if len(group) == 1:
             joined = spark.sql(sql, left=left.where(left_in), stats=stats, intervals=overlapping)
@@ -572,7 +573,7 @@ def _write_slices(
         # label does not travel through the joins.
         label = F.lit(first.label)
         for i in group[1:]:
-            label = F.when(named(spec.left_time) >= F.lit(plan[i].start), F.lit(plan[i].label)).otherwise(label)
+            label = F.when(named(spec.left_time) >= _at(plan[i].start), F.lit(plan[i].label)).otherwise(label)
         probed = spark.sql(sql, left=left.where(left_in), stats=stats, intervals=overlapping)
         joined = probed.withColumn(SLICE_COLUMN, label)
         for i in group:  # a slice of the group without rows now must not keep an earlier run's output
@@ -617,7 +618,7 @@ def _write_dead_letters(
     time = F.col("__tw_t")
     label = F.lit("none")
     for s in done:
-        label = F.when((time >= F.lit(s.start)) & (time < F.lit(s.end)), F.lit(s.label)).otherwise(label)
+        label = F.when((time >= _at(s.start)) & (time < _at(s.end)), F.lit(s.label)).otherwise(label)
     ran = _in_slices(time, done)
     left_side, right_side = (
         df.withColumn("__tw_t", named(t)).where(ran | time.isNull()).withColumn("__tw_slice", label)
@@ -672,9 +673,37 @@ def _total(seen: Sequence[Observation]) -> int:
     return sum(int(o.get["n"]) for o in seen)
 
 
+def _at(at: datetime) -> Column:
+    """``at`` (naive = UTC, as the job's bounds are; an aware one is converted) as an exact TIMESTAMP literal.
+
+    Not ``F.lit(at)``: PySpark hands a datetime to the JVM as a ``java.sql.Timestamp`` (epoch ms), which
+    Spark reads as a Julian-calendar date and rebases to the proleptic Gregorian one it stores: a bound
+    before 1582-10-15 moved (0001-01-01 became 0001-01-03, 1582-10-04 became 1582-09-24), and the rows
+    between the given and the moved bound fell into no slice (issue 20: the backfill over
+    [0001-01-01, ...) lost the order at 0001-01-01).  µs since the epoch carry no calendar; the literal
+    folds to a constant, so filters on it still reach the parquet scan.
+
+    >>> _micros(datetime(1, 1, 1)), _micros(datetime(1969, 12, 31, 23, 59, 59, 999999))
+    (-62135596800000000, -1)
+    """
+    return F.timestamp_micros(F.lit(_micros(at)))
+
+
+def _micros(at: datetime) -> int:
+    """``at`` (naive = UTC) in µs since the epoch, exactly (no float)."""
+    naive = at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo is not None else at
+    return (naive - _EPOCH) // timedelta(microseconds=1)
+
+
 def slice_label(at: datetime) -> str:
-    """A path-safe name for a slice edge (microsecond precision, so narrow slices never collide)."""
-    return at.strftime("%Y-%m-%dT%H-%M-%S") + (f".{at.microsecond:06d}" if at.microsecond else "")
+    """A path-safe name for a slice edge (microsecond precision, so narrow slices never collide).
+
+    The year always has 4 digits (``strftime("%Y")`` gives ``1`` for year 1 on glibc).
+
+    >>> slice_label(datetime(1, 1, 1)), slice_label(datetime(1969, 12, 31, 23, 59, 59, 999999))
+    ('0001-01-01T00-00-00', '1969-12-31T23-59-59.999999')
+    """
+    return f"{at.year:04d}-" + at.strftime("%m-%dT%H-%M-%S") + (f".{at.microsecond:06d}" if at.microsecond else "")
 
 
 __all__ = ["Slice", "run_slices", "slices_of", "timedelta"]

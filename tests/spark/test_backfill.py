@@ -4,7 +4,7 @@ jobs count (exact, also for empty and non-contiguous slices re-run with ``only``
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -21,9 +21,9 @@ RIGHT_DDL = "op STRING, currency STRING, rate DOUBLE, update_time TIMESTAMP, seq
 VERSIONED = dict(key="currency", time="update_time", format="changelog", op="op", sequence="seq")
 
 
-def _spec(predicate: str | None) -> TemporalJoinSpec:
+def _spec(predicate: str | None, how: str = "left") -> TemporalJoinSpec:
     versioned = VersionedTableSpec("currency", "update_time", "changelog", op="op", sequence="seq")
-    return TemporalJoinSpec(versioned, "order_time", how="left", right_columns=["rate"], predicate=predicate)
+    return TemporalJoinSpec(versioned, "order_time", how=how, right_columns=["rate"], predicate=predicate)
 
 
 def _inside(t, start, end) -> bool:
@@ -142,14 +142,14 @@ def test_backfill_slices_per_job_errors_name_the_argument(spark, tmp_path) -> No
 
 def test_backfill_dead_letters_without_null_times_keep_the_null_keys_of_their_slice(spark, tmp_path) -> None:
     """Left input without NULL times (the dead-letter job then tests the key columns only): each NULL-key
-    row is a dead letter of the slice its time falls in."""
+    row is a dead letter of the slice its time falls in (an INNER join: a LEFT join outputs them unmatched)."""
     left, right = random_inputs(9, n_left=80, n_right=40)
     left = [row for row in left if row[2] is not None]
     orders, rates = spark.createDataFrame(left, LEFT_DDL), spark.createDataFrame(right, RIGHT_DDL)
     start, end = T0, T0 + timedelta(hours=10)
     dead = tmp_path / "dead"
 
-    metrics = run_slices(orders, rates, _spec(None), start, end, 4, str(tmp_path / "out"), str(dead), str(tmp_path / "state"))
+    metrics = run_slices(orders, rates, _spec(None, how="inner"), start, end, 4, str(tmp_path / "out"), str(dead), str(tmp_path / "state"))
 
     plan = slices_of(start, end, 4)
     expected = sorted((row[0], s.label) for row in left if row[1] is None for s in plan if _inside(row[2], s.start, s.end))
@@ -249,8 +249,10 @@ def test_backfill_left_rows_on_parquet_counted_by_a_job_only_when_footers_cannot
     in_memory = run_slices(spark.createDataFrame(left, LEFT_DDL), rates, spec, start, end, 3,
                            *(str(tmp_path / "mem" / n) for n in ("out", "dead", "state")))
     assert metrics == in_memory
-    assert metrics["rows_in_left"] == sum(1 for row in left if _inside(row[2], start, end))
-    assert (metrics["rows_in_left"] == metrics["rows_out"]) == (how == "left" and not nulls)
+    # A LEFT join counts (and outputs, under slice=none) its NULL-time rows too: one row out per row in.
+    untimed = sum(1 for row in left if row[2] is None) if how == "left" else 0
+    assert metrics["rows_in_left"] == sum(1 for row in left if _inside(row[2], start, end)) + untimed
+    assert (untimed > 0) == nulls and (metrics["rows_in_left"] == metrics["rows_out"]) == (how == "left")
     rows = [sorted(map(tuple, spark.read.parquet(str(p)).select("order_id", "rate").collect()))
             for p in (tmp_path / "out", tmp_path / "mem" / "out")]
     assert rows[0] == rows[1] and rows[0]
@@ -307,3 +309,87 @@ def test_backfill_edge_without_state_after_a_rerun_is_empty_not_stale(spark, tmp
     door = runtime.temporal_join(orders, rates, "order_time", how="left", right_columns=["rate"], **VERSIONED)
     expected = sorted(tuple(r) for r in door.select("order_id", "rate").collect())
     assert sorted(tuple(r) for r in spark.read.parquet(paths[0]).select("order_id", "rate").collect()) == expected
+
+
+# Issue 20: the ends of TIMESTAMP and the calendar switch.  Times are given as text and cast by Spark (proleptic
+# Gregorian); the run's bounds as Python datetimes, as the job passes them.
+CALENDAR_LEFT = [  # (order_id, currency, order_time)
+    ("y1", "GBP", "0001-01-01 00:00:00"),  # TIMESTAMP's first value, the run's start
+    ("y1b", "GBP", "0001-01-01 00:00:00.000001"),
+    ("j4", "USD", "1582-10-04 23:59:59.999999"),  # the Julian calendar's last day
+    ("gap", "USD", "1582-10-10 12:00:00"),  # a day the hybrid calendar has not got
+    ("g15", "USD", "1582-10-15 00:00:00"),  # the Gregorian calendar's first day
+    ("e99", "USD", "1899-12-31 23:00:00"),
+    ("pre", "EUR", "1969-12-31 23:59:59.999999"),  # the epoch's last negative µs
+    ("ep", "EUR", "1970-01-01 00:00:00"),
+    ("late", "EUR", "9999-12-31 23:59:59.999998"),
+    ("last", "GBP", "9999-12-31 23:59:59.999999"),  # TIMESTAMP's last value: outside any [start, end)
+]
+CALENDAR_RIGHT = [  # (op, currency, rate, update_time)
+    ("+I", "GBP", 2.0, "0001-01-01 00:00:00"),
+    ("+I", "USD", 0.25, "1582-10-04 00:00:00"),
+    ("+U", "USD", 0.5, "1582-10-12 00:00:00"),
+    ("+U", "USD", 0.75, "1899-12-31 23:30:00"),
+    ("+I", "EUR", 1.5, "1969-12-31 23:59:59.999999"),
+    ("+U", "EUR", 3.0, "9999-12-31 23:59:59.999998"),
+]
+_FIRST, _LAST = datetime(1, 1, 1), datetime(9999, 12, 31, 23, 59, 59, 999999)
+_JULIAN_END, _EPOCH = datetime(1582, 10, 15), datetime(1970, 1, 1)
+
+
+@pytest.mark.parametrize(("end", "slices", "time_type", "slices_per_job"), [
+    (_LAST, 3, "timestamp", None),  # the whole range
+    (_JULIAN_END + (_JULIAN_END - _FIRST), 2, "timestamp", 1),  # an edge at 1582-10-15, one job per slice
+    (_EPOCH + 2 * (_EPOCH - _FIRST), 3, "timestamp_ntz", None),  # an edge at 1970-01-01
+], ids=["whole-range", "edge-1582-10-15", "edge-1970-ntz"])
+def test_backfill_from_year_1_across_the_calendar_switch_equals_the_dataframe_door(
+    spark, tmp_path, end, slices, time_type, slices_per_job
+) -> None:
+    """The union of the slices over [0001-01-01, end) equals the DataFrame door's rows with a time in the range.
+
+    The bounds were Spark literals of Python datetimes (``F.lit``), which Spark rebased from the Julian
+    calendar: the start 0001-01-01 became 0001-01-03 and the order at the start belonged to no slice.
+    Inputs are parquet (the footer shortcut counts the left rows; dates before 1582 round-trip), and a
+    re-run of the later slices reads the state at a middle edge back from parquet.
+    """
+    from pyspark.sql import functions as F
+
+    plan = slices_of(_FIRST, end, slices)
+    assert plan[0].label == "0001-01-01T00-00-00"
+    assert bool({s.start for s in plan[1:]} & {_JULIAN_END, _EPOCH}) == (end != _LAST)
+    left = spark.createDataFrame(CALENDAR_LEFT, "order_id STRING, currency STRING, t STRING").select(
+        "order_id", "currency", F.col("t").cast(time_type).alias("order_time"))
+    right = spark.createDataFrame(CALENDAR_RIGHT, "op STRING, currency STRING, rate DOUBLE, t STRING").select(
+        "op", "currency", "rate", F.col("t").cast(time_type).alias("update_time"))
+    left.write.parquet(str(tmp_path / "orders"))
+    right.write.parquet(str(tmp_path / "rates"))
+    orders, rates = spark.read.parquet(str(tmp_path / "orders")), spark.read.parquet(str(tmp_path / "rates"))
+    spec = TemporalJoinSpec(VersionedTableSpec("currency", "update_time", "changelog", op="op"), "order_time",
+                            how="left", right_columns=["rate"])
+    paths = [str(tmp_path / name) for name in ("out", "dead", "state")]
+
+    metrics = run_slices(orders, rates, spec, _FIRST, end, slices, *paths, slices_per_job=slices_per_job)
+
+    def rows(df) -> list[tuple]:  # µs, not datetimes: PySpark cannot collect a year-1 TIMESTAMP as a datetime
+        return sorted(tuple(r) for r in df.select("order_id", F.unix_micros(F.col("order_time").cast("timestamp")),
+                                                    "rate").collect())
+
+    door = runtime.temporal_join(orders, rates, "order_time", how="left", key="currency", time="update_time",
+                                 format="changelog", op="op", right_columns=["rate"])
+    end_us = (end - _EPOCH) // timedelta(microseconds=1)
+    expected = [r for r in rows(door) if r[1] < end_us]
+    got = rows(spark.read.parquet(paths[0]))
+    assert got == expected
+    by_id = {r[0]: r for r in got}
+    assert by_id["y1"][1:] == (-62_135_596_800_000_000, 2.0)  # TIMESTAMP's first µs, matched in its own µs
+    assert (by_id["j4"][2], by_id["gap"][2], by_id["g15"][2], by_id["e99"][2]) == (0.25, 0.25, 0.5, 0.5)
+    assert (by_id["pre"][1:], by_id["ep"][2]) == ((-1, 1.5), 1.5)
+    assert "last" not in by_id and ("late" in by_id) == (end == _LAST)
+    assert (metrics["rows_in_left"], metrics["rows_out"], metrics["dead_letter"]) == (len(expected),) * 2 + (0,)
+    assert metrics["rows_in_right"] == sum(1 for *_, t in CALENDAR_RIGHT if t < str(end))
+
+    # The later slices again, from the state at the first middle edge (written and read back as parquet).
+    again = run_slices(orders, rates, spec, _FIRST, end, slices, *paths, only=range(1, slices),
+                       slices_per_job=slices_per_job)
+    assert rows(spark.read.parquet(paths[0])) == expected
+    assert again["rows_out"] == sum(1 for r in expected if r[1] >= (plan[1].start - _EPOCH) // timedelta(microseconds=1))

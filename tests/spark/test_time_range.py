@@ -177,10 +177,6 @@ def _rows_of(df, columns: list[str]) -> list[tuple]:
 
 
 @pytest.mark.spark
-@pytest.mark.xfail(strict=True, reason="measured: the stream equals the DataFrame and SQL doors (16 out, 1 dead, "
-                   "watermark 9999-12-31T23:59:59.999Z), but the 3-slice temporal-join backfill over "
-                   "[0001-01-01, 9999-12-31 23:59:59.999999) misses p4 (0001-01-01, the range start) and one "
-                   "pre-1900 order: an open backfill bug, not yet fixed")
 def test_temporal_join_every_door_over_the_whole_range(spark, tmp_path: Path) -> None:
     config = _join_inputs(tmp_path)
     orders = spark.read.schema(ORDERS_SCHEMA).option("header", "true").csv(config["left"]["path"])
@@ -191,8 +187,9 @@ def test_temporal_join_every_door_over_the_whole_range(spark, tmp_path: Path) ->
     door = runtime.temporal_join(orders, rates, "order_time", how="left", key="currency", time="update_time",
                                  format="changelog", op="op")
     expected = _rows_of(door, JOIN_COLUMNS)
-    assert len(expected) == orders.count() - 1  # every order but the dead letter
+    assert len(expected) == orders.count()  # a LEFT join keeps every order: d1 (NULL time) unmatched
     by_id = {r[0]: r for r in expected}
+    assert by_id["d1"][1:] == (None, None)
     assert (by_id["p4"][1], by_id["f2"][1]) == (MIN_TIME_US, MAX_TIME_US)
     assert (by_id["p2"][2], by_id["p4"][2], by_id["p5"][2], by_id["p6"][2]) == (0.5, 2.0, 0.01, None)
     assert (by_id["f1"][2], by_id["f2"][2]) == (1.5, 1.0)
@@ -209,17 +206,21 @@ def test_temporal_join_every_door_over_the_whole_range(spark, tmp_path: Path) ->
     assert _rows_of(spark.read.parquet(config["output"]["path"]), JOIN_COLUMNS) == expected
     n_orders = len(EXTRA_ORDERS) + len((SAMPLE / "orders" / "2026-01-01.csv").read_text().splitlines()) - 1
     assert (metrics["rows_in_left"], metrics["rows_out"], metrics["late"], metrics["dead_letter"]) == (
-        n_orders, n_orders - 1, 0, 1)
+        n_orders, n_orders, 0, 0)
     assert metrics["watermark"] == "9999-12-31T23:59:59.999Z"
 
-    # The backfill's range is [start, end): the last µs of TIMESTAMP cannot be inside it.
+    # The backfill's range is [start, end): the last µs of TIMESTAMP cannot be inside it.  Its bounds were
+    # Spark literals of Python datetimes, rebased from the Julian calendar (0001-01-01 -> 0001-01-03): p4, at
+    # the range's start, belonged to no slice (issue 20).  d1 (NULL time) is output under slice=none.
     out, dead = tmp_path / "backfill", tmp_path / "backfill_dead"
     backfill = {**config, "output": {"path": str(out), "dead_letter_path": str(dead)},
                 "checkpoint": str(tmp_path / "backfill_chk")}
     filled = run_backfill(backfill, FIRST_TS, LAST_TS, slices=3, spark=spark)
-    inside = [r for r in expected if r[1] < MAX_TIME_US]
+    inside = [r for r in expected if r[1] is None or r[1] < MAX_TIME_US]
+    assert {"p4", "p6", "f1", "d1"} <= {r[0] for r in inside} and "f2" not in {r[0] for r in inside}
     assert _rows_of(spark.read.parquet(str(out)), JOIN_COLUMNS) == inside
-    assert (filled["rows_in_left"], filled["rows_out"], filled["late"]) == (len(inside), len(inside), 0)
+    assert (filled["rows_in_left"], filled["rows_out"], filled["late"], filled["dead_letter"]) == (
+        len(inside), len(inside), 0, 0)
 
 
 # =================================================================================================
