@@ -403,8 +403,10 @@ def _write_untimed_left(left: DataFrame, right: DataFrame, spec: TemporalJoinSpe
     files.delete(path)  # also when there are none now: an earlier run's rows must not stay
     if not present:
         return 0
-    sql = render.temporal_join_sql(spec, "{left}", "{right}", left.columns, right.columns)
-    untimed = left.sparkSession.sql(sql, left=left.where(F.col(spec.left_time).isNull()), right=right.where(F.lit(False)))
+    sql = render.formattable(render.temporal_join_sql(
+        spec, render.relation("left"), render.relation("right"), left.columns, right.columns,
+    ))  # names may hold braces or quotes: the relations are the only format fields (render.formattable)
+    untimed = left.sparkSession.sql(sql, left=left.where(named(spec.left_time).isNull()), right=right.where(F.lit(False)))
     untimed.write.mode("overwrite").parquet(path)
     return files.parquet_rows([path])
 
