@@ -175,7 +175,8 @@ def check_keys(data: Any, schema: Mapping[str, Key], path: str = "") -> None:
             raise ConfigError(f"{path}{name}", f"unknown key; {hint}")
     for name, key in schema.items():
         where = f"{path}{name}"
-        if name not in data:
+        # JSON null is "not set" (a templated config renders unset options as null), as the readers take it.
+        if data.get(name) is None:
             if key.required:
                 raise ConfigError(where, f"missing {'section' if key.keys is not None else 'key'} (required)")
             continue

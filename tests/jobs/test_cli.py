@@ -60,6 +60,14 @@ def test_every_documented_key_is_accepted() -> None:
     assert load_job_config(MATCH).event_time == "t"
 
 
+def test_a_null_optional_key_is_not_set() -> None:
+    # A templated config renders unset options as null (the backfill door's own tests pass op=None).
+    job = JobConfig.from_dict(changed(changed(JOIN, "versioned.op", None), "versioned.format", "append"))
+    assert job.join.versioned.op is None
+    with pytest.raises(ConfigError, match=r"join\.left_time: missing key"):
+        JobConfig.from_dict(changed(JOIN, "join.left_time", None))
+
+
 @pytest.mark.parametrize(("data", "message"), [
     (changed(JOIN, "checkpoint", rename="chekpoint"), "job config: chekpoint: unknown key; did you mean 'checkpoint'?"),
     (changed(JOIN, "join.left_time", rename="left_tme"), "job config: join.left_tme: unknown key; did you mean 'left_time'?"),
