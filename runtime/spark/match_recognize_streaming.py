@@ -99,11 +99,11 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
+from runtime.core.durations import parse_duration
 from runtime.core.errors import SpecError, StateFormatError
 from runtime.core.event_time import END_OF_INPUT_MS, end_of_input_ms, watermark_as_time
 from runtime.core.pattern import ClauseSpec, MatchRecognizeOperator, null_event_time_reason, parse_clause
 from runtime.core.pattern.operator import BUFFER, MATCHER, SEQUENCE
-from runtime.jobs.config import parse_duration
 from runtime.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
 from runtime.spark.render import quote
 from runtime.spark.streaming import (

@@ -1069,7 +1069,7 @@ def temporal_join_stream(
 
 def _delay_ms(delay: str) -> int:
     """A ``withWatermark`` delay (``"5 seconds"``, ``"1500 milliseconds"``) in ms, as Spark subtracts it."""
-    from runtime.jobs.config import parse_duration  # (the MATCH_RECOGNIZE door reads its delay the same way)
+    from runtime.core.durations import parse_duration  # (the MATCH_RECOGNIZE door reads its delay the same way)
 
     return parse_duration(delay, "watermark_delay") // 1000
 
