@@ -355,17 +355,7 @@ def test_left_join_keeps_null_key_and_null_time_rows_in_every_door(spark, tmp_pa
     inner_dead = render.macro("timeweave__dead_letter_sql", "{left}", orders.columns, "left", ["cur"], "ts", how="inner")
     assert spark.sql(inner_dead, left=orders).count() == 2
 
-    orders.write.parquet(str(tmp_path / "orders"))
-    rates.write.parquet(str(tmp_path / "rates"))
-    config = {
-        "left": {"path": str(tmp_path / "orders"), "format": "parquet", "schema": NULL_LEFT_DDL},
-        "right": {"path": str(tmp_path / "rates"), "format": "parquet", "schema": NULL_RIGHT_DDL},
-        "versioned": {"key": ["cur"], "time": "t"},
-        "join": {"left_time": "ts", "how": "left", "right_columns": ["rate"]},
-        "output": {"path": str(tmp_path / "stream")},
-        "checkpoint": str(tmp_path / "checkpoint"),
-        "trigger": {"available_now": True},
-    }
+    config = _null_rows_job(tmp_path, orders, rates, "left")
     metrics = run_streaming(config, spark, flush=True)
     results["streaming"] = _rows(spark.read.parquet(str(tmp_path / "stream")))
     assert (metrics["rows_in_left"], metrics["rows_out"], metrics["dead_letter"], metrics["late"]) == (22, 22, 2, 0)
@@ -387,6 +377,21 @@ def test_left_join_keeps_null_key_and_null_time_rows_in_every_door(spark, tmp_pa
     assert unmatched == {"o_null_key": None, "o_null_time": None}
     for door, rows in results.items():
         assert rows == expected, f"{door} differs from the DataFrame door"
+
+
+def _null_rows_job(tmp_path, orders, rates, how: str) -> dict:
+    """The 22 orders and their rates as parquet, and a streaming job config joining them ``how``."""
+    orders.write.parquet(str(tmp_path / "orders"))
+    rates.write.parquet(str(tmp_path / "rates"))
+    return {
+        "left": {"path": str(tmp_path / "orders"), "format": "parquet", "schema": NULL_LEFT_DDL},
+        "right": {"path": str(tmp_path / "rates"), "format": "parquet", "schema": NULL_RIGHT_DDL},
+        "versioned": {"key": ["cur"], "time": "t"},
+        "join": {"left_time": "ts", "how": how, "right_columns": ["rate"]},
+        "output": {"path": str(tmp_path / "stream")},
+        "checkpoint": str(tmp_path / "checkpoint"),
+        "trigger": {"available_now": True},
+    }
 
 
 def test_inner_join_still_dead_letters_null_key_and_null_time_rows(spark, tmp_path) -> None:
@@ -412,17 +417,7 @@ def test_inner_join_still_dead_letters_null_key_and_null_time_rows(spark, tmp_pa
     assert sorted((r.side, r.reason) for r in sql_rejects) == left_rejects + right_rejects
     assert {r.clause for r in sql_rejects} == {"temporal join #1 (rates_issue20_inner AS r)"}
 
-    orders.write.parquet(str(tmp_path / "orders"))
-    rates.write.parquet(str(tmp_path / "rates"))
-    config = {
-        "left": {"path": str(tmp_path / "orders"), "format": "parquet", "schema": NULL_LEFT_DDL},
-        "right": {"path": str(tmp_path / "rates"), "format": "parquet", "schema": NULL_RIGHT_DDL},
-        "versioned": {"key": ["cur"], "time": "t"},
-        "join": {"left_time": "ts", "how": "inner", "right_columns": ["rate"]},
-        "output": {"path": str(tmp_path / "stream")},
-        "checkpoint": str(tmp_path / "checkpoint"),
-        "trigger": {"available_now": True},
-    }
+    config = _null_rows_job(tmp_path, orders, rates, "inner")
     metrics = run_streaming(config, spark, flush=True)
     assert _rows(spark.read.parquet(str(tmp_path / "stream"))) == expected
     assert metrics["dead_letter"] == 4
