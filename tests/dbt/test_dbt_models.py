@@ -231,7 +231,7 @@ def test_microbatch_wrote_one_partition_per_hour(spark, built: Built) -> None:
 def test_microbatch_versioned_side_is_not_filtered_to_the_batch(built: Built) -> None:
     # dbt filters a ref() of a node with event_time (both seeds have one) to the batch when it renders it;
     # temporal_join keeps that for the left side and opts the versioned side out.
-    batch = (built.project / "target" / "compiled" / "timeweave_tests" / "models" / "joins"
+    batch = (built.project / "target" / "compiled" / "timeweave_integration_tests" / "models" / "joins"
              / "tj_changelog_left_microbatch" / "tj_changelog_left_microbatch_2020-01-01T11.sql")
     sql = batch.read_text()
     assert re.search(rf"FROM \(select \* from {SCHEMA}\.orders_changelog where order_time >= '2020-01-01 11:00:00", sql)
