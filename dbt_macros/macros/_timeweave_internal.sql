@@ -1,20 +1,11 @@
 {#-
-  Internal helpers of the public dbt macros (temporal_join, versioned_view, temporal_join_dead_letter):
-  argument validation with the same rules and messages as runtime/core/spec.py, relation introspection,
+  Private helpers of the package's public macros (each public macro has a file of its own, named after it,
+  and its arguments documented in schema.yml): argument validation with the same rules and messages as runtime/core/spec.py, relation introspection,
   and the rendering of each side.  The SQL plan itself lives in timeweave_sql.sql, shared with Python.
 
   Why validate here again: dbt's Jinja cannot import runtime.core, so the rules of VersionedTableSpec /
   TemporalJoinSpec are restated; tests/dbt/test_dbt_models.py checks both doors reject the same input.
 -#}
-
-{#- The op codes of runtime.core.changelog (UPSERT_OPS / DELETE_OPS); a test keeps them equal. -#}
-{% macro default_upsert_ops() -%}
-  {{ return(['+I', '+U', 'c', 'r', 'u', 'I', 'U', 'INSERT', 'UPDATE_AFTER']) }}
-{%- endmacro %}
-
-{% macro default_delete_ops() -%}
-  {{ return(['-D', '-U', 'd', 'D', 'DELETE', 'UPDATE_BEFORE']) }}
-{%- endmacro %}
 
 {#- Raise "<model>: <where>: argument '<argument>': <message>", the format of runtime.core.errors.SpecError. -#}
 {% macro _spec_error(where, argument, message) -%}
@@ -148,21 +139,6 @@
   {%- endfor -%}
   {%- set sql = (relation | string) if filtered else relation.render_limited() -%}
   {{ return({'columns': columns | map(attribute='name') | list, 'types': types, 'sql': sql, 'label': argument ~ ' ' ~ relation.render()}) }}
-{%- endmacro %}
-
-{#-
-  Fail with a clear message when a model materialized as a view would reference session (temporary)
-  functions: Spark refuses a persistent VIEW over temporary functions, and the dbt_timeweave plugin
-  registers timeweave's functions as temporary functions of dbt's session.  The temporal join and the
-  versioned view need none (their plan is plain Spark SQL); operators that do call this first.
--#}
-{% macro require_session_functions(functions, caller_name) -%}
-  {%- if functions and config.get('materialized') == 'view' -%}
-    {{ exceptions.raise_compiler_error(
-        model.name ~ ": timeweave." ~ caller_name ~ " needs the session function(s) " ~ (functions | join(', '))
-        ~ " that the dbt_timeweave plugin registers as temporary functions, and Spark cannot store a view"
-        ~ " that references temporary functions; materialize this model as 'table', 'incremental' or 'ephemeral'") }}
-  {%- endif -%}
 {%- endmacro %}
 
 {#- Fail on adapters other than Spark (and its descendants, e.g. Databricks): the plan is Spark SQL. -#}

@@ -27,6 +27,8 @@
   {{ timeweave._unsupported_adapter('match_recognize') }}
 {%- endmacro %}
 
+{#- Spark SQL: a Python UDTF called with a TABLE argument
+    (https://spark.apache.org/docs/latest/api/python/tutorial/sql/python_udtf.html). -#}
 {% macro spark__match_recognize(relation, clause) -%}
   {%- set where = 'match_recognize' -%}
   {{ timeweave.require_session_functions(['timeweave_match_recognize'], where) }}

@@ -24,6 +24,9 @@
   {{ timeweave._unsupported_adapter('temporal_join') }}
 {%- endmacro %}
 
+{#- Spark SQL: the plan (timeweave_sql.sql) relies on named_struct, explode / sequence,
+    input_file_name and monotonically_increasing_id (https://spark.apache.org/docs/latest/api/sql/) and on
+    SELECT * EXCEPT (https://spark.apache.org/docs/latest/sql-ref-syntax-qry-select.html). -#}
 {% macro spark__temporal_join(left, right, left_time, key, time, left_key, format, op, delete_flag, sequence, how,
                               right_columns, right_prefix, predicate, valid_from, valid_to, left_alias,
                               right_alias, upsert_ops, delete_ops) -%}

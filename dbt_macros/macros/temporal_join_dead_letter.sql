@@ -24,6 +24,9 @@
   {{ timeweave._unsupported_adapter('temporal_join_dead_letter') }}
 {%- endmacro %}
 
+{#- Spark SQL: the plan (timeweave_sql.sql) and the row's to_json rely on named_struct, explode / sequence,
+    input_file_name and monotonically_increasing_id (https://spark.apache.org/docs/latest/api/sql/) and on
+    SELECT * EXCEPT (https://spark.apache.org/docs/latest/sql-ref-syntax-qry-select.html). -#}
 {% macro spark__temporal_join_dead_letter(left, right, left_time, key, time, left_key, format, op, delete_flag,
                                           sequence, upsert_ops, delete_ops, how) -%}
   {%- set where = 'temporal_join' -%}

@@ -20,6 +20,9 @@
   {{ timeweave._unsupported_adapter('versioned_view') }}
 {%- endmacro %}
 
+{#- Spark SQL: the plan (timeweave_sql.sql) relies on named_struct, explode / sequence,
+    input_file_name and monotonically_increasing_id (https://spark.apache.org/docs/latest/api/sql/) and on
+    SELECT * EXCEPT (https://spark.apache.org/docs/latest/sql-ref-syntax-qry-select.html). -#}
 {% macro spark__versioned_view(relation, key, time, format, op, delete_flag, sequence, valid_from, valid_to,
                                upsert_ops, delete_ops) -%}
   {%- set where = 'versioned' -%}

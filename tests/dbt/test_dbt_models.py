@@ -1,10 +1,12 @@
-"""The dbt door end to end: tests/dbt_project built by dbt-spark (``method: session``) with the timeweave
-package, compared with Flink's output for the same conformance cases and with the DataFrame door.
+"""The dbt door end to end: the package's integration tests (dbt_macros/integration_tests, which installs the
+package with ``packages: - local: ../``) built by dbt-spark (``method: session``), compared with Flink's output
+for the same conformance cases and with the DataFrame door.
 
 The project is built once per module, in process (``dbtRunner``) on the run's shared SparkSession: the
 session method calls ``SparkSession.builder.getOrCreate()``, which returns the ``spark`` fixture's session,
 so dbt's tables live in the fixture's warehouse and Derby metastore (``test_dbt_shares_the_fixture_session``
-checks it).  One more test runs the real ``dbt`` CLI in a subprocess with its own JVM and directories.
+checks it).  One more test runs the real ``dbt deps && dbt build`` in a subprocess with its own JVM and the
+profile's default directories, as a user would.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from tests.helpers.flink_cases import load_case, rows_as_text
 pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
-PROJECT = REPO / "tests" / "dbt_project"
 # The package under test; override to test another copy of it (e.g. the one a wheel installed).
 PACKAGE = Path(os.environ.get("TIMEWEAVE_DBT_PACKAGE", REPO / "dbt_macros"))
+PROJECT = REPO / "dbt_macros" / "integration_tests"
 SCHEMA = "timeweave_dbt"
 # Microbatch runs always get explicit bounds: without them the first run backfills from `begin` to today.
 # Four hourly batches: each needs versions written before it (10:00 batch: USD of 09:00; 11:00: JPY of 10:30).
@@ -38,18 +40,26 @@ BATCHES_FROM = "2020-01-01 10:00:00"
 EVENT_TIME_BOUNDS = ["--event-time-start", "2020-01-01T10:00:00", "--event-time-end", "2020-01-01T14:00:00"]
 INCREMENTAL_FIRST_RUN_UNTIL = "2020-01-01 11:00:00"
 FLINK_COLUMNS = ["order_id", "price", "currency", "conversion_rate", "order_time", "rate_time"]
+# What dbt writes into a project or package directory; never copied.
+_DBT_OUTPUTS = ("target", "logs", "dbt_packages", "package-lock.yml", "__pycache__", "metastore_db", "derby.log")
 
 
 def copy_project(target: Path) -> Path:
-    """A private copy of the test project, so dbt's target/, logs/ and dbt_packages/ never land in the repo."""
-    shutil.copytree(PROJECT, target, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages", "package-lock.yml"))
-    return target
+    """A private copy of the package with its integration-tests project inside; returns the project's path.
+
+    The project installs the package from ``../`` (as in the repository), so the copy keeps that layout:
+    ``target/`` holds the package (:data:`PACKAGE`) and ``target/integration_tests`` the project.  dbt's
+    outputs (target/, logs/, dbt_packages/) then never land in the repository.
+    """
+    shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns("integration_tests", *_DBT_OUTPUTS))
+    project = target / "integration_tests"
+    shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns(*_DBT_OUTPUTS))
+    return project
 
 
 def dbt_env(warehouse: Path, metastore: Path, derby_home: Path) -> dict[str, str]:
-    """The variables tests/dbt_project/profiles.yml and packages.yml read."""
+    """The variables dbt_macros/integration_tests/profiles.yml reads (its defaults: under target/)."""
     return {
-        "TIMEWEAVE_DBT_MACROS": str(PACKAGE),
         "TIMEWEAVE_DBT_SCHEMA": SCHEMA,
         "TIMEWEAVE_DBT_WAREHOUSE": str(warehouse),
         "TIMEWEAVE_DBT_METASTORE": str(metastore),
@@ -84,14 +94,16 @@ class Built:
     invoke: Any  # (*args) -> dbtRunnerResult, with --project-dir/--profiles-dir filled in
     incremental_rows_after_first_run: int
     build_result: Any  # dbt build of every model and data test
+    events: list[Any]  # every event dbt fired in these invocations (EventMsg)
 
 
 @pytest.fixture(scope="module")
 def built(spark, spark_home, tmp_path_factory) -> Iterator[Built]:
     from dbt.cli.main import dbtRunner
 
-    project = copy_project(tmp_path_factory.mktemp("dbt") / "project")
-    runner = dbtRunner()
+    project = copy_project(tmp_path_factory.mktemp("dbt") / "timeweave")
+    events: list[Any] = []
+    runner = dbtRunner(callbacks=[events.append])
 
     def invoke(*args: str) -> Any:
         return runner.invoke([*args, "--project-dir", str(project), "--profiles-dir", str(project)])
@@ -106,11 +118,13 @@ def built(spark, spark_home, tmp_path_factory) -> Iterator[Built]:
         assert first.success, first.exception or first.result
         first_rows = spark.table(f"{SCHEMA}.tj_changelog_left_incremental").count()
         # Models and their data tests in one invocation (dbt build runs each model's tests after it).
-        build = invoke("build", "--exclude-resource-type", "seed", *EVENT_TIME_BOUNDS)
+        # The microbatch model is off by default (unbounded, its first run would fill every hour until now).
+        build = invoke("build", "--exclude-resource-type", "seed", "--vars", json.dumps({"timeweave_microbatch": True}),
+                       *EVENT_TIME_BOUNDS)
         assert build.result is not None, build.exception
         broken = [(r.node.name, r.message) for r in build.result if r.node.resource_type != "test" and str(r.status) != "success"]
         assert not broken, broken
-        yield Built(project, invoke, first_rows, build)
+        yield Built(project, invoke, first_rows, build, events)
 
 
 def table_rows(spark, name: str, columns: list[str]) -> list[tuple]:
@@ -217,7 +231,7 @@ def test_microbatch_wrote_one_partition_per_hour(spark, built: Built) -> None:
 def test_microbatch_versioned_side_is_not_filtered_to_the_batch(built: Built) -> None:
     # dbt filters a ref() of a node with event_time (both seeds have one) to the batch when it renders it;
     # temporal_join keeps that for the left side and opts the versioned side out.
-    batch = (built.project / "target" / "compiled" / "timeweave_tests" / "models" / "joins"
+    batch = (built.project / "target" / "compiled" / "timeweave_integration_tests" / "models" / "joins"
              / "tj_changelog_left_microbatch" / "tj_changelog_left_microbatch_2020-01-01T11.sql")
     sql = batch.read_text()
     assert re.search(rf"FROM \(select \* from {SCHEMA}\.orders_changelog where order_time >= '2020-01-01 11:00:00", sql)
@@ -247,7 +261,22 @@ def test_dbt_data_tests_pass(built: Built) -> None:
     tests = [r for r in built.build_result.result if r.node.resource_type == "test"]
     failures = [(r.node.name, r.status, r.message) for r in tests if str(r.status) != "pass"]
     assert built.build_result.success and not failures, failures
-    assert sum(r.node.name.startswith("equal_rows_") for r in tests) == 6  # five joins + the versioned view
+    # six joins (one over upsert rates), two versioned views, MATCH_RECOGNIZE as a table and through an ephemeral
+    assert sum(r.node.name.startswith("equal_rows_") for r in tests) == 10
+    assert {"default_op_lists", "tj_dead_letter_reasons"} <= {r.node.name for r in tests}
+
+
+def test_dbt_finds_the_macro_docs_matching_the_macros(built: Built) -> None:
+    # The project's flags make dbt validate the package's macros/*.yml against the macros (validate_macro_args)
+    # and turn a mismatch into an error; here: no warning either, and dbt's manifest carries the docs.
+    assert [e.info.msg for e in built.events if e.info.name == "InvalidMacroAnnotation"] == []
+    manifest = json.loads((built.project / "target" / "manifest.json").read_text())
+    documented = {m["name"]: m for m in manifest["macros"].values() if m["package_name"] == "timeweave" and m["patch_path"]}
+    assert set(documented) == {"temporal_join", "versioned_view", "temporal_join_dead_letter", "match_recognize",
+                               "default_upsert_ops", "default_delete_ops", "require_session_functions"}
+    assert [(a["name"], a["type"]) for a in documented["match_recognize"]["arguments"]] == [
+        ("relation", "any"), ("clause", "string")]
+    assert all(m["description"] for m in documented.values())
 
 
 # ------------------------------------------------------------------------------ same rows as other doors
@@ -318,44 +347,40 @@ def test_view_over_a_temporary_udtf_fails_with_sparks_reason(failure_messages) -
 # --------------------------------------------------------------------------------------- real dbt CLI
 
 
-# MATCH_RECOGNIZE over the orders seed through the plugin's SQL function (Python workers), and its check:
-# prices rise within every currency, so `A B+` matches each currency with two or more orders once, whole.
-PLAIN_ENV_MODEL = """{{ config(materialized='table') }}
-{{ timeweave.match_recognize(ref('orders'), 'PARTITION BY currency ORDER BY order_time
-    MEASURES COUNT(*) AS n, LAST(B.price) AS top PATTERN (A B+) DEFINE B AS B.price > PREV(B.price)') }}
-"""
-PLAIN_ENV_CHECK = """select * from (
-  select currency, count(*) as n, max(price) as top from {{ ref('orders') }} group by currency having count(*) > 1
-) expected full outer join {{ ref('mr_plain_env') }} m using (currency)
-where expected.n is null or m.n is null or expected.n <> m.n or expected.top <> m.top
-"""
+# The CLI test's selection, kept small (the in-process build above runs every model and test): the plugin check,
+# and MATCH_RECOGNIZE, whose session UDTF runs on Python workers, with the seeds it reads and is checked against.
+# cautious: leave out tests that also depend on nodes outside the selection (mr_avg_price_from_ephemeral's).
+CLI_SELECTION = ["--select", "plugin_check", "+mr_avg_price", "expected_mr_avg_price", "--indirect-selection", "cautious"]
 
 
 @pytest.mark.slow
-def test_dbt_cli_run_imports_the_plugin(tmp_path: Path) -> None:
-    """A stock `dbt build` in a fresh process (its own JVM, warehouse and Derby) loads the plugin.
+def test_dbt_cli_deps_and_build_in_the_integration_tests_project(tmp_path: Path) -> None:
+    """``dbt deps && dbt build`` inside the integration-tests project, as the README shows: a stock dbt in a
+    fresh process (its own JVM; warehouse and Derby under the project's target/, the profile's defaults).
 
     It runs as from an un-activated venv (``.venv/bin/dbt``): no PYSPARK_PYTHON and a ``python3`` on PATH
-    without timeweave, so MATCH_RECOGNIZE's Python workers run only if the plugin gave them dbt's interpreter.
+    without timeweave, so MATCH_RECOGNIZE's Python workers run only if the plugin gave them dbt's
+    interpreter.  The models and data tests selected must pass, and dbt must find the macro docs matching the
+    macros (the project's flags turn a mismatch into an error).
     """
     from tests.helpers.plain_env import plain_env
 
-    project = copy_project(tmp_path / "project")
-    (project / "models" / "mr_plain_env.sql").write_text(PLAIN_ENV_MODEL)
-    (project / "tests" / "mr_plain_env_rows.sql").write_text(PLAIN_ENV_CHECK)
-    env = {**plain_env(tmp_path), **dbt_env(tmp_path / "warehouse", tmp_path / "metastore_db", tmp_path)}
+    project = copy_project(tmp_path / "timeweave")
+    env = {k: v for k, v in plain_env(tmp_path).items() if not k.startswith("TIMEWEAVE_DBT_")}
+    env.update(DBT_SEND_ANONYMOUS_USAGE_STATS="false", DO_NOT_TRACK="1")
     # dbt finds plugins with pkgutil.iter_modules(), which cannot see a setuptools editable install's
     # packages: the repository root must be on the path (see dbt_timeweave's docstring).
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     dbt = str(Path(sys.executable).parent / "dbt")
-    common = ["--project-dir", str(project), "--profiles-dir", str(project)]
-    deps = subprocess.run([dbt, "deps", *common], env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert deps.returncode == 0, deps.stdout + deps.stderr
-    selection = "plugin_check +tj_changelog_inner +mr_plain_env"
-    # cautious: leave out tests that also depend on nodes outside the selection (the expected seed).
-    build = subprocess.run([dbt, "build", "--select", *selection.split(), "--indirect-selection", "cautious", *common],
-                           env=env, capture_output=True, text=True, timeout=1800, check=False)
-    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-2000:]
-    assert re.search(r"PASS=\d+ WARN=0 ERROR=0", build.stdout)
-    assert "accepted_values_plugin_check_registered__true" in build.stdout  # the plugin check ran and passed
-    assert re.search(r"PASS mr_plain_env_rows", build.stdout)  # MATCH_RECOGNIZE ran on the workers, rows right
+    outputs = []
+    for command in (["deps"], ["build", *CLI_SELECTION]):
+        done = subprocess.run([dbt, *command], cwd=project, env=env, capture_output=True, text=True, timeout=1800,
+                              check=False)
+        outputs.append(done.stdout)
+        assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    build = outputs[-1]
+    assert "InvalidMacroAnnotation" not in build and "does not match the jinja definition" not in build
+    assert re.search(r"PASS=6 WARN=0 ERROR=0 SKIP=0", build), build[-3000:]  # 2 seeds, 2 models, 2 tests
+    assert "PASS accepted_values_plugin_check_registered__true" in build  # the plugin check ran and passed
+    assert re.search(r"PASS equal_rows_mr_avg_price_", build)  # MATCH_RECOGNIZE ran on the workers, rows right
+    assert (project / "target" / "spark-warehouse").is_dir() and (project / "target" / "metastore_db").is_dir()

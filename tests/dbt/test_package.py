@@ -1,8 +1,12 @@
-"""The timeweave dbt package's shape, without dbt or a JVM: dbt-utils-style dispatching macros, every
-argument documented in macros/schema.yml, and the default op lists equal to the core's."""
+"""The timeweave dbt package's shape, without a JVM: dbt-utils-style layout (one public macro a file, named
+after it, that only dispatches), every argument documented in macros/schema.yml with a type dbt accepts, the
+docs checked by ``dbt parse`` itself, the default op lists equal to the core's, and the integration-tests
+project's seeds equal to Flink's case files."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from pathlib import Path
 from typing import Any
@@ -15,7 +19,9 @@ from runtime.core.changelog import DELETE_OPS, UPSERT_OPS
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dbt_macros"
 MACROS = PACKAGE / "macros"
-PUBLIC = ("temporal_join", "versioned_view", "temporal_join_dead_letter", "match_recognize")
+PROJECT = PACKAGE / "integration_tests"
+# Files of private macros: the helpers of the public macros, and the plan that Python renders too.
+PRIVATE_FILES = ("_timeweave_internal.sql", "timeweave_sql.sql")
 _MACRO = re.compile(r"{%-?\s*macro\s+(\w+)\s*\((.*?)\)\s*-?%}", re.S)
 
 
@@ -31,32 +37,58 @@ def documented_macros() -> dict[str, Any]:
     return {m["name"]: m for m in yaml.safe_load((MACROS / "schema.yml").read_text())["macros"]}
 
 
+PUBLIC = tuple(documented_macros())
+
+
 def test_dbt_project_names_the_package_timeweave() -> None:
     project = yaml.safe_load((PACKAGE / "dbt_project.yml").read_text())
     assert project["name"] == "timeweave"
     assert project["macro-paths"] == ["macros"]
 
 
+def test_the_public_macros_are_the_documented_ones() -> None:
+    # Every macro that is not a private helper (_name), the plan (timeweave__name) or an adapter's
+    # implementation (default__ / spark__) is public: documented, in a file of its own named after it.
+    defined = {}
+    for path in sorted(MACROS.glob("*.sql")):
+        for name in macro_signatures(path):
+            defined.setdefault(name, []).append(path.name)
+    public = {n: files for n, files in defined.items()
+              if not n.startswith(("_", "timeweave__", "default__", "spark__"))}
+    assert sorted(public) == sorted(PUBLIC)
+    assert all(files == [f"{name}.sql"] for name, files in public.items()), public
+    assert set(PUBLIC) >= {"temporal_join", "versioned_view", "temporal_join_dead_letter", "match_recognize"}
+    # The other files hold only private macros.
+    assert sorted(p.name for p in MACROS.glob("*.sql")) == sorted([f"{n}.sql" for n in PUBLIC] + list(PRIVATE_FILES))
+
+
 @pytest.mark.parametrize("name", PUBLIC)
 def test_public_macro_file_only_dispatches(name: str) -> None:
     path = MACROS / f"{name}.sql"
     signatures = macro_signatures(path)
-    assert set(signatures) == {name, f"default__{name}", f"spark__{name}"}
+    implementations = set(signatures) - {name}
+    assert implementations and implementations <= {f"default__{name}", f"spark__{name}"}, signatures
+    assert f"default__{name}" in implementations  # dispatch's fallback: every adapter gets an answer
     # The dispatcher passes its arguments on, in order, to the adapter's implementation.
-    assert signatures[f"spark__{name}"] == signatures[name] == signatures[f"default__{name}"]
-    body = path.read_text().split(f"macro {name}(", 1)[1].split("endmacro", 1)[0]
-    assert f"adapter.dispatch('{name}', 'timeweave')(" in body
-    assert "run_query" not in body and "get_columns_in_relation" not in body
+    for implementation in implementations:
+        assert signatures[implementation] == signatures[name], implementation
+    header = next(m for m in _MACRO.finditer(path.read_text()) if m.group(1) == name)
+    body = path.read_text()[header.end():].split("endmacro", 1)[0]
+    call = f"{{{{return(adapter.dispatch('{name}','timeweave')({','.join(signatures[name])}))}}}}{{%-"
+    assert re.sub(r"\s+", "", body) == call, body
 
 
 @pytest.mark.parametrize("name", PUBLIC)
 def test_every_argument_is_documented_in_order(name: str) -> None:
+    from dbt.parser.schemas import is_valid_type
+
     documented = documented_macros()[name]
+    assert documented["description"].strip()
     arguments = [a["name"] for a in documented["arguments"]]
     assert arguments == macro_signatures(MACROS / f"{name}.sql")[name]
     for argument in documented["arguments"]:
         assert argument["description"].startswith(("Required", "Optional")), argument
-        assert argument.get("type"), argument
+        assert is_valid_type(argument["type"]), argument  # dbt's type grammar (validate_macro_args)
 
 
 def test_microbatch_opt_out_is_documented() -> None:
@@ -84,12 +116,11 @@ def _dbt_return_value(path: Path, macro: str) -> Any:
 
 
 def test_default_op_lists_equal_the_core_lists() -> None:
-    internal = MACROS / "_timeweave_internal.sql"
-    assert tuple(_dbt_return_value(internal, "default_upsert_ops")) == UPSERT_OPS
-    assert tuple(_dbt_return_value(internal, "default_delete_ops")) == DELETE_OPS
+    assert tuple(_dbt_return_value(MACROS / "default_upsert_ops.sql", "default__default_upsert_ops")) == UPSERT_OPS
+    assert tuple(_dbt_return_value(MACROS / "default_delete_ops.sql", "default__default_delete_ops")) == DELETE_OPS
 
 
-SEEDS = Path(__file__).resolve().parents[1] / "dbt_project" / "seeds"
+SEEDS = PROJECT / "seeds"
 CASES = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "flink" / "cases"
 
 
@@ -101,6 +132,8 @@ CASES = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "flink"
         ("rates_history.csv", "tj_view_inner/currency_rates_history.csv"),
         ("rates_changelog.csv", "tj_changelog_inner/currency_rates.csv"),
         ("expected/expected_versioned_view.csv", "tj_versioned_view_changelog/expected_streaming.csv"),
+        ("ticker.csv", "mr_avg_price_double/ticker.csv"),
+        ("expected/expected_mr_avg_price.csv", "mr_avg_price_double/expected_streaming.csv"),
     ],
 )
 def test_test_project_seeds_are_the_flink_case_files(seed: str, case_file: str) -> None:
@@ -117,3 +150,32 @@ def test_expected_joins_seed_stacks_the_flink_expected_outputs() -> None:
     for case, rows in stacked.items():
         assert rows == (CASES / case / "expected_streaming.csv").read_text().splitlines()[1:]
     assert sorted(stacked) == ["tj_changelog_inner", "tj_changelog_left", "tj_view_inner", "tj_view_left"]
+
+
+def test_upsert_seed_is_the_changelog_seed_keyed() -> None:
+    # rates_upsert.csv: rates_changelog.csv as an upsert stream (-U dropped: the +U at its time replaces the
+    # version; -D as deleted = true), so its versions are the changelog's (a data test compares them).
+    changelog = list(csv.DictReader(io.StringIO((SEEDS / "rates_changelog.csv").read_text())))
+    upsert = list(csv.DictReader(io.StringIO((SEEDS / "rates_upsert.csv").read_text())))
+    want = [{"currency": r["currency"], "conversion_rate": r["conversion_rate"], "update_time": r["update_time"],
+             "deleted": str(r["op"] == "-D").lower()} for r in changelog if r["op"] != "-U"]
+    assert upsert == want
+    assert {r["op"] for r in changelog} == {"+I", "-U", "+U", "-D"}
+
+
+def test_match_recognize_model_uses_the_flink_cases_clause() -> None:
+    query = (CASES / "mr_avg_price_double" / "query.sql").read_text()
+    flink = query[query.index("(", query.index("MATCH_RECOGNIZE")) + 1 : query.rindex(")")]
+    text = (PROJECT / "macros" / "mr_avg_price_clause.sql").read_text()
+    ours = text.split("{% macro mr_avg_price_clause() -%}", 1)[1].split("{%- endmacro %}", 1)[0]
+    assert ours.split() == flink.split()
+
+
+def test_the_integration_tests_project_makes_dbt_check_the_macro_docs() -> None:
+    # validate_macro_args: dbt compares each documented macro's arguments with its signature and checks their
+    # types; InvalidMacroAnnotation as an error: `dbt parse` / `dbt build` of the integration tests (run in
+    # process by tests/dbt/test_dbt_models.py) fail on a doc that does not match its macro.
+    project = yaml.safe_load((PROJECT / "dbt_project.yml").read_text())
+    assert project["flags"]["validate_macro_args"] is True
+    assert project["flags"]["warn_error_options"] == {"error": ["InvalidMacroAnnotation"]}
+    assert yaml.safe_load((PROJECT / "packages.yml").read_text()) == {"packages": [{"local": "../"}]}

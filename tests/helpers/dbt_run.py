@@ -1,4 +1,5 @@
-"""Run tests/dbt_project in process on the suite's SparkSession (dbt-spark ``method: session``)."""
+"""Run the dbt package's integration-tests project (dbt_macros/integration_tests) in process on the suite's
+SparkSession (dbt-spark ``method: session``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def run_dbt_project(spark_home: Path, tmp_path: Path, *args: str) -> tuple[str, 
 
     from tests.dbt.test_dbt_models import copy_project, session_dbt_env
 
-    project = copy_project(tmp_path / "dbt_project")
+    project = copy_project(tmp_path / "timeweave")
     with session_dbt_env(spark_home) as env:
         runner = dbtRunner()
         common = ["--project-dir", str(project), "--profiles-dir", str(project)]

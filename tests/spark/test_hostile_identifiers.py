@@ -362,7 +362,7 @@ class _DbtMacros:
         env = jinja2.Environment(extensions=["jinja2.ext.do"])
         env.globals.update({
             "timeweave": self, "execute": True, "return": self._return,
-            "adapter": type("Adapter", (), {"dispatch": lambda _, name, package: getattr(self, "spark__" + name)})(),
+            "adapter": type("Adapter", (), {"dispatch": lambda _, name, package: self._dispatch(name)})(),
             "run_query": lambda sql: type("Table", (), {"column_names": spark.sql(sql).columns})(),
             "exceptions": type("Exceptions", (), {"raise_compiler_error": staticmethod(self._fail)})(),
             "config": {"materialized": "table"},
@@ -373,6 +373,13 @@ class _DbtMacros:
             env.from_string(path.read_text().replace("macro _", "macro private_").replace("timeweave._", "timeweave.private_")).module
             for path in sorted(macros.glob("*.sql"))
         ]
+
+    def _dispatch(self, name: str) -> Any:
+        """dbt's adapter.dispatch on Spark: spark__<name>, else default__<name>."""
+        for prefix in ("spark__", "default__"):
+            if any(hasattr(m, prefix + name) for m in self._modules):
+                return getattr(self, prefix + name)
+        raise AssertionError(f"no spark__ or default__ implementation of {name}")
 
     @staticmethod
     def _return(value: Any) -> None:

@@ -33,7 +33,7 @@ from runtime.spark.sql_door import rewrite
 from tests.helpers.dbt_run import run_dbt_project
 from tests.helpers.flink_cases import CASES, dataframe, load_case, normalize
 
-PROJECT = Path(__file__).resolve().parents[1] / "dbt_project"
+PROJECT = Path(__file__).resolve().parents[2] / "dbt_macros" / "integration_tests"
 
 pytestmark = pytest.mark.spark
 
