@@ -44,6 +44,11 @@ included), ``rows_out``,
 ``late``, ``dead_letter``, ``watermark`` (Spark's, ISO), ``batches``, ``seconds``,
 ``rows_per_second``, ``durations_ms`` (Spark's per-phase times summed over the batches, plus the
 state operator's update and commit times: where a slow run spent its time).
+
+Per micro-batch the job logs one line and, with ``run_dir``, appends one ``batch`` event
+(:mod:`runtime.jobs.run_dir`) with :func:`runtime.spark.progress.batch_figures`: rows in / out, late,
+dead letters, watermark, lag, rows in state -- fed by a
+:class:`~runtime.spark.progress.TimeweaveProgressListener` it registers for its query.
 """
 
 from __future__ import annotations

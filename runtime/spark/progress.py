@@ -75,7 +75,8 @@ def batch_figures(progress: Mapping[str, Any], counts: Mapping[str, Any] | None 
     at = _millis(progress.get("timestamp"))
     figures: dict[str, Any] = {
         "batch_id": int(progress["batchId"]),
-        "run_id": progress.get("runId"),
+        # str(): Spark 4's progress objects give a UUID through dict.get, a string through [] and in JSON
+        "run_id": None if progress.get("runId") is None else str(progress.get("runId")),
         "at": progress.get("timestamp"),
         "rows_in": int(progress.get("numInputRows") or 0),
         "rows_out": None,

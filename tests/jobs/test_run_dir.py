@@ -60,7 +60,7 @@ def test_streaming_run_dir_and_listener(spark, tmp_path: Path) -> None:
     finally:
         spark.streams.removeListener(listener)
     events = list(read_events(tmp_path / "run"))
-    assert [e["event"] for e in events][0] == "run_started" and events[-1]["event"] == "run_finished"
+    assert events[0]["event"] == "run_started" and events[-1]["event"] == "run_finished"
     assert json.loads((tmp_path / "run" / "config.json").read_text()) == config
     batches = [e for e in events if e["event"] == "batch"]
     counted = [b for b in batches if b["rows_out"] is not None]

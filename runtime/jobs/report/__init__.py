@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -237,7 +238,9 @@ def _batches_section(runs: Sequence[Run]) -> _Section | None:
                                             ("dead_letter", "#ee6677"))):
             ax.bar([x + (i - 1.5) * width for x in xs], [int(b.get(name) or 0) for b in batches], width,
                    label=name.replace("_", " "), color=color)
-        ax.set_xlabel("micro-batch (in run order)")
+        step = max(1, len(xs) // 20)  # at most ~20 labels
+        ax.set_xticks(xs[::step], [str(b.get("batch_id")) for b in batches][::step], fontsize="small")
+        ax.set_xlabel("micro-batch id (in run order; a restart goes on from its checkpoint)")
         ax.set_ylabel("rows")
         ax.set_title("Rows per micro-batch")
         ax.legend(loc="upper right", fontsize="small")
@@ -492,9 +495,10 @@ def _temporal_join_section(config: Mapping[str, Any], main: str | None) -> _Sect
         ax.set_xlabel(left_time)
         ax.set_title("Versions (ticks) and output rows per key")
         ax.tick_params(axis="x", labelrotation=30, labelsize="small")
-        ax.legend(loc="upper left", fontsize="small")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
 
-    s.body.append(_figure_png(timeline, height=max(2.5, 0.45 * len(shown) + 1.8), alt="per-key version timeline"))
+    s.body.append(_figure_png(timeline, width=10.5, height=max(2.5, 0.45 * len(shown) + 1.8),
+                              alt="per-key version timeline"))
     s.body.append(table(["key", "output rows", "versions"], [(k, per_key[k], len(ticks.get(k) or [])) for k in shown],
                         cls="keys"))
     return s
@@ -514,6 +518,8 @@ th { background: #f0f0f0; } .note { color: #666; font-style: italic; }
 
 def build_report(run_dir: str | Path) -> str:
     """The report page of ``run_dir`` as HTML text (see the module docstring for what it shows)."""
+    if find_spec("matplotlib") is None:
+        raise ValueError("the run report draws its plots with matplotlib: pip install 'timeweave[report]'")
     runs = load_runs(run_dir)
     if not runs:
         raise ValueError(f"{Path(run_dir) / 'events.jsonl'}: no events recorded")
