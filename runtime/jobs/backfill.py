@@ -116,6 +116,7 @@ def _run_backfill(
         on_slice=progress,
     )
     metrics["kind"] = "backfill"
+    metrics["per_slice"] = list(progress.slices)
     _log.info("backfill done: %s slice(s), rows in %s left / %s right, out %s, dead letter %s",
               metrics.get("slices"), metrics.get("rows_in_left"), metrics.get("rows_in_right"),
               metrics.get("rows_out"), metrics.get("dead_letter"))
@@ -174,6 +175,8 @@ class SliceProgress:
     def __init__(self, total: int, recorder: Any = None, bar: bool | None = None) -> None:
         self.total = total
         self.done = 0
+        #: The figures of the slices reported so far, in order.
+        self.slices: list[dict[str, Any]] = []
         self._recorder = recorder
         self._want_bar = sys.stderr.isatty() if bar is None else bar
         self._progress: Any = None
@@ -201,6 +204,7 @@ class SliceProgress:
 
     def __call__(self, one: Mapping[str, Any]) -> None:
         self.done += 1
+        self.slices.append(dict(one))
         _log.info("%s", format_slice(one, self.done, self.total))
         if self._recorder is not None:
             self._recorder.event("slice", **dict(one))

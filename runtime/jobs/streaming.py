@@ -364,8 +364,10 @@ def _run_streaming(
     timeout = timeout_seconds if timeout_seconds is not None else _config_timeout(job)
     started = time.monotonic()
     progress_log = _ProgressLog(batch_writer, recorder)
-    listener = progress_log.listener(query_name)
-    spark.streams.addListener(listener)
+    # Spark Connect runs listeners in a server-side copy that cannot see this process's counts: poll only.
+    listener = None if type(spark).__module__.startswith("pyspark.sql.connect") else progress_log.listener(query_name)
+    if listener is not None:
+        spark.streams.addListener(listener)
     try:
         queries, marked = _run_bounded(
             spark, writer, job, timeout, until_idle,
@@ -374,7 +376,8 @@ def _run_streaming(
     finally:  # a stop request is this run's, even when the run fails
         stopped = (_STOP_REASON[0] if _STOP_REASON else "requested") if _STOP.is_set() else None
         _STOP.clear()
-        spark.streams.removeListener(listener)
+        if listener is not None:
+            spark.streams.removeListener(listener)
     seconds = time.monotonic() - started
     progress = next((q.lastProgress for q in reversed(queries) if q.lastProgress), None) or {}
     metrics["watermark"] = (progress.get("eventTime") or {}).get("watermark")
