@@ -85,6 +85,12 @@ self-contained HTML page with rows in/out, late and dead-letter counts, reasons 
 watermark and lag over time, per-slice timings, and a timeline of the output per key (temporal join)
 or per partition (MATCH_RECOGNIZE).  Needs no Spark."""
 
+_REPORT_EXAMPLES = """\
+examples:
+  timeweave-job streaming --config job.json --flush --run-dir runs/orders
+  timeweave-job report runs/orders                       # -> runs/orders/report.html
+  timeweave-job report runs/orders --output /tmp/orders.html"""
+
 _HELP_FORMAT = argparse.RawDescriptionHelpFormatter
 _RUN_DIR_HELP = "record the run in this local directory (events.jsonl, config.json) for 'timeweave-job report'"
 
@@ -130,7 +136,7 @@ def parser() -> argparse.ArgumentParser:
                        epilog=_VALIDATE_EXAMPLES, formatter_class=_HELP_FORMAT)
     v.add_argument("config", help="job config: a JSON file or a JSON string")
     r = sub.add_parser("report", help="write the HTML run report of a run directory", description=_REPORT,
-                       formatter_class=_HELP_FORMAT)
+                       epilog=_REPORT_EXAMPLES, formatter_class=_HELP_FORMAT)
     r.add_argument("run_dir", metavar="RUN_DIR", help="a directory a job wrote with --run-dir")
     r.add_argument("--output", help="the HTML file to write (default RUN_DIR/report.html)")
     return p

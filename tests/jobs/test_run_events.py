@@ -82,7 +82,9 @@ def test_figures_of_spark_progress() -> None:
 def test_slice_progress_logs_records_and_draws_a_bar(tmp_path: Path, capsys) -> None:
     configure_logging("INFO")
     handler = next(h for h in logging.getLogger("timeweave").handlers if getattr(h, "_timeweave_cli", False))
-    saved = handler.setStream(sys.stderr)  # the CLI's handler writes to stderr, where the bar is drawn
+    # the CLI's handler writes to stderr, where the bar is drawn (set directly: an earlier test's captured
+    # stream may be closed, and setStream flushes it)
+    saved, handler.stream = handler.stream, sys.stderr
     recorder = RunRecorder(tmp_path, "backfill", "match_recognize", {}, {})
     try:
         for bar in (False, True):
@@ -93,7 +95,7 @@ def test_slice_progress_logs_records_and_draws_a_bar(tmp_path: Path, capsys) -> 
                 progress({"slice": 1, "label": "b", "rows_in": 2, "rows_out": 2, "state_keys_out": 0, "seconds": 0.2})
             assert handler.stream is sys.stderr  # handed back
     finally:
-        handler.setStream(saved)
+        handler.stream = saved
     err = capsys.readouterr().err
     assert err.count("slice 1 (b) done, 2/2: rows in 2, out 2, state keys out 0; 0.2 s") == 2  # a line in both modes
     assert "2/2 slices" in err  # the bar
