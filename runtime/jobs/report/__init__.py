@@ -357,6 +357,7 @@ def _match_recognize_section(config: Mapping[str, Any], main: str | None) -> _Se
                       if t is not None and _key_label(values) == partition]
                 ax.plot(xs, [row] * len(xs), "|", markersize=14, markeredgewidth=2, color="#4477aa")
             ax.set_yticks(range(len(shown)), shown, fontsize="small")
+            ax.set_ylim(-0.6, len(shown) - 0.4)  # the first and last rows' marks not cut by the frame
             ax.set_xlabel(time_column)
             ax.set_title(f"Matches per partition over {time_column}")
             ax.tick_params(axis="x", labelrotation=30, labelsize="small")
@@ -492,6 +493,7 @@ def _temporal_join_section(config: Mapping[str, Any], main: str | None) -> _Sect
             ax.plot(hits, [row] * len(hits), "o", color="#228833", label="matched row" if row == 0 else None)
             ax.plot(miss, [row] * len(miss), "x", color="#ee6677", label="unmatched row" if row == 0 else None)
         ax.set_yticks(range(len(shown)), shown, fontsize="small")
+        ax.set_ylim(-0.6, len(shown) - 0.4)
         ax.set_xlabel(left_time)
         ax.set_title("Versions (ticks) and output rows per key")
         ax.tick_params(axis="x", labelrotation=30, labelsize="small")
@@ -512,7 +514,7 @@ table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.85em; }
 td, th { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; } .note { color: #666; font-style: italic; }
 .totals td.num { text-align: right; font-weight: bold; } img.plot { display: block; margin: 0.5em 0; max-width: 100%; }
-.failed { color: #b00; }
+.failed { color: #b00; } pre { white-space: pre-wrap; word-break: break-all; }
 """
 
 
