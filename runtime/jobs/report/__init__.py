@@ -204,20 +204,22 @@ def _reasons_section(title: str, path: str | None, total: int, anchor: str) -> _
     s.body.append(f'<p>Rows: <span class="count" id="{esc(anchor)}-count">{total}</span> '
                   f'(output <code>{esc(path)}</code>)</p>')
     try:
-        data = read_output(path)
+        data = read_output(path, limit=SAMPLE_ROWS)  # the sample's rows only; the reasons: that column only
+        reasons_column = read_output(path, columns=["reason"]) if data is not None else None
     except Exception as error:  # an unreadable output: say so, show the rest of the report
         s.body.append(f'<p class="note">Output not readable: {esc(error)}</p>')
         return s
     if data is None or data.num_rows == 0:
         s.body.append('<p class="note">No rows in the output.</p>')
         return s
-    if "reason" in data.column_names:
-        reasons = Counter(str(r) for r in data.column("reason").to_pylist())
+    stored = reasons_column.num_rows if reasons_column is not None else data.num_rows
+    if reasons_column is not None and "reason" in reasons_column.column_names:
+        reasons = Counter(str(r) for r in reasons_column.column("reason").to_pylist())
         s.body.append(table(["reason", "rows"], reasons.most_common(), cls=f"{anchor}-reasons"))
     sample = data.slice(0, SAMPLE_ROWS)
     names = [n for n in sample.column_names if n != "reason"]
     names = (["reason"] if "reason" in sample.column_names else []) + names
-    s.body.append(f"<p>Sample ({min(SAMPLE_ROWS, data.num_rows)} of {data.num_rows} rows):</p>")
+    s.body.append(f"<p>Sample ({data.num_rows} of the {stored} rows stored in the output):</p>")
     s.body.append(table(names, zip(*(sample.column(n).to_pylist() for n in names), strict=True), cls=f"{anchor}-sample"))
     return s
 
