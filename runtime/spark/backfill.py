@@ -257,8 +257,9 @@ def run_slices(
     reads the left side beside the probe).  Needs a classic session (it
     clears output and dead-letter directories and reads footers through the driver's Hadoop file system).
 
-    Per slice, ``on_slice(one)`` is called on the driver as each slice is written, with ``slice``, ``label``, ``start``, ``end``, ``rows_out`` (its files' footers), ``seconds`` (of the
-    Spark job that wrote it) and ``job`` (that job's slice indexes: a grouped job writes several at once).
+    ``on_slice(one)`` is called on the driver as each slice is written, in slice order: ``slice``,
+    ``label``, ``start``, ``end``, ``rows_out`` (its files' footers), ``seconds`` (of the Spark job that
+    wrote it) and ``job`` (that job's slice indexes: a grouped job writes several at once).
 
     Measured on 10 M orders x 100 k versions (``bench/RESULTS.md``): one-shot -> parquet vs this with
     10 slices, default grouping and one job per slice.
