@@ -132,3 +132,16 @@ def test_backfill_reports_every_slice(spark, tmp_path: Path, operator: str, capl
         assert f'id="matches-count">{metrics["rows_out"]}<' in page
     else:
         assert 'id="output-count">8<' in page and 'id="matched-count">7<' in page  # x1 (NULL key): unmatched
+
+
+def test_streaming_match_recognize_run_dir(spark, tmp_path: Path) -> None:
+    config = _match_config(tmp_path)
+    metrics = run_streaming(config, spark, flush=True, run_dir=tmp_path / "run")
+    batches = [e for e in read_events(tmp_path / "run") if e["event"] == "batch"]
+    counted = [b for b in batches if b["rows_out"] is not None]
+    assert len(counted) == metrics["batches"]
+    assert sum(b["rows_out"] for b in counted) == metrics["rows_out"] == 12  # one match per price peak
+    assert sum(b["rows_in"] for b in counted) == metrics["rows_in"] == 37
+    assert sum(b["dead_letter"] for b in counted) == metrics["dead_letter"] == 1
+    page = build_report(tmp_path / "run")
+    assert 'id="matches-count">12<' in page and "in 2 partition(s) (by symbol)" in page
