@@ -23,7 +23,7 @@ def run(kind: str, config: Any | Mapping[str, Any] | str | Path, spark=None, **k
 
     ``kw`` goes to :func:`runtime.jobs.streaming.run_streaming` (``flush``, ``heartbeat``,
     ``timeout_seconds``, ``until_idle``) or :func:`runtime.jobs.backfill.run_backfill` (``start``,
-    ``end``, ``slices``, ``only``).
+    ``end``, ``slices``, ``only``); both take ``run_dir`` (:mod:`runtime.jobs.run_dir`, for the run report).
 
     >>> run("nightly", {})
     Traceback (most recent call last):

@@ -10,6 +10,7 @@ way a re-run of any slice finds the state at its start edge.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +39,8 @@ def run_backfill(
     spark=None,
     only: Sequence[int] | None = None,
     slices_per_job: int | None = None,
+    run_dir: str | Path | None = None,
+    progress_bar: bool | None = None,
 ) -> dict:
     """Run the backfill of ``config`` over ``[start, end)`` (UTC) in ``slices`` slices; returns metrics.
 
@@ -46,16 +49,49 @@ def run_backfill(
     only; default: all the run's slices) is how many contiguous slices one Spark job writes
     (:func:`runtime.spark.backfill.run_slices`; 1: one job per slice).
 
+    Each slice is reported as it is written: a log line (rows, seconds), a progress bar on a terminal
+    (``progress_bar``: default when stderr is a terminal and ``rich`` is installed) and, with ``run_dir``,
+    a ``slice`` event there for the run report (:mod:`runtime.jobs.run_dir`).  The metrics' ``per_slice``
+    lists the same figures.
+
     Example::
 
         metrics = run_backfill("job.json", "2020-01-01T00:00", "2020-01-02T00:00", slices=3)
     """
     job = load_job_config(config)
+    begin, stop = _when(start, "start"), _when(end, "end")
+    operator = "match_recognize" if isinstance(job, MatchRecognizeJobConfig) else "temporal_join"
+    recorder = None
+    if run_dir is not None:
+        from runtime.jobs.run_dir import RunRecorder
+
+        recorder = RunRecorder(
+            run_dir, "backfill", operator, job.raw,
+            {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path},
+            {"start": begin.isoformat(), "end": stop.isoformat(), "slices": slices,
+             "only": list(only) if only else None, "slices_per_job": slices_per_job},
+        )
+    total = len(set(only)) if only else slices
+    try:
+        with SliceProgress(total, recorder, bar=progress_bar) as progress:
+            metrics = _run_backfill(job, begin, stop, slices, spark, only, slices_per_job, progress)
+    except BaseException as error:
+        if recorder is not None:
+            recorder.failed(error)
+        raise
+    if recorder is not None:
+        recorder.finished(metrics)
+    return metrics
+
+
+def _run_backfill(
+    job: JobConfig | MatchRecognizeJobConfig, begin: datetime, stop: datetime, slices: int, spark: Any,
+    only: Sequence[int] | None, slices_per_job: int | None, progress: SliceProgress,
+) -> dict:
     if spark is None:
         from runtime.jobs.session import get_session
 
         spark = get_session()
-    begin, stop = _when(start, "start"), _when(end, "end")
     kind = "MATCH_RECOGNIZE" if isinstance(job, MatchRecognizeJobConfig) else "temporal join"
     _log.info("backfill (%s) [%s, %s) in %d slice(s)%s -> %s", kind, begin.isoformat(), stop.isoformat(), slices,
               f", only {list(only)}" if only else "", job.output_path)
@@ -66,13 +102,10 @@ def run_backfill(
 
         metrics = backfill_match_recognize(
             read_batch(spark, job.input), job.clause, begin, stop, slices,
-            job.output_path, job.dead_letter_path, only=only,
+            job.output_path, job.dead_letter_path, only=only, on_slice=progress,
         )
-        for i, one in enumerate(metrics.get("per_slice") or []):
-            _log.info("slice %s: rows in %s, out %s, state keys out %s, %s s", one.get("slice", i), one.get("rows_in"),
-                      one.get("rows_out"), one.get("state_keys_out"), one.get("seconds"))
-        _log.info("backfill done: %s slice(s), rows in %s, out %s", metrics.get("slices"), metrics.get("rows_in"),
-                  metrics.get("rows_out"))
+        _log.info("backfill done: %s slice(s), rows in %s, out %s, dead letter %s", metrics.get("slices"),
+                  metrics.get("rows_in"), metrics.get("rows_out"), metrics.get("dead_letter"))
         return metrics
     from runtime.spark.backfill import run_slices
 
@@ -80,9 +113,107 @@ def run_backfill(
     metrics = run_slices(
         read_batch(spark, job.left), read_batch(spark, job.right), job.join, begin, stop,
         slices, job.output_path, job.dead_letter_path, state, only=only, slices_per_job=slices_per_job,
+        on_slice=progress,
     )
     metrics["kind"] = "backfill"
+    metrics["per_slice"] = list(progress.slices)
     _log.info("backfill done: %s slice(s), rows in %s left / %s right, out %s, dead letter %s",
               metrics.get("slices"), metrics.get("rows_in_left"), metrics.get("rows_in_right"),
               metrics.get("rows_out"), metrics.get("dead_letter"))
     return metrics
+
+
+def format_slice(one: Mapping[str, Any], done: int, total: int) -> str:
+    """The log line of one finished slice.
+
+    >>> format_slice({"slice": 1, "label": "20200101T08", "rows_in": 5, "rows_out": 2, "state_keys_out": 1,
+    ...               "seconds": 0.5}, 2, 3)
+    'slice 1 (20200101T08) done, 2/3: rows in 5, out 2, state keys out 1; 0.5 s'
+    >>> format_slice({"slice": 0, "label": "a", "rows_out": 4, "seconds": 1.25, "job": [0, 1]}, 1, 2)
+    'slice 0 (a) done, 1/2: rows out 4; 1.25 s (one Spark job wrote slices 0-1)'
+    """
+    parts = []
+    if "rows_in" in one:
+        parts.append(f"rows in {one['rows_in']}, out {one.get('rows_out')}")
+    else:
+        parts.append(f"rows out {one.get('rows_out')}")
+    if "state_keys_out" in one:
+        parts.append(f", state keys out {one['state_keys_out']}")
+    text = f"slice {one.get('slice')} ({one.get('label')}) done, {done}/{total}: {''.join(parts)}; {one.get('seconds')} s"
+    job = one.get("job") or []
+    if len(job) > 1:
+        text += f" (one Spark job wrote slices {job[0]}-{job[-1]})"
+    return text
+
+
+class _ConsoleStream:
+    """A file-like object printing through a rich console (log lines above a live progress bar)."""
+
+    def __init__(self, console: Any) -> None:
+        self._console = console
+
+    def write(self, text: str) -> int:
+        self._console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+class SliceProgress:
+    """A backfill's per-slice progress: one log line per slice, a ``slice`` event in the run directory, and
+    on a terminal a progress bar (``rich``, when installed; ``bar`` forces it on or off).
+
+    Called with each slice's figures as it is written (the ``on_slice`` of the backfill functions).
+
+    Example::
+
+        with SliceProgress(3, recorder=None, bar=False) as progress:
+            backfill_match_recognize(df, clause, start, end, 3, "out", on_slice=progress)
+    """
+
+    def __init__(self, total: int, recorder: Any = None, bar: bool | None = None) -> None:
+        self.total = total
+        self.done = 0
+        #: The figures of the slices reported so far, in order.
+        self.slices: list[dict[str, Any]] = []
+        self._recorder = recorder
+        self._want_bar = sys.stderr.isatty() if bar is None else bar
+        self._progress: Any = None
+        self._task: Any = None
+        self._swapped: list[tuple[logging.StreamHandler, Any]] = []
+
+    def __enter__(self) -> SliceProgress:
+        if self._want_bar:
+            try:
+                from rich.console import Console
+                from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            except ImportError:  # no bar without rich: the log lines say the same
+                return self
+            console = Console(file=sys.stderr)
+            self._progress = Progress(TextColumn("backfill"), BarColumn(), MofNCompleteColumn(), TextColumn("slices"),
+                                      TimeElapsedColumn(), console=console, transient=False,
+                                      redirect_stdout=False, redirect_stderr=False)
+            self._task = self._progress.add_task("backfill", total=self.total)
+            # the 'timeweave' log lines print above the bar instead of through it
+            for handler in logging.getLogger("timeweave").handlers:
+                if isinstance(handler, logging.StreamHandler) and handler.stream in (sys.stderr, sys.__stderr__):
+                    self._swapped.append((handler, handler.setStream(_ConsoleStream(console))))
+            self._progress.start()
+        return self
+
+    def __call__(self, one: Mapping[str, Any]) -> None:
+        self.done += 1
+        self.slices.append(dict(one))
+        _log.info("%s", format_slice(one, self.done, self.total))
+        if self._recorder is not None:
+            self._recorder.event("slice", **dict(one))
+        if self._progress is not None:
+            self._progress.update(self._task, completed=self.done)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            for handler, stream in self._swapped:
+                handler.setStream(stream)
+            self._swapped.clear()

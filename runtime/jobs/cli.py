@@ -5,6 +5,10 @@
     timeweave-job streaming --config job.json [--flush | --heartbeat 2020-01-01T12:00] [--timeout 60]
     timeweave-job backfill  --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3
     timeweave-job validate  job.json
+    timeweave-job report    RUN_DIR [--output report.html]
+
+``--run-dir DIR`` (streaming, backfill) records the run in DIR (``events.jsonl``, ``config.json``:
+:mod:`runtime.jobs.run_dir`); ``report`` turns it into one self-contained HTML page.
 
 The last line a job prints is ``TIMEWEAVE_METRICS {json}``: what a scheduler (the Airflow operator) parses.
 A bad config or argument prints one line on stderr (no traceback) and exits 2; ``validate`` checks a
@@ -34,7 +38,8 @@ Spark starts: an unknown or missing key is an error naming its path."""
 _EXAMPLES = """\
 examples:
   timeweave-job validate job.json
-  timeweave-job streaming --config job.json --flush
+  timeweave-job streaming --config job.json --flush --run-dir runs/orders
+  timeweave-job report runs/orders            # writes runs/orders/report.html
   timeweave-job backfill --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3
   spark-submit --master 'local[2]' -m runtime.jobs streaming --config job.json
 
@@ -74,7 +79,20 @@ examples:
   timeweave-job validate job.json
   timeweave-job validate '{"match_recognize": {"clause": "..."}, "input": {...}, "output": {...}}'"""
 
+_REPORT = """\
+Write the run report of a run directory (what jobs run with --run-dir DIR recorded there): one
+self-contained HTML page with rows in/out, late and dead-letter counts, reasons and samples, the
+watermark and lag over time, per-slice timings, and a timeline of the output per key (temporal join)
+or per partition (MATCH_RECOGNIZE).  Needs no Spark."""
+
+_REPORT_EXAMPLES = """\
+examples:
+  timeweave-job streaming --config job.json --flush --run-dir runs/orders
+  timeweave-job report runs/orders                       # -> runs/orders/report.html
+  timeweave-job report runs/orders --output /tmp/orders.html"""
+
 _HELP_FORMAT = argparse.RawDescriptionHelpFormatter
+_RUN_DIR_HELP = "record the run in this local directory (events.jsonl, config.json) for 'timeweave-job report'"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -90,7 +108,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="INFO", type=str.upper,
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="level of the 'timeweave' logger on stderr (default INFO: one line per micro-batch / slice)")
-    sub = p.add_subparsers(dest="kind", required=True, metavar="{streaming,backfill,validate}")
+    sub = p.add_subparsers(dest="kind", required=True, metavar="{streaming,backfill,validate,report}")
     s = sub.add_parser("streaming", help="run the streaming temporal join or MATCH_RECOGNIZE (file sources -> parquet)",
                        description=_STREAMING, epilog=_STREAMING_EXAMPLES, formatter_class=_HELP_FORMAT)
     s.add_argument("--config", required=True, help="job config: a JSON file or a JSON string")
@@ -101,6 +119,7 @@ def parser() -> argparse.ArgumentParser:
                      help="once all available input is read, move both watermarks to this ISO timestamp (UTC)")
     s.add_argument("--timeout", type=float, help="processing-time trigger: stop after this many seconds")
     s.add_argument("--no-until-idle", action="store_true", help="processing-time trigger: do not stop when idle")
+    s.add_argument("--run-dir", help=_RUN_DIR_HELP)
     b = sub.add_parser("backfill", help="run the sliced backfill", description=_BACKFILL, epilog=_BACKFILL_EXAMPLES,
                        formatter_class=_HELP_FORMAT)
     b.add_argument("--config", required=True, help="job config: a JSON file or a JSON string")
@@ -112,9 +131,14 @@ def parser() -> argparse.ArgumentParser:
         "--slices-per-job", type=int,
         help="temporal joins: contiguous slices one Spark job writes (default: all of the run's; 1: one job per slice)",
     )
+    b.add_argument("--run-dir", help=_RUN_DIR_HELP)
     v = sub.add_parser("validate", help="check a job config without starting Spark", description=_VALIDATE,
                        epilog=_VALIDATE_EXAMPLES, formatter_class=_HELP_FORMAT)
     v.add_argument("config", help="job config: a JSON file or a JSON string")
+    r = sub.add_parser("report", help="write the HTML run report of a run directory", description=_REPORT,
+                       epilog=_REPORT_EXAMPLES, formatter_class=_HELP_FORMAT)
+    r.add_argument("run_dir", metavar="RUN_DIR", help="a directory a job wrote with --run-dir")
+    r.add_argument("--output", help="the HTML file to write (default RUN_DIR/report.html)")
     return p
 
 
@@ -168,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = parser().parse_args(argv)
     configure_logging(args.log_level)
+    if args.kind == "report":
+        return _report(args.run_dir, args.output)
     from runtime.core.errors import TimeweaveError
     from runtime.jobs.config import load_job_config
 
@@ -187,10 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _install_stop_handlers()
             metrics = run(
                 "streaming", job, flush=args.flush, heartbeat=args.heartbeat,
-                timeout_seconds=args.timeout, until_idle=not args.no_until_idle,
+                timeout_seconds=args.timeout, until_idle=not args.no_until_idle, run_dir=args.run_dir,
             )
         else:
-            kw: dict[str, Any] = {"start": args.start, "end": args.end, "slices": args.slices}
+            kw: dict[str, Any] = {"start": args.start, "end": args.end, "slices": args.slices, "run_dir": args.run_dir}
             if args.only:
                 kw["only"] = args.only
             if args.slices_per_job is not None:
@@ -200,6 +226,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(str(error))
     sys.stdout.write(METRICS_PREFIX + json.dumps(metrics, sort_keys=True, default=str) + "\n")
     sys.stdout.flush()
+    return 0
+
+
+def _report(run_dir: str, output: str | None) -> int:
+    """``timeweave-job report``: write the page, print its path; a run directory without events is an error line."""
+    from runtime.jobs.report import write_report
+
+    try:
+        path = write_report(run_dir, output)
+    except (FileNotFoundError, ValueError) as error:
+        return _error(str(error))
+    sys.stdout.write(f"run report: {path}\n")
     return 0
 
 

@@ -10,7 +10,9 @@ the three ways timeweave computes the same event-time temporal join and checks t
 3. **backfill**: the backfill job over all days in N slices (3 by default).
 
 It prints a table with each output's row count and checksum (order-independent, over the dbt
-model's columns) and exits 1 if they differ.  The example DAG (``dags/timeweave_example.py``) uses
+model's columns) and exits 1 if they differ.  The streaming and backfill runs record their run
+directories (``<work>/runs/streaming``, ``<work>/runs/backfill``) and the pipeline ends by writing
+their run reports (``report.html`` there; :mod:`runtime.jobs.report`).  The example DAG (``dags/timeweave_example.py``) uses
 the same helpers per data interval.
 
 Example::
@@ -76,6 +78,16 @@ class ExamplePaths:
     @property
     def backfill_checkpoint(self) -> Path:
         return self.work / "checkpoints" / "backfill"
+
+    @property
+    def streaming_run(self) -> Path:
+        """The streaming runs' run directory (events, config, ``report.html``)."""
+        return self.work / "runs" / "streaming"
+
+    @property
+    def backfill_run(self) -> Path:
+        """The backfill's run directory (events, config, ``report.html``)."""
+        return self.work / "runs" / "backfill"
 
     @property
     def dbt_project(self) -> Path:
@@ -367,11 +379,13 @@ def run_pipeline(paths: ExamplePaths, slices: int = 3, sample_data: Path = SAMPL
         land(paths, day, day + timedelta(days=1), sample_data)
         last = i == len(days) - 1
         # Incremental availableNow runs on one checkpoint; the last flushes: the input has ended.
-        streaming_runs.append(jobs.run("streaming", job_config(paths, "streaming"), spark=spark, flush=last))
+        streaming_runs.append(jobs.run("streaming", job_config(paths, "streaming"), spark=spark, flush=last,
+                                       run_dir=paths.streaming_run))
     dbt = run_dbt(paths)
     start = datetime.combine(days[0], datetime.min.time())
     end = datetime.combine(days[-1] + timedelta(days=1), datetime.min.time())
-    backfill = jobs.run("backfill", job_config(paths, "backfill"), spark=spark, start=start, end=end, slices=slices)
+    backfill = jobs.run("backfill", job_config(paths, "backfill"), spark=spark, start=start, end=end, slices=slices,
+                        run_dir=paths.backfill_run)
     streamed = {k: sum(run[k] for run in streaming_runs) for k in ("rows_out", "late", "dead_letter")}
     notes = {
         "dbt": f"dbt build: {dbt['models']} models, {dbt['tests']} tests passed",
@@ -381,6 +395,16 @@ def run_pipeline(paths: ExamplePaths, slices: int = 3, sample_data: Path = SAMPL
     }
     summaries = compare_outputs(spark, paths, notes=notes)
     return summaries, {"dbt": dbt, "streaming": streaming_runs, "backfill": backfill}
+
+
+def write_reports(paths: ExamplePaths) -> list[Path]:
+    """The run reports of the streaming and backfill runs (``<run dir>/report.html``); none without matplotlib."""
+    if find_spec("matplotlib") is None:
+        print("\nno run reports: they need matplotlib (pip install 'timeweave[report]')", file=sys.stderr)
+        return []
+    from runtime.jobs.report import write_report
+
+    return [write_report(run_dir) for run_dir in (paths.streaming_run, paths.backfill_run) if run_dir.is_dir()]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -402,6 +426,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("  " + "  ".join(value if isinstance(value, str) else _canonical(value) for value in row))
     print(f"\ncolumns compared: {', '.join(summaries[0].columns)}\n")
     print(format_table(summaries))
+    reports = write_reports(paths)
+    if reports:
+        print("\nrun reports:")
+        for report in reports:
+            print(f"  {report}")
     if agree(summaries):
         print("\nOK: dbt, streaming and backfill produced the same rows")
         return 0

@@ -44,6 +44,11 @@ included), ``rows_out``,
 ``late``, ``dead_letter``, ``watermark`` (Spark's, ISO), ``batches``, ``seconds``,
 ``rows_per_second``, ``durations_ms`` (Spark's per-phase times summed over the batches, plus the
 state operator's update and commit times: where a slow run spent its time).
+
+Per micro-batch the job logs one line and, with ``run_dir``, appends one ``batch`` event
+(:mod:`runtime.jobs.run_dir`) with :func:`runtime.spark.progress.batch_figures`: rows in / out, late,
+dead letters, watermark, lag, rows in state -- fed by a
+:class:`~runtime.spark.progress.TimeweaveProgressListener` it registers for its query.
 """
 
 from __future__ import annotations
@@ -135,8 +140,8 @@ class _BatchWriter:
         self._paths = paths
         self._metrics = metrics
         self._fs = HadoopFiles(spark)
-        #: Each batch's counts since the last :class:`_ProgressLog` poll (what its log line reports).
-        self.batch_counts: dict[int, str] = {}
+        #: Each batch's counts until :class:`_ProgressLog` reports the batch (its log line, its run-dir event).
+        self.batch_counts: dict[int, dict[str, int]] = {}
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         from pyspark.sql import Observation
@@ -178,8 +183,8 @@ class _BatchWriter:
             m["late"] += late
             m["dead_letter"] += dead
             m["batches"] += 1
-            self.batch_counts[batch_id] = (f"rows in {in_left} left / {in_right} right, out {written}, late {late}, "
-                                           f"dead letter {dead}")
+            self.batch_counts[batch_id] = {"rows_in_left": in_left, "rows_in_right": in_right, "rows_out": written,
+                                           "late": late, "dead_letter": dead}
         finally:
             batch.unpersist()
 
@@ -259,7 +264,7 @@ class _MatchWriter(_BatchWriter):
             m["late"] += late
             m["dead_letter"] += dead
             m["batches"] += 1
-            self.batch_counts[batch_id] = f"rows in {rows_in}, out {written}, late {late}, dead letter {dead}"
+            self.batch_counts[batch_id] = {"rows_in": rows_in, "rows_out": written, "late": late, "dead_letter": dead}
         finally:
             batch.unpersist()
 
@@ -272,6 +277,7 @@ def run_streaming(
     heartbeat: datetime | str | None = None,
     timeout_seconds: float | None = None,
     until_idle: bool = True,
+    run_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run the streaming job of ``config``; returns metrics (rows in/out, late, dead letters, watermark...).
 
@@ -280,6 +286,8 @@ def run_streaming(
     With ``trigger.available_now`` the query processes what is there and stops.  With
     ``trigger.processing_time`` it runs until ``timeout_seconds`` (or forever when None), and with
     ``until_idle`` stops once all input is processed and no batch is pending (a bounded run).
+    ``run_dir``: record the run there for the run report (:mod:`runtime.jobs.run_dir`: the config, one
+    event per micro-batch, the metrics); a restart appends.
 
     Example::
 
@@ -287,6 +295,30 @@ def run_streaming(
         metrics["rows_out"], metrics["late"], metrics["watermark"]
     """
     job = load_job_config(config)
+    recorder = None
+    if run_dir is not None:
+        from runtime.jobs.run_dir import RunRecorder
+
+        recorder = RunRecorder(
+            run_dir, "streaming", "match_recognize" if isinstance(job, MatchRecognizeJobConfig) else "temporal_join",
+            job.raw, {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path},
+            {"flush": flush, "heartbeat": heartbeat, "timeout_seconds": timeout_seconds},
+        )
+    try:
+        metrics = _run_streaming(job, spark, flush, heartbeat, timeout_seconds, until_idle, recorder)
+    except BaseException as error:
+        if recorder is not None:
+            recorder.failed(error)
+        raise
+    if recorder is not None:
+        recorder.finished(metrics)
+    return metrics
+
+
+def _run_streaming(
+    job: JobConfig | MatchRecognizeJobConfig, spark: SparkSession | None, flush: bool, heartbeat: datetime | str | None,
+    timeout_seconds: float | None, until_idle: bool, recorder: Any,
+) -> dict[str, Any]:
     if spark is None:
         from runtime.jobs.session import get_session
 
@@ -319,10 +351,11 @@ def run_streaming(
         )
         metrics = {"rows_in_left": 0, "rows_in_right": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}
         batch_writer = _BatchWriter(spark, stream, paths, metrics)
+    query_name = f"timeweave_{zlib.crc32(checkpoint.encode()):08x}"
     writer = (
         stream.stream.writeStream.foreachBatch(batch_writer)
         .option("checkpointLocation", f"{checkpoint}/{QUERY_DIR}")
-        .queryName(f"timeweave_{zlib.crc32(checkpoint.encode()):08x}")
+        .queryName(query_name)
     )
     if job.available_now:
         writer = writer.trigger(availableNow=True)
@@ -330,14 +363,21 @@ def run_streaming(
         writer = writer.trigger(processingTime=job.processing_time)
     timeout = timeout_seconds if timeout_seconds is not None else _config_timeout(job)
     started = time.monotonic()
+    progress_log = _ProgressLog(batch_writer, recorder)
+    # Spark Connect runs listeners in a server-side copy that cannot see this process's counts: poll only.
+    listener = None if type(spark).__module__.startswith("pyspark.sql.connect") else progress_log.listener(query_name)
+    if listener is not None:
+        spark.streams.addListener(listener)
     try:
         queries, marked = _run_bounded(
             spark, writer, job, timeout, until_idle,
-            (lambda: write_heartbeat(spark, checkpoint, mark)) if mark is not None else None, _ProgressLog(batch_writer),
+            (lambda: write_heartbeat(spark, checkpoint, mark)) if mark is not None else None, progress_log,
         )
     finally:  # a stop request is this run's, even when the run fails
         stopped = (_STOP_REASON[0] if _STOP_REASON else "requested") if _STOP.is_set() else None
         _STOP.clear()
+        if listener is not None:
+            spark.streams.removeListener(listener)
     seconds = time.monotonic() - started
     progress = next((q.lastProgress for q in reversed(queries) if q.lastProgress), None) or {}
     metrics["watermark"] = (progress.get("eventTime") or {}).get("watermark")
@@ -381,30 +421,52 @@ def _start(spark: SparkSession, writer: Any) -> StreamingQuery:
 
 
 class _ProgressLog:
-    """One ``timeweave.streaming`` log line per micro-batch: the writer's counts and Spark's watermark.
+    """One ``timeweave.streaming`` log line (and, with a run directory, one ``batch`` event) per micro-batch:
+    the writer's counts and Spark's figures (:func:`runtime.spark.progress.batch_figures`).
 
-    Polled from the thread that waits for the query (:func:`_wait`, :func:`_await_processing_time`)
-    and once when a query ends, so every batch gets its line without a listener thread.
+    Fed by a :class:`~runtime.spark.progress.TimeweaveProgressListener` (each batch as it ends) and polled
+    from the thread that waits for the query (:func:`_wait`, :func:`_await_processing_time`) and once when a
+    query ends: Spark delivers listener events asynchronously, so the poll makes sure every batch is
+    reported before the run returns; each batch is reported once.
     """
 
-    def __init__(self, writer: _BatchWriter) -> None:
+    def __init__(self, writer: _BatchWriter, recorder: Any = None) -> None:
         self._writer = writer
-        self._logged: set[tuple[str, int]] = set()
+        self._recorder = recorder
+        self._logged: set[tuple[str | None, int]] = set()
+        self._lock = threading.Lock()
+
+    def listener(self, query_name: str) -> Any:
+        """A listener reporting this job's query (``query_name``) through :meth:`report`."""
+        from runtime.spark.progress import TimeweaveProgressListener
+
+        return TimeweaveProgressListener(self.report, query_name=query_name, counts=self._counts)
+
+    def _counts(self, run_id: str | None, batch_id: int) -> dict[str, int] | None:
+        return self._writer.batch_counts.get(batch_id)
+
+    def report(self, figures: dict[str, Any]) -> None:
+        """Log and record one batch's figures, once."""
+        from runtime.spark.progress import format_figures
+
+        key = (figures.get("run_id"), int(figures["batch_id"]))
+        with self._lock:
+            if key in self._logged:
+                return
+            self._logged.add(key)
+            self._writer.batch_counts.pop(key[1], None)  # reported: keep a long run's memory flat
+        _log.info("%s", format_figures(figures))
+        if self._recorder is not None:
+            self._recorder.batch(figures)
 
     def poll(self, query: StreamingQuery, everything: bool = False) -> None:
-        if not _log.isEnabledFor(logging.INFO):
-            self._writer.batch_counts.clear()  # nobody reads them: keep a long run's memory flat
-            return
+        from runtime.spark.progress import batch_figures
+
         progresses = query.recentProgress if everything else [query.lastProgress] if query.lastProgress else []
         for progress in progresses:
-            batch_id = int(progress["batchId"])
-            if (progress["runId"], batch_id) in self._logged:
+            if (progress["runId"], int(progress["batchId"])) in self._logged:
                 continue
-            self._logged.add((progress["runId"], batch_id))
-            counts = self._writer.batch_counts.pop(batch_id, None) or "no rows (the watermark moved)"
-            watermark = (progress.get("eventTime") or {}).get("watermark") or "none yet"
-            ms = (progress.get("durationMs") or {}).get("triggerExecution")
-            _log.info("batch %d: %s; watermark %s; %s ms", batch_id, counts, watermark, ms)
+            self.report(batch_figures(progress, self._counts(progress["runId"], int(progress["batchId"]))))
 
 
 def request_stop(reason: str = "requested") -> None:

@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial, reduce
+from typing import Any
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
@@ -229,6 +231,7 @@ def run_slices(
     only: Sequence[int] | None = None,
     concurrent_slices: int = 2,
     slices_per_job: int | None = None,
+    on_slice: Callable[[dict], None] | None = None,
 ) -> dict:
     """Run the backfill; returns metrics.  ``only`` re-runs the given slice indexes (their start state must exist).
 
@@ -253,6 +256,10 @@ def run_slices(
     rows, when the left input is a parquet scan whose footers count no NULL key or time (then no job
     reads the left side beside the probe).  Needs a classic session (it
     clears output and dead-letter directories and reads footers through the driver's Hadoop file system).
+
+    ``on_slice(one)`` is called on the driver as each slice is written, in slice order: ``slice``,
+    ``label``, ``start``, ``end``, ``rows_out`` (its files' footers), ``seconds`` (of the Spark job that
+    wrote it) and ``job`` (that job's slice indexes: a grouped job writes several at once).
 
     Measured on 10 M orders x 100 k versions (``bench/RESULTS.md``): one-shot -> parquet vs this with
     10 slices, default grouping and one job per slice.
@@ -292,7 +299,7 @@ def run_slices(
     try:
         return _run(
             spark, left, right, spec, plan, wanted, groups, output, dead_letter, state, end, concurrent_slices,
-            slices_per_job,
+            slices_per_job, on_slice,
         )
     finally:
         if cached:
@@ -310,9 +317,14 @@ def _payload_columns(spec: TemporalJoinSpec, right_columns: Sequence[str]) -> li
 def _run(
     spark: SparkSession, left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, plan: list[Slice],
     wanted: list[int], groups: list[list[int]], output: str, dead_letter: str, state: str, end: datetime,
-    concurrent_slices: int, slices_per_job: int,
+    concurrent_slices: int, slices_per_job: int, on_slice: Callable[[dict], None] | None = None,
 ) -> dict:
     done = [plan[i] for i in wanted]
+
+    def finished(one: dict) -> None:
+        if on_slice is not None:
+            on_slice(one)
+
     valid_right = right.where(F.expr(f"({reject_reason(spec, 'right')}) IS NULL"))
     # The state carried into the run's first edge (fails, before anything is written, when it was never
     # written).  A run from the first slice carries none: the events before it are raw right rows.
@@ -326,7 +338,7 @@ def _run(
         beside = side.submit(_side_jobs, spark, left, right, base, spec, plan, wanted, output, dead_letter, state)
         rows_out = _write_slices(
             spark, left, right, base, valid_right, spec, plan, wanted, groups, output, state, concurrent_slices,
-            slices_per_job,
+            slices_per_job, finished,
         ) if done else 0
         rows_in_left, rows_in_right, dead_rows, untimed_out = beside.result()
     if rows_in_left is None:  # a LEFT join of a left input without NULL times: one row out per row in
@@ -510,9 +522,12 @@ def _observed_metrics(seen: Observation) -> dict | None:
 def _write_slices(
     spark: SparkSession, left: DataFrame, right: DataFrame, base: DataFrame, valid_right: DataFrame, spec: TemporalJoinSpec,
     plan: list[Slice], wanted: list[int], groups: list[list[int]], output: str, state: str, concurrent_slices: int,
-    slices_per_job: int,
+    slices_per_job: int, finished: Callable[[dict], None],
 ) -> int:
-    """Probe and write the wanted slices, one Spark job per group of ``groups``; returns the rows written."""
+    """Probe and write the wanted slices, one Spark job per group of ``groups``; returns the rows written.
+
+    ``finished(one)`` gets each slice's figures (rows written, the writing job's seconds), in slice order,
+    as soon as its job committed."""
     v = spec.versioned
     lo, hi = wanted[0], wanted[-1]
     # The versions every slice of this run probes: the carried state, the run's events and one look-ahead
@@ -587,9 +602,24 @@ def _write_slices(
     # each reads, so a lone slice job keeps one core busy where the one-shot run keeps all busy; a second
     # job also overlaps one slice's fixed costs (broadcasts, commit) with another's work.
     with ThreadPoolExecutor(max_workers=max(1, concurrent_slices)) as pool:
-        for finished in [pool.submit(write) for write in writes]:
-            finished.result()  # the first failure propagates; slices already written stay (each is idempotent)
-    return files.parquet_rows([f"{output}/slice={plan[i].label}" for i in wanted])
+        running = [pool.submit(_timed, write) for write in writes]
+        rows = 0
+        for group, job in zip(groups, running, strict=True):
+            seconds = job.result()  # the first failure propagates; slices already written stay (each is idempotent)
+            for i in group:  # rows per slice from the footers of its directory (no Spark job)
+                written = files.parquet_rows([f"{output}/slice={plan[i].label}"])
+                rows += written
+                s = plan[i]
+                finished({"slice": i, "label": s.label, "start": s.start.isoformat(), "end": s.end.isoformat(),
+                          "rows_out": written, "seconds": seconds, "job": list(group)})
+    return rows
+
+
+def _timed(write: Callable[[], Any]) -> float:
+    """Run ``write``; its seconds (wall clock)."""
+    started = time.perf_counter()
+    write()
+    return round(time.perf_counter() - started, 3)
 
 
 def _fits_broadcast(spark: SparkSession, df: DataFrame) -> bool:

@@ -39,7 +39,7 @@ State an earlier release wrote must be rebuilt: re-run the backfill from slice 0
 from __future__ import annotations
 
 import time as clock
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -317,6 +317,7 @@ def backfill_match_recognize(
     output: str,
     dead_letter: str | None = None,
     only: Sequence[int] | None = None,
+    on_slice: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run ``MATCH_RECOGNIZE (clause)`` over the rows of ``df`` with event time in ``[start, end)``, in ``slices``
     sequential slices; returns metrics.  The union of ``<output>/slice=*`` equals
@@ -329,7 +330,7 @@ def backfill_match_recognize(
     ``<output>_dead_letter``).  Errors in the clause or its columns raise before any Spark job.
 
     Metrics: ``rows_in`` / ``rows_out`` / ``state_keys_out`` / ``seconds`` per slice under ``per_slice``,
-    their totals, ``state_keys_carried`` (keys handed across the last edge run), ``dead_letter``,
+    their totals (``on_slice(one)`` gets each slice's as it is written), ``state_keys_carried`` (keys handed across the last edge run), ``dead_letter``,
     ``seconds``.
 
     Example::
@@ -372,6 +373,8 @@ def backfill_match_recognize(
             carried = _read_state(df, bound, carried_from, s.index, s.start)
         per_slice.append(_run_slice(df, bound, s, s.index == len(plan_slices) - 1, carried, output, state_root,
                                     carried_from))
+        if on_slice is not None:
+            on_slice(per_slice[-1])
 
     # The DataFrame door's dead letter (match_recognize_with_rejects; the streaming door's shape and reason).
     untimed = rejected_rows(df, bound)

@@ -69,3 +69,7 @@ def test_main_job_runs_all_three_doors_and_they_agree(spark, tmp_path, capsys):
     assert {row[1] for row in table} == {"17"}  # every sample order, once, in every door
     assert len({row[2] for row in table}) == 1
     assert len(list(ep.ExamplePaths(work).backfill_output.glob("slice=*"))) == 3
+    # the run reports are written at the end and listed
+    for run_dir in (ep.ExamplePaths(work).streaming_run, ep.ExamplePaths(work).backfill_run):
+        assert f"  {run_dir / 'report.html'}" in out
+        assert 'id="total-rows_out">17<' in (run_dir / "report.html").read_text()
