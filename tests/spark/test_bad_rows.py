@@ -21,6 +21,7 @@ import pytest
 
 import runtime
 from runtime.core.errors import SpecError
+from runtime.core.spec import VersionedTableSpec
 from runtime.jobs.backfill import run_backfill
 from runtime.jobs.streaming import run_streaming
 
@@ -170,7 +171,7 @@ def test_a_query_reading_some_columns_sees_the_same_malformed_rows(spark, tmp_pa
 def test_the_readers_refuse_modes_that_lose_or_stop_on_malformed_records(spark, tmp_path: Path) -> None:
     from runtime.spark.sources import read_source
 
-    with pytest.raises(SpecError, match="options.mode.*DROPMALFORMED"):
+    with pytest.raises(SpecError, match=r"options\.mode.*DROPMALFORMED"):
         read_source(spark.read, "csv", ORDERS, {"mode": "DROPMALFORMED"}, str(tmp_path))
     with pytest.raises(SpecError, match="column '_corrupt_record' is reserved"):
         read_source(spark.read, "json", "_corrupt_record STRING, t TIMESTAMP", {}, str(tmp_path))
@@ -183,3 +184,23 @@ def test_the_dataframe_door_refuses_a_string_time_column_naming_it(spark) -> Non
     rates = spark.createDataFrame([("USD", 1.0, datetime(2024, 1, 1))], "currency STRING, rate DOUBLE, update_time TIMESTAMP")
     with pytest.raises(SpecError, match="column 't' must be a timestamp, found string"):
         runtime.temporal_join(orders, rates, "t", key="currency", time="update_time")
+
+
+def test_a_user_column_named_reason_stays_in_the_dead_letter_row(spark) -> None:
+    """The DataFrame and SQL doors' dead letter listed the row as ``struct(* EXCEPT (reason))``: a user column
+    named ``reason`` was dropped from ``row`` (and clashed with the added ``reason``)."""
+    orders = spark.createDataFrame(
+        [("o1", "USD", datetime(2024, 1, 1, 0, 10), "gift"), ("o2", None, datetime(2024, 1, 1, 0, 20), "refund")],
+        "order_id STRING, currency STRING, order_time TIMESTAMP, reason STRING")
+    rates = spark.createDataFrame([("USD", 1.0, datetime(2024, 1, 1))], "currency STRING, rate DOUBLE, update_time TIMESTAMP")
+    _, rejected = runtime.temporal_join_with_rejects(orders, rates, "order_time", key="currency", time="update_time")
+    expected = [("left", "NULL key column currency",
+                 {"order_id": "o2", "order_time": "2024-01-01T00:20:00.000Z", "reason": "refund"})]
+    assert [(r["side"], r["reason"], json.loads(r["row"])) for r in rejected.collect()] == expected
+
+    orders.createOrReplaceTempView("orders_reason")
+    runtime.register_versioned(spark, "rates_reason", rates, VersionedTableSpec("currency", "update_time"))
+    query = ("SELECT o.order_id, r.rate FROM orders_reason AS o JOIN rates_reason FOR SYSTEM_TIME AS OF o.order_time "
+             "AS r ON o.currency = r.currency")
+    dead = runtime.dead_letters(spark, query).collect()
+    assert [(r["side"], r["reason"], json.loads(r["row"])) for r in dead] == expected
