@@ -16,6 +16,10 @@ default name for its corrupt-record column); the record's fields sit beside it a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from runtime.core.errors import SpecError
+
 #: The key of the raw record in a malformed record's dead-letter ``row`` JSON.
 RAW_FIELD = "_corrupt_record"
 #: A record the reader could not split into fields at all (broken JSON, an unclosed quote...).
@@ -39,4 +43,27 @@ def unreadable_record(file_format: str) -> str:
     return f"{MALFORMED_RECORD}: not a {file_format.upper()} record"
 
 
-__all__ = ["MALFORMED_RECORD", "RAW_FIELD", "TEXT_FORMATS", "unparsable_value", "unreadable_record", "wrong_column_count"]
+def check_reader_options(file_format: str, options: Mapping[str, str], where: str) -> None:
+    """Refuse reader options that would lose malformed records or take their column from timeweave.
+
+    ``mode`` must be ``PERMISSIVE`` (``DROPMALFORMED`` drops records silently; ``FAILFAST`` stops the job
+    at the first one instead of dead-lettering it); ``columnNameOfCorruptRecord`` is timeweave's own.
+
+    >>> check_reader_options("csv", {"header": "true", "mode": "permissive"}, "left source")
+    >>> check_reader_options("csv", {"mode": "DROPMALFORMED"}, "left source")
+    Traceback (most recent call last):
+    ...
+    runtime.core.errors.SpecError: left source: argument 'options.mode': mode 'DROPMALFORMED' is not supported: ...
+    """
+    if file_format not in TEXT_FORMATS:
+        return
+    for name, value in options.items():
+        if name.lower() == "mode" and str(value).upper() != "PERMISSIVE":
+            raise SpecError("options.mode", f"mode {value!r} is not supported: malformed records go to the dead "
+                            "letter (PERMISSIVE, the default)", where=where)
+        if name.lower() == "columnnameofcorruptrecord":
+            raise SpecError("options.columnNameOfCorruptRecord", "is set by timeweave: malformed records go to the "
+                            "dead letter with their raw text", where=where)
+
+
+__all__ = ["MALFORMED_RECORD", "RAW_FIELD", "TEXT_FORMATS", "check_reader_options", "unparsable_value", "unreadable_record", "wrong_column_count"]

@@ -67,13 +67,7 @@ def read_source(reader: Any, file_format: str, schema: str, options: Mapping[str
     user = reader.format(file_format).schema(schema).options(**dict(options))
     if file_format not in bad_rows.TEXT_FORMATS:
         return user.load(path)
-    for name, value in options.items():
-        if name.lower() == "mode" and str(value).upper() != "PERMISSIVE":
-            raise SpecError("options.mode", f"mode {value!r} is not supported: malformed records go to the dead "
-                            "letter (PERMISSIVE, the default)", where=f"{file_format} source {path}")
-        if name.lower() == "columnnameofcorruptrecord":
-            raise SpecError("options.columnNameOfCorruptRecord", "is set by timeweave: malformed records go to the "
-                            "dead letter with their raw text", where=f"{file_format} source {path}")
+    bad_rows.check_reader_options(file_format, options, f"{file_format} source {path}")
     fields = user.load(path).schema.fields  # the parsed DDL (no file is read: the schema is given)
     for field in fields:
         if field.name in (CORRUPT, MALFORMED, BAD_ROW, bad_rows.RAW_FIELD):
