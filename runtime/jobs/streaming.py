@@ -35,7 +35,9 @@ The query starts with :data:`QUERY_CONFIGS` set (Spark SQL confs that cut its pe
 query keeps its own copy of the session's conf, and the caller's session gets its own values back at once.
 
 Late output: the left (MATCH_RECOGNIZE: input) columns + ``reason`` + ``watermark``.  Dead letter:
-``side``, ``reason``, ``row`` (the original row as JSON), as the batch door's ``dead_letters``.  For
+``side``, ``reason``, ``row`` (the original row as JSON), as the batch door's ``dead_letters``; a CSV / JSON
+record that does not fit the source's schema is one too (:mod:`runtime.spark.sources`: the reason names the
+column and type or the wrong column count, ``row`` holds the fields as read and ``_corrupt_record``).  For
 MATCH_RECOGNIZE the flush is the end of input: every partition is closed as the batch door closes it,
 so a flushed job has written exactly the batch door's rows.
 

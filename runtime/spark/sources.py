@@ -69,8 +69,9 @@ def read_source(reader: Any, file_format: str, schema: str, options: Mapping[str
         return user.load(path)
     bad_rows.check_reader_options(file_format, options, f"{file_format} source {path}")
     fields = user.load(path).schema.fields  # the parsed DDL (no file is read: the schema is given)
+    reserved = {n.lower() for n in (CORRUPT, MALFORMED, BAD_ROW, bad_rows.RAW_FIELD, _TEXT_CHECK)}
     for field in fields:
-        if field.name in (CORRUPT, MALFORMED, BAD_ROW, bad_rows.RAW_FIELD):
+        if field.name.lower() in reserved:  # Spark resolves names case-insensitively
             raise SpecError("schema", f"column '{field.name}' is reserved for malformed records; rename it",
                             where=f"{file_format} source {path}")
     full = T.StructType([*fields, T.StructField(CORRUPT, T.StringType())])
@@ -119,10 +120,11 @@ def is_tagged(df: DataFrame) -> bool:
     return MALFORMED in df.columns and BAD_ROW in df.columns
 
 
-def split_malformed(df: DataFrame, side: str) -> tuple[DataFrame, DataFrame]:
+def split_malformed(df: DataFrame, side: str) -> tuple[DataFrame, DataFrame | None]:
     """(well-formed rows with the source's columns only, dead letter ``side``/``reason``/``row`` of the rest).
 
-    An untagged ``df`` (parquet) passes whole, with an empty dead letter.  Both are lazy and work on streams.
+    An untagged ``df`` (parquet) passes whole, with an empty dead letter (None for a stream: no empty
+    stream to give).  Both are lazy and work on streams.
 
     Example::
 
@@ -131,7 +133,7 @@ def split_malformed(df: DataFrame, side: str) -> tuple[DataFrame, DataFrame]:
     if not is_tagged(df):
         empty = df.sparkSession.createDataFrame([], "side STRING, reason STRING, row STRING") if not df.isStreaming \
             else None
-        return df, empty  # type: ignore[return-value]
+        return df, empty
     columns = [named(c) for c in df.columns if c not in (MALFORMED, BAD_ROW)]
     good = df.where(F.col(MALFORMED).isNull()).select(*columns)
     dead = df.where(F.col(MALFORMED).isNotNull()).select(
