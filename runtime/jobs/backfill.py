@@ -5,6 +5,11 @@ or in-process :func:`run_backfill`.  A temporal-join job keeps its state in ``<c
 (or ``<output.path>_state``); a MATCH_RECOGNIZE job (a config with a ``match_recognize`` section) keeps
 its matcher state under ``<output.path>/_state`` (:mod:`runtime.spark.match_recognize_backfill`).  Either
 way a re-run of any slice finds the state at its start edge.
+
+CSV / JSON records that do not fit the source's schema (:mod:`runtime.spark.sources`) belong to no slice:
+every run rewrites them under ``<dead_letter>/slice=malformed`` (``side``, ``reason``, ``row``: the reason
+names the column and type, or the wrong field count; ``row`` holds the text read and the raw record) and
+counts them in ``malformed`` and ``dead_letter`` (and, as the streaming job does, in the rows in).
 """
 
 from __future__ import annotations
@@ -22,9 +27,38 @@ from runtime.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig
 _log = logging.getLogger("timeweave.backfill")
 
 
+#: The dead-letter directory of the sources' malformed records (they have no trustworthy time: no slice).
+MALFORMED_SLICE = "malformed"
+
+
 def read_batch(spark, source: SourceConfig):
-    """A file source as a batch DataFrame with the configured schema."""
-    return spark.read.format(source.format).schema(source.schema).options(**dict(source.options)).load(source.path)
+    """A file source as a batch DataFrame with the configured schema; CSV / JSON records tagged malformed or
+    not (:func:`runtime.spark.sources.read_source`)."""
+    from runtime.spark.sources import read_source
+
+    return read_source(spark.read, source.format, source.schema, source.options, source.path)
+
+
+def _sources(spark, sources: Mapping[str, SourceConfig]) -> tuple[dict[str, Any], Any]:
+    """Each side's well-formed rows, and the malformed records of all sides (None when no source is CSV / JSON)."""
+    from runtime.spark.sources import is_tagged, split_malformed
+
+    rows, dead = {}, None
+    for side, source in sources.items():
+        df = read_batch(spark, source)
+        rows[side], malformed = split_malformed(df, side)
+        if is_tagged(df):
+            dead = malformed if dead is None else dead.unionByName(malformed)
+    return rows, dead
+
+
+def _write_malformed(spark, dead, dead_letter: str) -> dict[str, int]:
+    """Replace ``<dead_letter>/slice=malformed`` with ``dead``; the count per side."""
+    if dead is None:
+        return {}
+    path = f"{dead_letter}/slice={MALFORMED_SLICE}"
+    dead.write.mode("overwrite").parquet(path)
+    return {r["side"]: r["count"] for r in spark.read.parquet(path).groupBy("side").count().collect()}
 
 
 def _when(value: str | datetime, argument: str) -> datetime:
@@ -100,23 +134,34 @@ def _run_backfill(
             raise SpecError("slices_per_job", "applies to temporal-join backfills only", where="backfill")
         from runtime.spark.match_recognize_backfill import backfill_match_recognize
 
+        rows, dead = _sources(spark, {"input": job.input})
         metrics = backfill_match_recognize(
-            read_batch(spark, job.input), job.clause, begin, stop, slices,
-            job.output_path, job.dead_letter_path, only=only, on_slice=progress,
+            rows["input"], job.clause, begin, stop, slices, job.output_path, job.dead_letter_path, only=only,
+            on_slice=progress,
         )
+        malformed = sum(_write_malformed(spark, dead, job.dead_letter_path).values())
+        metrics["malformed"] = malformed
+        metrics["dead_letter"] += malformed
         _log.info("backfill done: %s slice(s), rows in %s, out %s, dead letter %s", metrics.get("slices"),
                   metrics.get("rows_in"), metrics.get("rows_out"), metrics.get("dead_letter"))
         return metrics
     from runtime.spark.backfill import run_slices
 
     state = f"{job.checkpoint}/backfill_state" if job.checkpoint else f"{job.output_path}_state"
+    rows, dead = _sources(spark, {"left": job.left, "right": job.right})
     metrics = run_slices(
-        read_batch(spark, job.left), read_batch(spark, job.right), job.join, begin, stop,
+        rows["left"], rows["right"], job.join, begin, stop,
         slices, job.output_path, job.dead_letter_path, state, only=only, slices_per_job=slices_per_job,
         on_slice=progress,
     )
     metrics["kind"] = "backfill"
     metrics["per_slice"] = list(progress.slices)
+    malformed = _write_malformed(spark, dead, job.dead_letter_path)
+    metrics["malformed"] = sum(malformed.values())
+    metrics["dead_letter"] += metrics["malformed"]
+    for side in ("left", "right"):
+        if metrics.get(f"rows_in_{side}") is not None:
+            metrics[f"rows_in_{side}"] += malformed.get(side, 0)
     _log.info("backfill done: %s slice(s), rows in %s left / %s right, out %s, dead letter %s",
               metrics.get("slices"), metrics.get("rows_in_left"), metrics.get("rows_in_right"),
               metrics.get("rows_out"), metrics.get("dead_letter"))

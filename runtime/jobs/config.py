@@ -48,6 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from runtime.core.bad_rows import check_reader_options
 from runtime.core.durations import parse_duration
 from runtime.core.errors import SpecError
 from runtime.core.pattern import ClauseSpec, PatternValidationError, RowsPerMatch, parse_clause
@@ -215,6 +216,7 @@ class SourceConfig:
         if data["format"] not in SOURCE_FORMATS:
             raise SpecError("format", f"{side} source format {data['format']!r} not in {SOURCE_FORMATS}", where="job config")
         parse_duration(data.get("watermark_delay", "0 seconds"), f"{side}.watermark_delay")
+        check_reader_options(data["format"], dict(data.get("options", {})), f"job config: {side} source")
         return cls(
             path=str(data["path"]),
             format=data["format"],

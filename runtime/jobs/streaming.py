@@ -35,7 +35,9 @@ The query starts with :data:`QUERY_CONFIGS` set (Spark SQL confs that cut its pe
 query keeps its own copy of the session's conf, and the caller's session gets its own values back at once.
 
 Late output: the left (MATCH_RECOGNIZE: input) columns + ``reason`` + ``watermark``.  Dead letter:
-``side``, ``reason``, ``row`` (the original row as JSON), as the batch door's ``dead_letters``.  For
+``side``, ``reason``, ``row`` (the original row as JSON), as the batch door's ``dead_letters``; a CSV / JSON
+record that does not fit the source's schema is one too (:mod:`runtime.spark.sources`: the reason names the
+column and type or the wrong column count, ``row`` holds the fields as read and ``_corrupt_record``).  For
 MATCH_RECOGNIZE the flush is the end of input: every partition is closed as the batch door closes it,
 so a flushed job has written exactly the batch door's rows.
 
@@ -53,11 +55,12 @@ dead letters, watermark, lag, rows in state -- fed by a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,8 +110,26 @@ def checkpoint_root(job: JobConfig | MatchRecognizeJobConfig) -> str:
 
 
 def read_stream(spark: SparkSession, source: SourceConfig) -> DataFrame:
-    """A file source as a streaming DataFrame with the configured schema and options."""
-    return spark.readStream.format(source.format).schema(source.schema).options(**dict(source.options)).load(source.path)
+    """A file source as a streaming DataFrame with the configured schema and options; CSV / JSON records
+    tagged malformed or not (:func:`runtime.spark.sources.read_source`)."""
+    from runtime.spark.sources import read_source
+
+    return read_source(spark.readStream, source.format, source.schema, source.options, source.path)
+
+
+def _with_malformed(stream: Any, dead: Sequence[DataFrame], columns: Mapping[str, str]) -> Any:
+    """``stream`` (a StreamingJoin / StreamingMatch) whose tagged output also carries the sources' malformed
+    records as dead letters (``columns``: tag column -> dead-letter column, see ``sources.as_tagged_dead``).
+
+    The records join the operator's output after it, in the same query: the batch writer splits and counts
+    them with the operator's own dead letters (they never reach the operator: their values are not the input's).
+    """
+    from runtime.spark.sources import as_tagged_dead
+
+    tagged = stream.stream
+    for one in dead:
+        tagged = tagged.unionByName(as_tagged_dead(one, tagged.schema, columns))
+    return dataclasses.replace(stream, stream=tagged)
 
 
 def write_heartbeat(spark: SparkSession, checkpoint: str, at: datetime | str) -> None:
@@ -332,23 +353,32 @@ def _run_streaming(
     mark = END_OF_INPUT if flush else (_timestamp(heartbeat, "heartbeat") if heartbeat is not None else None)
     control = spark.readStream.format("json").schema(CONTROL_SCHEMA).load(f"{checkpoint}/{CONTROL_DIR}")
     paths = {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path}
+    from runtime.spark.sources import split_malformed
+
     stream: StreamingJoin | StreamingMatch
     if isinstance(job, MatchRecognizeJobConfig):
+        from runtime.spark import match_recognize_streaming as M
         from runtime.spark.match_recognize_streaming import match_recognize_stream
 
-        stream = match_recognize_stream(
-            read_stream(spark, job.input), job.spec, watermark=_delay(job.input.watermark_delay), heartbeat=control
-        )
+        rows, malformed = split_malformed(read_stream(spark, job.input), "input")
+        stream = match_recognize_stream(rows, job.spec, watermark=_delay(job.input.watermark_delay), heartbeat=control)
+        stream = _with_malformed(stream, [malformed] if malformed is not None else [],
+                                 {M.KIND: f"={M.DEAD}", M.SIDE: "side", M.REASON: "reason", M.IN_ROW: "row"})
         metrics: dict[str, Any] = {"rows_in": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}
         batch_writer: _BatchWriter = _MatchWriter(spark, stream, paths, metrics)
     else:
+        from runtime.spark import streaming as S
         from runtime.spark.streaming import temporal_join_stream
 
+        left, left_malformed = split_malformed(read_stream(spark, job.left), "left")
+        right, right_malformed = split_malformed(read_stream(spark, job.right), "right")
         stream = temporal_join_stream(
-            read_stream(spark, job.left), read_stream(spark, job.right), job.join,
+            left, right, job.join,
             left_watermark=_delay(job.left.watermark_delay), right_watermark=_delay(job.right.watermark_delay),
             mode=job.mode, retention=job.retention, heartbeat=control,
         )
+        stream = _with_malformed(stream, [d for d in (left_malformed, right_malformed) if d is not None],
+                                 {S.KIND: f"={S.DEAD}", S.OUT_SIDE: "side", S.REASON: "reason", S.L_ROW: "row"})
         metrics = {"rows_in_left": 0, "rows_in_right": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}
         batch_writer = _BatchWriter(spark, stream, paths, metrics)
     query_name = f"timeweave_{zlib.crc32(checkpoint.encode()):08x}"

@@ -174,16 +174,19 @@ def dead_letters(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, carr
     session = _session(left)
     # Names are quoted and the side is a constant rendered by the plan's rule (render.sql_string); the
     # reason expression renders column names as constants whose SQL text holds none of their characters.
-    hidden = f"reason, {render.quote(carry)}" if carry else "reason"
+    # The row lists the input's columns by name (named_struct), so a user column named `reason` stays in
+    # the row (`struct(* EXCEPT (reason))` dropped it, and `reason` was ambiguous beside it).
     kept = f", {render.quote(carry)}" if carry else ""
     parts = []
     for side, df in (("left", left), ("right", right)):
         reason = reject_reason(spec, side)
+        fields = ", ".join(f"{render.sql_string(c)}, {render.quote(c)}" for c in df.columns if c != carry)
         # A constant false filter for a LEFT join's left side: Spark plans an empty relation, reading nothing.
         output = " AND false" if side == "left" and spec.keeps_unmatchable_left else ""
         parts.append(session.sql(render.formattable(
-            f"SELECT {render.sql_string(side)} AS side, reason, to_json(struct(* EXCEPT ({hidden}))) AS row{kept} FROM "
-            f"(SELECT *, {reason} AS reason FROM {render.relation('df')}) WHERE reason IS NOT NULL{output}"),
+            f"SELECT {render.sql_string(side)} AS side, __tw_reason AS reason, to_json(named_struct({fields})) AS row"
+            f"{kept} FROM (SELECT *, {reason} AS __tw_reason FROM {render.relation('df')}) "
+            f"WHERE __tw_reason IS NOT NULL{output}"),
             df=df,
         ))
     return parts[0].unionByName(parts[1])
