@@ -6,7 +6,10 @@
     timeweave-job backfill  --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3
     timeweave-job validate  job.json
 
-The last line a job prints is ``TIMEWEAVE_METRICS {json}``: what a scheduler (the Airflow operator) parses.
+The last line a job prints is ``TIMEWEAVE_METRICS {json}``.  With ``--metrics-file PATH_OR_URI`` the job
+also keeps a status file there (:mod:`runtime.jobs.metrics_file`: ``running`` at the start and after every
+streaming micro-batch, then ``succeeded`` with the metrics or ``failed`` with the error), which a scheduler
+reads when the driver's stdout does not reach it (cluster deploy mode, a deferred Airflow task).
 A bad config or argument prints one line on stderr (no traceback) and exits 2; ``validate`` checks a
 config without starting Spark (exit 0 or 2).  A streaming job stopped by SIGTERM or SIGINT finishes
 its current micro-batch, stops, prints its metrics and exits 0 (:func:`runtime.jobs.streaming.request_stop`).
@@ -75,6 +78,8 @@ examples:
   timeweave-job validate '{"match_recognize": {"clause": "..."}, "input": {...}, "output": {...}}'"""
 
 _HELP_FORMAT = argparse.RawDescriptionHelpFormatter
+_METRICS_FILE_HELP = ("keep a JSON status file here (a path or a URI Spark can write): state running / succeeded / "
+                      "failed, the metrics, the error; replaced whole at the start, per micro-batch and at the end")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -101,6 +106,7 @@ def parser() -> argparse.ArgumentParser:
                      help="once all available input is read, move both watermarks to this ISO timestamp (UTC)")
     s.add_argument("--timeout", type=float, help="processing-time trigger: stop after this many seconds")
     s.add_argument("--no-until-idle", action="store_true", help="processing-time trigger: do not stop when idle")
+    s.add_argument("--metrics-file", metavar="PATH_OR_URI", help=_METRICS_FILE_HELP)
     b = sub.add_parser("backfill", help="run the sliced backfill", description=_BACKFILL, epilog=_BACKFILL_EXAMPLES,
                        formatter_class=_HELP_FORMAT)
     b.add_argument("--config", required=True, help="job config: a JSON file or a JSON string")
@@ -112,6 +118,7 @@ def parser() -> argparse.ArgumentParser:
         "--slices-per-job", type=int,
         help="temporal joins: contiguous slices one Spark job writes (default: all of the run's; 1: one job per slice)",
     )
+    b.add_argument("--metrics-file", metavar="PATH_OR_URI", help=_METRICS_FILE_HELP)
     v = sub.add_parser("validate", help="check a job config without starting Spark", description=_VALIDATE,
                        epilog=_VALIDATE_EXAMPLES, formatter_class=_HELP_FORMAT)
     v.add_argument("config", help="job config: a JSON file or a JSON string")
@@ -171,23 +178,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     from runtime.core.errors import TimeweaveError
     from runtime.jobs.config import load_job_config
 
+    status = _status_writer(args)
     # The config is read and checked before Spark starts: a bad one costs no JVM.
     try:
         job = load_job_config(args.config)
     except (TimeweaveError, ValueError) as error:
-        return _error(_config_message(error))
+        message = _config_message(error)
+        _final_status(status, message)
+        return _error(message)
     if args.kind == "validate":
         sys.stdout.write(f"{args.config}: valid {_describe(job)}\n")
         return 0
 
     from runtime.jobs import run
 
+    if status is not None:
+        status.running()
     try:
         if args.kind == "streaming":
             _install_stop_handlers()
+            extra: dict[str, Any] = {"on_batch": status.running} if status is not None else {}
             metrics = run(
                 "streaming", job, flush=args.flush, heartbeat=args.heartbeat,
-                timeout_seconds=args.timeout, until_idle=not args.no_until_idle,
+                timeout_seconds=args.timeout, until_idle=not args.no_until_idle, **extra,
             )
         else:
             kw: dict[str, Any] = {"start": args.start, "end": args.end, "slices": args.slices}
@@ -197,10 +210,43 @@ def main(argv: Sequence[str] | None = None) -> int:
                 kw["slices_per_job"] = args.slices_per_job
             metrics = run("backfill", job, **kw)
     except TimeweaveError as error:  # bad input found once Spark knows the sources (a column, a type)
+        _final_status(status, str(error))
         return _error(str(error))
+    except BaseException as error:  # Spark's own failures keep their traceback; the status file names them
+        _final_status(status, f"{type(error).__name__}: {error}")
+        raise
+    if status is not None:
+        status.succeeded(json.loads(json.dumps(metrics, default=str)))
     sys.stdout.write(METRICS_PREFIX + json.dumps(metrics, sort_keys=True, default=str) + "\n")
     sys.stdout.flush()
     return 0
+
+
+def _status_writer(args: argparse.Namespace) -> Any:
+    """The job's :class:`~runtime.jobs.metrics_file.StatusWriter` (``--metrics-file``), or None."""
+    target = getattr(args, "metrics_file", None)
+    if not target:
+        return None
+    from runtime.jobs.metrics_file import StatusWriter
+
+    def session() -> Any:
+        from runtime.jobs.session import get_session
+
+        return get_session()
+
+    return StatusWriter(target, args.kind, spark=session)
+
+
+def _final_status(status: Any, error: str) -> None:
+    """Record ``error`` as the job's final state; a status file that cannot be written is reported, not raised
+    (the job's own error is what the caller must see)."""
+    if status is None:
+        return
+    first = error.strip().splitlines()[0] if error.strip() else error
+    try:
+        status.failed(first)
+    except Exception as write_error:  # the job's own error matters more
+        sys.stderr.write(f"timeweave-job: cannot write the metrics file {status.target}: {write_error}\n")
 
 
 def _config_message(error: BaseException) -> str:

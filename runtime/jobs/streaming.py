@@ -137,6 +137,8 @@ class _BatchWriter:
         self._fs = HadoopFiles(spark)
         #: Each batch's counts since the last :class:`_ProgressLog` poll (what its log line reports).
         self.batch_counts: dict[int, str] = {}
+        #: Called with a copy of the run's counts after every micro-batch (``run_streaming(on_batch=...)``).
+        self.on_batch: Callable[[dict[str, Any]], None] | None = None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         from pyspark.sql import Observation
@@ -180,6 +182,8 @@ class _BatchWriter:
             m["batches"] += 1
             self.batch_counts[batch_id] = (f"rows in {in_left} left / {in_right} right, out {written}, late {late}, "
                                            f"dead letter {dead}")
+            if self.on_batch is not None:
+                self.on_batch(dict(m))
         finally:
             batch.unpersist()
 
@@ -260,6 +264,8 @@ class _MatchWriter(_BatchWriter):
             m["dead_letter"] += dead
             m["batches"] += 1
             self.batch_counts[batch_id] = f"rows in {rows_in}, out {written}, late {late}, dead letter {dead}"
+            if self.on_batch is not None:
+                self.on_batch(dict(m))
         finally:
             batch.unpersist()
 
@@ -272,6 +278,7 @@ def run_streaming(
     heartbeat: datetime | str | None = None,
     timeout_seconds: float | None = None,
     until_idle: bool = True,
+    on_batch: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run the streaming job of ``config``; returns metrics (rows in/out, late, dead letters, watermark...).
 
@@ -280,6 +287,8 @@ def run_streaming(
     With ``trigger.available_now`` the query processes what is there and stops.  With
     ``trigger.processing_time`` it runs until ``timeout_seconds`` (or forever when None), and with
     ``until_idle`` stops once all input is processed and no batch is pending (a bounded run).
+    ``on_batch`` is called on the driver after every micro-batch with the run's counts so far (the job
+    CLI's ``--metrics-file`` progress).
 
     Example::
 
@@ -319,6 +328,7 @@ def run_streaming(
         )
         metrics = {"rows_in_left": 0, "rows_in_right": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}
         batch_writer = _BatchWriter(spark, stream, paths, metrics)
+    batch_writer.on_batch = on_batch
     writer = (
         stream.stream.writeStream.foreachBatch(batch_writer)
         .option("checkpointLocation", f"{checkpoint}/{QUERY_DIR}")
