@@ -146,6 +146,33 @@ class _TimeweaveJobOperator(BaseOperator):
         """Stop the Spark job: the spark-submit process group, or the in-process queries and jobs."""
         self._hook.kill()
 
+    # ------------------------------------------------------------------ templating
+
+    #: Template fields rendered as text only, never read as a template file: a status file's path ends in
+    #: ``.json`` like a config file, but names a file the job writes, not one to render.
+    _TEXT_ONLY_FIELDS: ClassVar[tuple[str, ...]] = ("metrics_file",)
+
+    def resolve_template_files(self) -> None:
+        saved = {name: getattr(self, name, None) for name in self._TEXT_ONLY_FIELDS}
+        for name in saved:
+            setattr(self, name, None)
+        try:
+            super().resolve_template_files()
+        finally:
+            for name, value in saved.items():
+                setattr(self, name, value)
+
+    def _do_render_template_fields(self, parent: Any, template_fields: Any, context: Any, jinja_env: Any,
+                                   seen_oids: set[int]) -> None:
+        if parent is self:
+            fields = list(template_fields)
+            for name in (f for f in fields if f in self._TEXT_ONLY_FIELDS):
+                value = getattr(self, name, None)
+                if isinstance(value, str) and value:
+                    setattr(self, name, self._render(jinja_env.from_string(value), context))
+            template_fields = [f for f in fields if f not in self._TEXT_ONLY_FIELDS]
+        super()._do_render_template_fields(parent, template_fields, context, jinja_env, seen_oids)
+
     # ------------------------------------------------------------------ OpenLineage
 
     def _lineage_paths(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
@@ -161,25 +188,26 @@ class _TimeweaveJobOperator(BaseOperator):
     def _lineage(self, metrics: Mapping[str, Any] | None) -> Any:
         try:
             from airflow.providers.openlineage.extractors import OperatorLineage
-            from openlineage.client.event_v2 import Dataset
+            from openlineage.client.event_v2 import InputDataset, OutputDataset
             from openlineage.client.facet_v2 import output_statistics_output_dataset
         except ImportError:  # apache-airflow-providers-openlineage is not installed: nothing to report to
             return None
         inputs, outputs = self._lineage_paths()
         counts = {"output": "rows_out", "late": "late", "dead_letter": "dead_letter"}
 
-        def dataset(path: str, role: str, output: bool) -> Dataset:
+        def output(role: str, path: str) -> OutputDataset:
             namespace, name = dataset_uri(path)
             facets: dict[str, Any] = {}
-            if output and metrics is not None and isinstance(metrics.get(counts[role]), int):
+            count = None if metrics is None else metrics.get(counts[role])
+            if isinstance(count, int) and not isinstance(count, bool):
                 facets["outputStatistics"] = output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
-                    rowCount=metrics[counts[role]]
+                    rowCount=count
                 )
-            return Dataset(namespace=namespace, name=name, facets=facets) if output else Dataset(namespace, name)
+            return OutputDataset(namespace=namespace, name=name, outputFacets=facets)
 
         return OperatorLineage(
-            inputs=[dataset(path, role, False) for role, path in inputs],
-            outputs=[dataset(path, role, True) for role, path in outputs],
+            inputs=[InputDataset(*dataset_uri(path)) for _, path in inputs],
+            outputs=[output(role, path) for role, path in outputs],
         )
 
     def get_openlineage_facets_on_start(self) -> Any:

@@ -73,6 +73,15 @@ def test_a_json_config_file_is_rendered_as_a_template(tmp_path):
     assert json.loads(op.config)["checkpoint"] == "chk/2026-01-01"
 
 
+def test_a_metrics_file_is_rendered_as_text_never_read_as_a_template_file(tmp_path):
+    """Its path ends in .json like a config file (template_ext), but it names the file the job will write."""
+    with DAG("tw_render_metrics", schedule=None, start_date=INTERVAL_START, template_searchpath=[str(tmp_path)]):
+        op = TimeweaveStreamingOperator(task_id="stream", config=CONFIG, metrics_file="runs/{{ ds }}/status.json")
+    op.resolve_template_files()
+    op.render_template_fields(_context())
+    assert op.metrics_file == "runs/2026-01-01/status.json"
+
+
 def test_backfill_hands_the_data_interval_in_utc_and_returns_metrics(hook_calls):
     op = TimeweaveBackfillOperator(task_id="backfill", config=CONFIG, start=str(INTERVAL_START),
                                    end="2026-01-02T01:00:00+01:00", slices="3")
