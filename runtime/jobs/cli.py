@@ -55,6 +55,7 @@ examples:
   timeweave-job streaming --config job.json --flush         # bounded input: read all, then emit everything
   timeweave-job streaming --config job.json --heartbeat 2020-01-01T12:00   # an idle source: move the watermark
   timeweave-job streaming --config '{"left": ...}' --timeout 600 --no-until-idle
+  timeweave-job streaming --config job.json --metrics-file s3a://bucket/runs/orders.json   # status for a scheduler
 
 SIGTERM / SIGINT stop the job after its current micro-batch: the checkpoint stays valid, the metrics line
 is printed, the exit code is 0; run again to go on."""
