@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_plugin.utils.metrics_file import read_status
+from airflow_plugin.utils.metrics_file import clear_status, read_status
 from runtime.jobs.cli import METRICS_PREFIX as _CLI_METRICS_PREFIX
 from runtime.jobs.config import load_job_config as load_runtime_job_config
 
@@ -350,6 +350,22 @@ class TimeweaveHook(SparkSubmitHook):
 
     # ------------------------------------------------------------------ connection
 
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """The Spark connection's form, with ``extra`` shown: it carries ``metrics-dir`` (and the Spark extras)."""
+        behaviour = super().get_ui_field_behaviour()
+        return {
+            **behaviour,
+            "hidden_fields": [name for name in behaviour["hidden_fields"] if name != "extra"],
+            "relabeling": {"host": "Spark master (local[*], yarn, spark://..., k8s://...)"},
+            "placeholders": {
+                **behaviour.get("placeholders", {}),
+                "extra": json.dumps({"deploy-mode": "cluster", "metrics-dir": "s3a://bucket/timeweave/runs",
+                                     "queue": "etl"}),
+            },
+        }
+
+
     def _resolve_connection(self) -> dict[str, Any]:
         """The Spark provider's connection fields; without a connection, the master of ``spark_conf``.
 
@@ -528,6 +544,7 @@ class TimeweaveHook(SparkSubmitHook):
         self._metrics_lines.clear()
         with tempfile.TemporaryDirectory(prefix="timeweave-submit-") as workdir:
             metrics_file = self.metrics_file or self.default_metrics_file(workdir)
+            self._clear_stale_status(metrics_file)
             self.spark_submit_command(kind, self._config_argument(config, workdir), metrics_file, **job_args)
             env = {**os.environ, **self._interpreter_env()}
             failure: AirflowException | None = None
@@ -555,6 +572,18 @@ class TimeweaveHook(SparkSubmitHook):
             f"'{METRICS_PREFIX} {{json}}' line was printed"
         )
 
+    def _clear_stale_status(self, metrics_file: str) -> None:
+        """A status file from an earlier try at the same path would pass for this job's own (a crash before its
+        first write would read as the old success): remove it, or refuse to start."""
+        try:
+            if clear_status(metrics_file):
+                self.log.info("Removed the status file of an earlier run at %s", metrics_file)
+        except Exception as exc:
+            raise TimeweaveJobError(
+                f"cannot remove the earlier status file at {metrics_file} ({exc}); a new job's status would be "
+                "indistinguishable from it: remove it, or use a metrics_file per run (e.g. with {{ run_id }})"
+            ) from exc
+
     def _read_final_status(self, metrics_file: str) -> dict[str, Any] | None:
         try:
             return read_status(metrics_file)
@@ -576,6 +605,7 @@ class TimeweaveHook(SparkSubmitHook):
         _check_job_arguments(kind, job_args)
         job = load_job_config(config)
         metrics_file = self.metrics_file or self.default_metrics_file(log_dir)
+        self._clear_stale_status(metrics_file)
         # The config travels as JSON text: no temporary file has to outlive this task process.
         self.spark_submit_command(kind, json.dumps(job), metrics_file, **job_args)
         if self.cluster_mode:

@@ -55,6 +55,33 @@ def read_status(target: str) -> dict[str, Any] | None:
     return document
 
 
+def clear_status(target: str) -> bool:
+    """Remove a status file left by an earlier run at ``target`` (a retry reuses its path), so that only the
+    new job's writes are read.  True if one was removed.
+
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "job.json"
+    >>> _ = target.write_text('{"state": "succeeded"}')
+    >>> clear_status(str(target)), clear_status(str(target))
+    (True, False)
+    """
+    local = _local_path(target)
+    if local is not None:
+        try:
+            local.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+    from airflow.sdk import ObjectStoragePath
+
+    scheme, _, rest = target.partition("://")
+    path = ObjectStoragePath(f"{_FSSPEC_SCHEMES.get(scheme.lower(), scheme)}://{rest}")
+    if not path.exists():
+        return False
+    path.unlink()
+    return True
+
+
 def dataset_uri(path: str) -> tuple[str, str]:
     """An OpenLineage dataset ``(namespace, name)`` for a job path: ``file`` and the absolute path for a local
     path, ``scheme://authority`` and the path for a URI (OpenLineage's naming conventions).
@@ -75,4 +102,4 @@ def dataset_uri(path: str) -> tuple[str, str]:
     return f"{scheme}://{authority}", name if scheme in ("s3", "gs", "abfs") else f"/{name}"
 
 
-__all__ = ["FINAL_STATES", "dataset_uri", "read_status"]
+__all__ = ["FINAL_STATES", "clear_status", "dataset_uri", "read_status"]

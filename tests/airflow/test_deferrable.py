@@ -100,6 +100,16 @@ def test_a_driver_that_dies_without_a_final_status_fails_the_trigger(fake_spark,
     assert event["status"] == "error" and "exited without a final status" in event["error"]
 
 
+def test_a_deferred_retry_does_not_resume_on_the_earlier_trys_status(fake_spark, monkeypatch, tmp_path):
+    metrics_file = tmp_path / "m.json"
+    metrics_file.write_text(json.dumps({"state": "succeeded", "metrics": {"rows_out": 999}}))
+    monkeypatch.setenv("FAKE_SPARK_MODE", "crash")
+    op = TimeweaveStreamingOperator(task_id="stream", config=CONFIG, launcher="spark-submit", deferrable=True,
+                                    metrics_file=str(metrics_file), poll_interval=0.05, start_timeout=None)
+    event = _fire(_defer(op).trigger)
+    assert event["status"] == "error" and "exited without a final status" in event["error"]
+
+
 def test_a_job_that_never_writes_times_out(tmp_path):
     event = _fire(TimeweaveJobTrigger(str(tmp_path / "never.json"), poll_interval=0.02, start_timeout=0.2))
     assert event["status"] == "error" and "wrote no status" in event["error"]

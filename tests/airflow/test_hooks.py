@@ -325,3 +325,18 @@ def test_kill_on_a_standalone_cluster_kills_the_driver(fake_spark, spark_conn, m
 
 def test_kill_without_a_job_is_harmless():
     TimeweaveHook().kill()
+
+
+def test_a_stale_status_file_from_an_earlier_try_is_not_taken_for_this_jobs(fake_spark, monkeypatch, tmp_path):
+    """A retry reuses the metrics file path; a job that ends without writing must fail, not read as the old success."""
+    metrics_file = tmp_path / "m.json"
+    metrics_file.write_text(json.dumps({"state": "succeeded", "metrics": {"rows_out": 999}}))
+    monkeypatch.setenv("FAKE_SPARK_MODE", "silent")
+    with pytest.raises(TimeweaveJobError, match="is absent"):
+        TimeweaveHook(launcher="spark-submit", metrics_file=str(metrics_file)).run("streaming", CONFIG)
+    assert not metrics_file.exists()
+
+
+def test_the_connection_form_shows_extra_for_metrics_dir():
+    behaviour = TimeweaveHook.get_ui_field_behaviour()
+    assert "extra" not in behaviour["hidden_fields"] and "metrics-dir" in behaviour["placeholders"]["extra"]
