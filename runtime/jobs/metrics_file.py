@@ -10,7 +10,7 @@ write: ``hdfs://...``, ``s3a://...``) keeps this file up to date::
 holds the counts so far), then ``succeeded`` with the job's final metrics (the same dict the
 ``TIMEWEAVE_METRICS`` line prints) or ``failed`` with ``error``, the job's error in one line.  A
 scheduler reads it instead of the driver's stdout, which in cluster deploy mode never reaches it (the
-Airflow hook and the deferrable operator's trigger, :mod:`airflow_plugin.triggers.timeweave`).
+Airflow hook, and the trigger of a deferred Airflow task).
 
 Every write is whole: a local file is written beside its target and renamed over it (``os.replace``);
 a Hadoop URI is written to a hidden sibling and renamed (HDFS, ``file:``), or put in one request where
