@@ -92,3 +92,15 @@ def test_a_streaming_job_reports_every_micro_batch_then_its_metrics(spark, tmp_p
     per_batch = [d["metrics"]["batches"] for d in written[1:-1]]
     assert per_batch == list(range(1, final["metrics"]["batches"] + 1))  # one update per micro-batch, in order
     assert final["metrics"]["rows_out"] == 17 and final["metrics"]["rows_out"] == written[-2]["metrics"]["rows_out"]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("atomic_put", [False, True])
+def test_a_hadoop_uri_is_written_whole_through_spark(spark, tmp_path: Path, atomic_put: bool) -> None:
+    """HDFS-like stores: a hidden sibling renamed over the target; object stores: one create of the target."""
+    target = tmp_path / "runs" / "job.json"
+    for state in ("running", "succeeded"):  # the second write replaces the first
+        text = json.dumps(mf.status_document("backfill", state, {"slices": 2}))
+        mf._write_hadoop(spark, f"file://{target}", text, atomic_put=atomic_put)
+    assert json.loads(target.read_text())["state"] == "succeeded"
+    assert [p.name for p in target.parent.iterdir() if not p.name.endswith(".crc")] == ["job.json"]
