@@ -346,6 +346,7 @@ class TimeweaveHook(SparkSubmitHook):
         self._in_process: _InProcessRun | None = None
         self._killed = threading.Event()
         self._tail: deque[str] = deque(maxlen=40)
+        self._detached = False  # start_job: spark-submit returns once the application is accepted
         self._metrics_lines: list[str] = []
 
     # ------------------------------------------------------------------ connection
@@ -523,6 +524,10 @@ class TimeweaveHook(SparkSubmitHook):
                 yield line
 
         super()._process_spark_submit_log(tee())
+        if self._detached and self._is_kubernetes and self._spark_exit_code is None:
+            # Submitted without waiting: the driver has not exited, so spark-submit printed no exit code (the
+            # provider would read the missing code as a failure).  The trigger learns the outcome.
+            self._spark_exit_code = 0
 
     def _config_argument(self, job: Mapping[str, Any], workdir: str | None) -> str:
         """The config as the driver gets it: a file here in client mode, JSON text when the driver is elsewhere."""
@@ -609,8 +614,11 @@ class TimeweaveHook(SparkSubmitHook):
         # The config travels as JSON text: no temporary file has to outlive this task process.
         self.spark_submit_command(kind, json.dumps(job), metrics_file, **job_args)
         if self.cluster_mode:
-            self._conf = {**self._conf, **{k: v for k, v in _NO_WAIT_CONF.items() if k not in self._conf}}
+            no_wait = {key: value for key, value in _NO_WAIT_CONF.items()
+                       if key.startswith("spark.yarn." if self._is_yarn else "spark.kubernetes.")}
+            self._conf = {**self._conf, **{k: v for k, v in no_wait.items() if k not in self._conf}}
             self._should_track_driver_status = False
+            self._detached = True
             self.submit(self.application or default_application(), env={**os.environ, **self._interpreter_env()})
             return DetachedJob(kind, metrics_file)
         command = self._build_spark_submit_command(self.application or default_application())

@@ -77,7 +77,8 @@ def main(argv: list[str]) -> int:
         print(f"INFO ClientEndpoint: Driver successfully submitted as {DRIVER_ID}", flush=True)
     elif cluster and master.startswith("k8s://"):
         print("\t pod name: timeweave-job-0123abcd-driver", flush=True)
-        print("\t Exit code: 0", flush=True)
+        if "spark.kubernetes.submission.waitAppCompletion=false" not in options.get("--conf", []):
+            print("\t Exit code: 0", flush=True)  # spark-submit waited for the driver
     print("INFO SparkContext: Running Spark version 4.3.0 (fake)", flush=True)
 
     from runtime.jobs.metrics_file import StatusWriter

@@ -154,6 +154,26 @@ def test_deferred_yarn_cluster_job_does_not_wait_for_the_application(fake_spark,
     assert op.execute_complete(_context(), _fire(trigger))["rows_out"] == 7
 
 
+def test_deferred_kubernetes_cluster_job_is_not_failed_for_the_exit_code_it_cannot_print_yet(
+        fake_spark, spark_conn_env, monkeypatch, tmp_path):
+    """Submitted without waiting, spark-submit prints no driver exit code; the provider alone would call that a failure."""
+    from airflow.providers.apache.spark.hooks import spark_submit
+
+    monkeypatch.setattr(spark_submit, "kube_client", object(), raising=False)  # the cncf provider is not installed
+    monkeypatch.setenv("FAKE_SPARK_STDOUT", "0")
+    conn = spark_conn_env("tw_k8s", {"conn_type": "timeweave", "host": "k8s://https://k8s.example:6443",
+                                     "extra": {"deploy-mode": "cluster", "namespace": "etl"}})
+    op = TimeweaveStreamingOperator(task_id="stream", config=CONFIG, launcher="spark-submit", conn_id=conn,
+                                    deferrable=True, poll_interval=0.05, metrics_file=str(tmp_path / "m.json"),
+                                    application="local:///opt/timeweave/timeweave_job.py")
+    trigger = _defer(op).trigger
+    ((_, argv),) = fake_spark()
+    assert "spark.kubernetes.submission.waitAppCompletion=false" in argv
+    assert "spark.kubernetes.namespace=etl" in argv and "local:///opt/timeweave/timeweave_job.py" in argv
+    assert op._hook._kubernetes_driver_pod == "timeweave-job-0123abcd-driver"  # what on_kill would delete
+    assert op.execute_complete(_context(), _fire(trigger))["rows_out"] == 7
+
+
 @pytest.fixture
 def spark_conn_env(monkeypatch):
     def define(conn_id: str, conn: dict) -> str:
