@@ -4,10 +4,15 @@ Two launchers, one result shape:
 
 * ``local`` runs the job in this process through :func:`runtime.jobs.run` on the embedded (or an
   already active) SparkSession.  Good for a laptop, CI and the example DAG.
-* ``spark-submit`` runs ``spark-submit`` against the master of an Airflow Spark connection (``host`` /
-  ``port`` = master, extras ``deploy-mode``, ``spark-binary``, ``queue`` as in the Apache Spark
-  provider) with an argument list, never a shell string, and reads the metrics from the
-  ``TIMEWEAVE_METRICS {json}`` line the job CLI prints last.
+* ``spark-submit`` is the Apache Spark provider's ``SparkSubmitHook`` (this hook subclasses it): the
+  connection (``host``/``port`` = master; extras ``deploy-mode``, ``spark-binary``, ``queue``,
+  ``namespace``, ``principal``, ``keytab``), every one of its options (``jars``, ``packages``,
+  ``files``, ``archives``, executor and driver resources, ``keytab``/``principal``, ``proxy_user``,
+  ``properties_file``, ...), its process handling, driver tracking in standalone cluster mode and its
+  ``on_kill`` (standalone driver kill, ``yarn application -kill``, Kubernetes driver pod delete).  The
+  application is the job CLI; its arguments an argument list, never a shell string.  The metrics come
+  from the status file the job writes (``--metrics-file``, :mod:`runtime.jobs.metrics_file`), so cluster
+  deploy mode works; in client mode without one, from the ``TIMEWEAVE_METRICS {json}`` line of stdout.
 
 Both accept the job config of :mod:`runtime.jobs.config` as a dict, a JSON string or a path to a JSON
 file, and validate it before anything starts.  ``kill()`` stops a running job from another thread or
@@ -18,16 +23,16 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import uuid
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -35,9 +40,10 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseHook
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException
 
+from airflow_plugin.utils.metrics_file import clear_status, read_status
 from runtime.jobs.cli import METRICS_PREFIX as _CLI_METRICS_PREFIX
 from runtime.jobs.config import load_job_config as load_runtime_job_config
 
@@ -52,6 +58,11 @@ JOB_KINDS = ("streaming", "backfill")
 LAUNCHERS = ("local", "spark-submit")
 #: spark-submit binaries a connection's ``spark-binary`` extra may name (as in the Apache Spark provider).
 ALLOWED_SPARK_BINARIES = ("spark-submit", "spark2-submit", "spark3-submit")
+#: Deploy modes spark-submit knows.
+DEPLOY_MODES = ("client", "cluster")
+#: Spark properties that make spark-submit return once a cluster-mode application is accepted (a deferred
+#: task watches the status file instead of holding a worker while the application runs).
+_NO_WAIT_CONF = {"spark.yarn.submit.waitAppCompletion": "false", "spark.kubernetes.submission.waitAppCompletion": "false"}
 #: Job arguments per kind (those of ``runtime.jobs.run`` / the job CLI); anything else is a mistake the
 #: user should hear about before a job starts.
 _JOB_ARGUMENTS: Mapping[str, frozenset[str]] = {
@@ -221,15 +232,6 @@ def default_application() -> str:
     return spec.origin
 
 
-@dataclass(frozen=True)
-class SubmitTarget:
-    """Where and how spark-submit runs, resolved from the connection and the hook's arguments."""
-
-    master: str
-    spark_binary: str = "spark-submit"
-    queue: str | None = None
-    deploy_mode: str = "client"
-
 
 @dataclass
 class _InProcessRun:
@@ -240,30 +242,65 @@ class _InProcessRun:
     queries_before: frozenset[str] = field(default_factory=frozenset)
 
 
-class TimeweaveHook(BaseHook):
+@dataclass(frozen=True)
+class DetachedJob:
+    """A job started without waiting for it (a deferred task): where its status file is and what runs it.
+
+    ``pid`` and ``host`` name the local spark-submit process in client mode (a trigger on the same host
+    can tell a driver that died without writing a final state); both are None in cluster mode.
+    """
+
+    kind: str
+    metrics_file: str
+    pid: int | None = None
+    host: str | None = None
+    log_file: str | None = None
+
+
+def _comma_list(value: str | Sequence[str] | None) -> str | None:
+    """spark-submit's comma-separated list from a list or a string (None when empty)."""
+    if value is None or isinstance(value, str):
+        return value or None
+    return ",".join(str(item) for item in value) or None
+
+
+class TimeweaveHook(SparkSubmitHook):
     """Launch timeweave jobs in-process or through ``spark-submit``, returning their metrics dict.
 
-    :param conn_id: Airflow Spark connection for ``spark-submit`` (``host``/``port`` = master; extras
-        ``deploy-mode`` (only ``client``: the metrics line is read from the driver's stdout),
-        ``spark-binary``, ``queue``).  Without one, the master is ``spark_conf["spark.master"]`` or ``local[*]``.
+    :param conn_id: an Airflow connection of type ``timeweave`` (or ``spark``: the same fields) for
+        spark-submit: ``host``/``port`` = master; extras ``deploy-mode`` (``client`` or ``cluster``),
+        ``spark-binary``, ``queue``, ``namespace``, ``principal``, ``keytab`` (as the Spark provider reads
+        them) and ``metrics-dir`` (a directory or URI, reachable by driver and worker, for the jobs'
+        status files).  None: the master is ``spark_conf["spark.master"]`` or ``local[*]``.
     :param launcher: ``"local"`` (in-process, via ``runtime.jobs.run``) or ``"spark-submit"``.
     :param spark_conf: Spark properties: ``--conf`` pairs for spark-submit; builder options locally.
-    :param application: the Python file spark-submit runs; defaults to the packaged launcher.
-    :param py_files: ``--py-files`` for spark-submit.
-    :param env: extra environment variables for the spark-submit process.
+    :param application: the Python file spark-submit runs; defaults to the packaged launcher (in
+        Kubernetes cluster mode, a ``local://`` path inside the image).
+    :param py_files: ``--py-files`` (a list or a comma-separated string).
+    :param env: environment variables (``env_vars`` of ``SparkSubmitHook``: the spark-submit process in
+        client mode, the application master / driver on YARN / Kubernetes).
     :param name: the Spark application name.
+    :param metrics_file: where the job writes its status file (a path or URI both the driver and this
+        worker reach).  Default: a temporary file here in client mode, ``<metrics-dir>/<name>-<id>.json``
+        with the connection's ``metrics-dir``; cluster deploy mode needs one of the two.
+    :param spark_submit_kwargs: any other ``SparkSubmitHook`` argument, passed on unchanged: ``files``,
+        ``archives``, ``jars``, ``packages``, ``exclude_packages``, ``repositories``, ``driver_class_path``,
+        ``total_executor_cores``, ``executor_cores``, ``executor_memory``, ``driver_memory``,
+        ``num_executors``, ``keytab``, ``principal``, ``proxy_user``, ``properties_file``, ``yarn_queue``,
+        ``deploy_mode``, ``spark_binary``, ``status_poll_interval``, ``verbose``, ``use_krb5ccache``.
 
     Example::
 
-        hook = TimeweaveHook(conn_id="spark_cluster", launcher="spark-submit")
+        hook = TimeweaveHook(conn_id="spark_cluster", launcher="spark-submit", packages="org.apache.hadoop:hadoop-aws:3.4.1",
+                             executor_memory="4g", deploy_mode="cluster", metrics_file="s3a://runs/orders.json")
         metrics = hook.run("backfill", "jobs/orders.json", start=start, end=end, slices=4)
         metrics["rows_out"]
     """
 
     conn_name_attr = "conn_id"
-    default_conn_name = "spark_default"
-    conn_type = "spark"
-    hook_name = "Timeweave"
+    default_conn_name = "timeweave_default"
+    conn_type = "timeweave"
+    hook_name = "Timeweave (Spark)"
 
     def __init__(
         self,
@@ -272,26 +309,103 @@ class TimeweaveHook(BaseHook):
         launcher: str = "local",
         spark_conf: Mapping[str, Any] | None = None,
         application: str | None = None,
-        py_files: Sequence[str] = (),
+        py_files: str | Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
         name: str = "timeweave",
+        metrics_file: str | None = None,
+        **spark_submit_kwargs: Any,
     ) -> None:
-        super().__init__()
         if launcher not in LAUNCHERS:
             raise ValueError(f"argument 'launcher': unknown launcher {launcher!r}; use one of {LAUNCHERS}")
+        for reserved in ("conf", "application_args", "java_class", "env_vars", "conn_id"):
+            if reserved in spark_submit_kwargs:
+                raise ValueError(f"argument {reserved!r}: set by the timeweave hook; use spark_conf / env / the job config")
+        deploy_mode = spark_submit_kwargs.get("deploy_mode")
+        if deploy_mode is not None and deploy_mode not in DEPLOY_MODES:
+            raise ValueError(f"argument 'deploy_mode': {deploy_mode!r}; use one of {DEPLOY_MODES}")
         self.conn_id = conn_id
         self.launcher = launcher
         self.spark_conf = {str(k): str(v) for k, v in (spark_conf or {}).items()}
         self.application = application
-        self.py_files = tuple(py_files)
         self.env = dict(env or {})
         self.name = name
+        self.metrics_file = metrics_file
+        for listed in ("files", "archives", "jars", "packages", "exclude_packages", "repositories"):
+            if listed in spark_submit_kwargs:
+                spark_submit_kwargs[listed] = _comma_list(spark_submit_kwargs[listed])
+        super().__init__(
+            # --master is the one source of the master: never also a --conf.
+            conf={key: value for key, value in sorted(self.spark_conf.items()) if key != "spark.master"},
+            conn_id=conn_id,  # type: ignore[arg-type]  # None: no connection (see _resolve_connection)
+            py_files=_comma_list(py_files),
+            env_vars=self.env or None,
+            name=name,
+            **spark_submit_kwargs,
+        )
         # Set while a job runs; kill() reads them from another thread or a signal handler.
-        self._process: subprocess.Popen[str] | None = None
         self._in_process: _InProcessRun | None = None
         self._killed = threading.Event()
+        self._tail: deque[str] = deque(maxlen=40)
+        self._detached = False  # start_job: spark-submit returns once the application is accepted
+        self._metrics_lines: list[str] = []
 
     # ------------------------------------------------------------------ connection
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """The Spark connection's form, with ``extra`` shown: it carries ``metrics-dir`` (and the Spark extras)."""
+        behaviour = super().get_ui_field_behaviour()
+        return {
+            **behaviour,
+            "hidden_fields": [name for name in behaviour["hidden_fields"] if name != "extra"],
+            "relabeling": {"host": "Spark master (local[*], yarn, spark://..., k8s://...)"},
+            "placeholders": {
+                **behaviour.get("placeholders", {}),
+                "extra": json.dumps({"deploy-mode": "cluster", "metrics-dir": "s3a://bucket/timeweave/runs",
+                                     "queue": "etl"}),
+            },
+        }
+
+
+    def _resolve_connection(self) -> dict[str, Any]:
+        """The Spark provider's connection fields; without a connection, the master of ``spark_conf``.
+
+        A named connection that does not exist is an error here (the provider would fall back to YARN).
+        """
+        if self._conn_id is None:
+            return {
+                "master": self.spark_conf.get("spark.master", "local[*]"),
+                "queue": self._yarn_queue,
+                "deploy_mode": self._deploy_mode,
+                "spark_binary": self.spark_binary or "spark-submit",
+                "namespace": self._conf.get("spark.kubernetes.namespace"),
+                "principal": self._principal,
+                "keytab": self._keytab,
+                "metrics_dir": None,
+            }
+        conn = self.get_connection(self._conn_id)  # raises for an unknown connection id
+        if not conn.host:
+            raise ValueError(f"argument 'conn_id': connection {self._conn_id!r} has no host (the Spark master)")
+        try:
+            data = super()._resolve_connection()
+        except RuntimeError as exc:  # the provider's spark-binary / spark-home checks
+            raise ValueError(f"connection {self._conn_id!r}: {exc}") from exc
+        if data.get("deploy_mode") not in (None, *DEPLOY_MODES):
+            raise ValueError(
+                f"connection {self._conn_id!r}: extra 'deploy-mode' is {data['deploy_mode']!r}; use one of {DEPLOY_MODES}"
+            )
+        data["metrics_dir"] = conn.extra_dejson.get("metrics-dir")
+        return data
+
+    @property
+    def master(self) -> str:
+        """The Spark master spark-submit is given."""
+        return str(self._connection["master"])
+
+    @property
+    def cluster_mode(self) -> bool:
+        """Whether the driver runs on the cluster (``deploy_mode`` / the connection's ``deploy-mode``)."""
+        return self._connection.get("deploy_mode") == "cluster"
 
     def get_conn(self) -> SparkSession:
         """The SparkSession in-process jobs run on: the active one, or a new one built from ``spark_conf``."""
@@ -309,29 +423,6 @@ class TimeweaveHook(BaseHook):
             builder = builder.config(key, value)
         return builder.getOrCreate()
 
-    def submit_target(self) -> SubmitTarget:
-        """Master, binary, queue and deploy mode for spark-submit, from the connection (if any)."""
-        if self.conn_id is None:
-            return SubmitTarget(master=self.spark_conf.get("spark.master", "local[*]"))
-        conn = self.get_connection(self.conn_id)
-        if not conn.host:
-            raise ValueError(f"argument 'conn_id': connection {self.conn_id!r} has no host (the Spark master)")
-        master = f"{conn.host}:{conn.port}" if conn.port else conn.host
-        extra = conn.extra_dejson
-        binary = extra.get("spark-binary", "spark-submit")
-        if binary not in ALLOWED_SPARK_BINARIES:
-            raise ValueError(
-                f"connection {self.conn_id!r}: extra 'spark-binary' is {binary!r}; use one of {ALLOWED_SPARK_BINARIES}"
-            )
-        deploy_mode = extra.get("deploy-mode") or "client"
-        if deploy_mode != "client":
-            # In cluster mode the driver's stdout (with the metrics line) never reaches this process.
-            raise ValueError(
-                f"connection {self.conn_id!r}: extra 'deploy-mode' is {deploy_mode!r}; timeweave jobs run "
-                "in client mode so that the driver's metrics line can be read"
-            )
-        return SubmitTarget(master=master, spark_binary=binary, queue=extra.get("queue"), deploy_mode=deploy_mode)
-
     # ------------------------------------------------------------------ running
 
     def run(self, kind: str, config: Mapping[str, Any] | str | os.PathLike[str], **job_args: Any) -> dict[str, Any]:
@@ -345,7 +436,7 @@ class TimeweaveHook(BaseHook):
         self._killed.clear()
         if self.launcher == "local":
             return self.run_in_process(kind, job, **job_args)
-        return self.submit(kind, job, **job_args)
+        return self.submit_job(kind, job, **job_args)
 
     def run_in_process(self, kind: str, config: Mapping[str, Any], **job_args: Any) -> dict[str, Any]:
         """Run the job on this process's SparkSession via ``runtime.jobs.run``."""
@@ -370,100 +461,218 @@ class TimeweaveHook(BaseHook):
             raise TimeweaveJobError(f"the {kind} job was killed before it finished")
         return _jsonable(metrics)
 
-    def spark_submit_command(self, kind: str, config_path: str, **job_args: Any) -> list[str]:
-        """The spark-submit argument list for a ``kind`` job reading its config from ``config_path``."""
-        target = self.submit_target()
-        command = [_resolve_binary(target.spark_binary), "--master", target.master, "--deploy-mode", target.deploy_mode]
-        command += ["--name", self.name]
-        if target.queue:
-            command += ["--queue", target.queue]
-        for key, value in sorted(self.spark_conf.items()):
-            if key != "spark.master":  # --master above is the one source of truth
-                command += ["--conf", f"{key}={value}"]
-        if self.py_files:
-            command += ["--py-files", ",".join(self.py_files)]
-        command.append(self.application or default_application())
-        return command + job_cli_arguments(kind, config_path, job_args)
+    def default_metrics_file(self, workdir: str | None) -> str:
+        """Where the job's status file goes when ``metrics_file`` is not set.
 
-    def _submit_env(self, target: SubmitTarget) -> dict[str, str]:
-        env = {**os.environ, **self.env}
-        # The driver runs here (client mode): give it this interpreter, where timeweave is installed.
-        env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        if target.master.startswith("local"):
-            env.setdefault("PYSPARK_PYTHON", sys.executable)
-        return env
+        The connection's ``metrics-dir``; else, in client mode, ``workdir`` on this machine (the driver runs
+        here).  A cluster-mode driver cannot reach this machine's files, so there it is an error.
+        """
+        base = self._connection.get("metrics_dir")
+        if base:
+            return f"{str(base).rstrip('/')}/{self.name}-{uuid.uuid4().hex[:12]}.json"
+        if self.cluster_mode or workdir is None:
+            raise ValueError(
+                "argument 'metrics_file': in cluster deploy mode the driver runs elsewhere; set metrics_file (or "
+                "the connection's 'metrics-dir' extra) to a path or URI both the driver and this worker reach"
+            )
+        return str(Path(workdir) / "metrics.json")
 
-    def submit(self, kind: str, config: Mapping[str, Any], **job_args: Any) -> dict[str, Any]:
-        """Run the job through spark-submit; stream its output to the task log; return its metrics."""
-        target = self.submit_target()
+    def spark_submit_command(
+        self, kind: str, config: str, metrics_file: str | None = None, **job_args: Any
+    ) -> list[str]:
+        """The spark-submit argument list (built by ``SparkSubmitHook``) for a ``kind`` job.
+
+        ``config`` is a JSON file the driver can read, or the config itself as JSON text (cluster mode:
+        the driver is not on this machine).
+        """
+        args = job_cli_arguments(kind, config, job_args)
+        if metrics_file:
+            args += ["--metrics-file", metrics_file]
+        self._application_args = args
+        return self._build_spark_submit_command(self.application or default_application())
+
+    def _interpreter_env(self) -> dict[str, str]:
+        """Client mode: the driver runs here, with this interpreter (where timeweave is installed); on a local
+        master the Python workers too.  Variables the environment or ``env`` already set win."""
+        if self.cluster_mode:
+            return {}
+        env = {"PYSPARK_DRIVER_PYTHON": sys.executable}
+        if self.master.startswith("local"):
+            env["PYSPARK_PYTHON"] = sys.executable
+        return {key: value for key, value in env.items() if key not in os.environ and key not in self.env}
+
+    def _build_spark_submit_command(self, application: str) -> list[str]:
+        command = super()._build_spark_submit_command(application)
+        if self._env is not None:  # the provider replaces the process env with os.environ + env_vars: keep ours
+            self._env = {**self._interpreter_env(), **self._env}
+        return command
+
+    def _get_spark_binary_path(self) -> list[str]:
+        return [_resolve_binary(self._connection["spark_binary"])]
+
+    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
+        """The provider's log processing (application id, driver pod, driver id), keeping the metrics line
+        and the last lines of output for the error message."""
+
+        def tee() -> Iterator[Any]:
+            for line in itr:
+                text = str(line).rstrip("\n")
+                if text.strip().startswith(METRICS_PREFIX):
+                    self._metrics_lines.append(text.strip())
+                else:
+                    self._tail.append(text)
+                yield line
+
+        super()._process_spark_submit_log(tee())
+        if self._detached and self._is_kubernetes and self._spark_exit_code is None:
+            # Submitted without waiting: the driver has not exited, so spark-submit printed no exit code (the
+            # provider would read the missing code as a failure).  The trigger learns the outcome.
+            self._spark_exit_code = 0
+
+    def _config_argument(self, job: Mapping[str, Any], workdir: str | None) -> str:
+        """The config as the driver gets it: a file here in client mode, JSON text when the driver is elsewhere."""
+        text = json.dumps(job, indent=None if workdir is None else 2)
+        if workdir is None or self.cluster_mode:
+            return text
+        path = Path(workdir) / "job.json"
+        path.write_text(text)
+        return str(path)
+
+    def submit_job(self, kind: str, config: Mapping[str, Any], **job_args: Any) -> dict[str, Any]:
+        """Run the job through spark-submit (``SparkSubmitHook.submit``); return its metrics.
+
+        Client and cluster deploy mode alike: spark-submit returns when the application ends (YARN and
+        Kubernetes wait for it; standalone cluster mode tracks the driver), then the status file holds
+        the job's final state.
+        """
+        self._tail.clear()
+        self._metrics_lines.clear()
         with tempfile.TemporaryDirectory(prefix="timeweave-submit-") as workdir:
-            config_path = Path(workdir) / "job.json"
-            config_path.write_text(json.dumps(config, indent=2))
-            command = self.spark_submit_command(kind, str(config_path), **job_args)
-            self.log.info("Running %s", shlex.join(command))  # quoted for reading only; no shell runs it
-            tail: deque[str] = deque(maxlen=40)
-            metrics_lines: list[str] = []
-            # A new session (process group) so kill() reaches the JVM and its Python driver together.
-            process = subprocess.Popen(
-                command,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env=self._submit_env(target),
+            metrics_file = self.metrics_file or self.default_metrics_file(workdir)
+            self._clear_stale_status(metrics_file)
+            self.spark_submit_command(kind, self._config_argument(config, workdir), metrics_file, **job_args)
+            env = {**os.environ, **self._interpreter_env()}
+            failure: AirflowException | None = None
+            try:
+                # A new session (process group) so kill() reaches the JVM and its Python driver together.
+                self.submit(self.application or default_application(), env=env, start_new_session=True)
+            except AirflowException as exc:
+                failure = exc
+            status = self._read_final_status(metrics_file)
+        if self._killed.is_set():
+            raise TimeweaveJobError(f"the {kind} job was killed")
+        if status is not None and status["state"] == "failed":
+            raise TimeweaveJobError(f"the {kind} job failed: {status.get('error')}")
+        if failure is not None:
+            raise TimeweaveJobError(
+                f"spark-submit for the {kind} job failed: {failure}; last output:\n" + "\n".join(self._tail)
+            ) from failure
+        if status is not None and status["state"] == "succeeded":
+            return _jsonable(status.get("metrics") or {})
+        if self._metrics_lines:  # a job CLI without --metrics-file support, or an unwritable status file
+            return _jsonable(parse_metrics(self._metrics_lines))
+        state = status["state"] if status else "absent"
+        raise TimeweaveJobError(
+            f"the {kind} job ended without a final status: metrics file {metrics_file} is {state}, and no "
+            f"'{METRICS_PREFIX} {{json}}' line was printed"
+        )
+
+    def _clear_stale_status(self, metrics_file: str) -> None:
+        """A status file from an earlier try at the same path would pass for this job's own (a crash before its
+        first write would read as the old success): remove it, or refuse to start."""
+        try:
+            if clear_status(metrics_file):
+                self.log.info("Removed the status file of an earlier run at %s", metrics_file)
+        except Exception as exc:
+            raise TimeweaveJobError(
+                f"cannot remove the earlier status file at {metrics_file} ({exc}); a new job's status would be "
+                "indistinguishable from it: remove it, or use a metrics_file per run (e.g. with {{ run_id }})"
+            ) from exc
+
+    def _read_final_status(self, metrics_file: str) -> dict[str, Any] | None:
+        try:
+            return read_status(metrics_file)
+        except (OSError, ValueError) as exc:
+            self.log.warning("Cannot read the metrics file %s: %s", metrics_file, exc)
+            return None
+
+    def start_job(self, kind: str, config: Mapping[str, Any] | str | os.PathLike[str], *, log_dir: str | None = None,
+                  **job_args: Any) -> DetachedJob:
+        """Start the job through spark-submit and return at once (a deferrable operator then watches its status file).
+
+        Cluster mode: ``SparkSubmitHook.submit`` with the provider's wait turned off (YARN's
+        ``waitAppCompletion``, Kubernetes' ``submission.waitAppCompletion``, no standalone driver tracking).
+        Client mode: the driver is the spark-submit process; it is started in a session of its own, so it
+        outlives this task process, with its output in ``<log_dir>/spark-submit.log``.
+        """
+        if self.launcher != "spark-submit":
+            raise ValueError("argument 'launcher': a job that runs without holding a worker needs 'spark-submit'")
+        _check_job_arguments(kind, job_args)
+        job = load_job_config(config)
+        metrics_file = self.metrics_file or self.default_metrics_file(log_dir)
+        self._clear_stale_status(metrics_file)
+        # The config travels as JSON text: no temporary file has to outlive this task process.
+        self.spark_submit_command(kind, json.dumps(job), metrics_file, **job_args)
+        if self.cluster_mode:
+            no_wait = {key: value for key, value in _NO_WAIT_CONF.items()
+                       if key.startswith("spark.yarn." if self._is_yarn else "spark.kubernetes.")}
+            self._conf = {**self._conf, **{k: v for k, v in no_wait.items() if k not in self._conf}}
+            self._should_track_driver_status = False
+            self._detached = True
+            self.submit(self.application or default_application(), env={**os.environ, **self._interpreter_env()})
+            return DetachedJob(kind, metrics_file)
+        command = self._build_spark_submit_command(self.application or default_application())
+        log_path = Path(log_dir or tempfile.mkdtemp(prefix="timeweave-job-")) / "spark-submit.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **self._interpreter_env(), **(self._env or {})}
+        self.log.info("Starting %s (output in %s)", self._mask_cmd(command), log_path)
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(  # an argument list, no shell
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                 start_new_session=True,
             )
-            self._process = process
-            try:
-                assert process.stdout is not None
-                for raw in process.stdout:
-                    line = raw.rstrip("\n")
-                    if line.startswith(METRICS_PREFIX):
-                        metrics_lines.append(line)
-                    else:
-                        tail.append(line)
-                    self.log.info("%s", line)
-                returncode = process.wait()
-            finally:
-                self._process = None
-        if self._killed.is_set():
-            raise TimeweaveJobError(f"the {kind} job was killed (spark-submit exit code {returncode})")
-        if returncode != 0:
-            raise TimeweaveJobError(
-                f"spark-submit for the {kind} job exited with code {returncode}; last output:\n" + "\n".join(tail)
-            )
-        return _jsonable(parse_metrics(metrics_lines))
+        return DetachedJob(kind, metrics_file, pid=process.pid, host=socket.gethostname(), log_file=str(log_path))
 
     # ------------------------------------------------------------------ stopping
 
-    def kill(self) -> None:
-        """Stop the running job, if any: the spark-submit process group, or the in-process queries and jobs.
+    @property
+    def _process(self) -> subprocess.Popen[str] | None:
+        """The running spark-submit process, if any."""
+        return self._submit_sp
 
-        Safe to call from a signal handler: Spark calls go through a helper thread, because the handler
-        interrupts the thread that is itself blocked in a py4j call on its own connection.
+    def kill(self) -> None:
+        """Stop the running job, if any.
+
+        spark-submit: in client mode the driver is that process, so its process group first gets SIGTERM
+        (the job CLI then stops a streaming query after its micro-batch), then the provider's ``on_kill``
+        does the rest on every master: SIGKILL, ``spark-submit --kill`` of a standalone cluster driver,
+        ``yarn application -kill``, the Kubernetes driver pod's deletion.  In-process: the job's queries and
+        Spark jobs.  Safe to call from a signal handler: Spark calls go through a helper thread, because
+        the handler interrupts the thread that is itself blocked in a py4j call on its own connection.
         """
         self._killed.set()
-        process = self._process
-        if process is not None:
-            self._kill_process(process)
+        process = self._submit_sp
+        if process is not None and process.poll() is None and not self.cluster_mode:
+            self._terminate_group(process)
+        if process is not None or self._driver_id:
+            self.on_kill()
+            if process is not None and process.poll() is None:
+                _signal_group(process.pid, signal.SIGKILL)
         run = self._in_process
         if run is not None:
             helper = threading.Thread(target=self._stop_in_process, args=(run,), name="timeweave-kill", daemon=True)
             helper.start()
             helper.join(timeout=_KILL_GRACE_SECONDS)
-        if process is None and run is None:
+        if process is None and run is None and not self._driver_id:
             self.log.info("No timeweave job is running; nothing to kill")
 
-    def _kill_process(self, process: subprocess.Popen[str]) -> None:
-        if process.poll() is not None:
-            return
+    def _terminate_group(self, process: subprocess.Popen[str]) -> None:
         self.log.info("Stopping spark-submit (pid %s) and its process group", process.pid)
+        _signal_group(process.pid, signal.SIGTERM)
         try:
-            os.killpg(process.pid, signal.SIGTERM)
             process.wait(timeout=_KILL_GRACE_SECONDS)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+            _signal_group(process.pid, signal.SIGKILL)
 
     def _stop_in_process(self, run: _InProcessRun) -> None:
         for query in run.spark.streams.active:
@@ -471,3 +680,10 @@ class TimeweaveHook(BaseHook):
                 self.log.info("Stopping streaming query %s (%s)", query.name or "", query.id)
                 query.stop()
         run.spark.sparkContext.cancelJobsWithTag(run.tag)
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

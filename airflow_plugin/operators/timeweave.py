@@ -5,27 +5,49 @@
   of input), or a long-running ``processingTime`` job.
 * :class:`TimeweaveBackfillOperator` recomputes the run's data interval in N slices.
 
-Both hand the work to :class:`~airflow_plugin.hooks.timeweave.TimeweaveHook` (in-process or
-spark-submit) and return the job's metrics dict (``rows_in_left``, ``rows_in_right``, ``rows_out``,
-``late``, ``dead_letter``, ``watermark``, ...), which Airflow stores as the ``return_value`` XCom.
-``on_kill`` stops the Spark job.
+Both hand the work to :class:`~airflow_plugin.hooks.timeweave.TimeweaveHook` (in-process, or
+spark-submit through the Spark provider's hook with every one of its options: ``jars``, ``packages``,
+``files``, executor resources, ``keytab``/``principal``, ``deploy_mode="cluster"``, ...) and return the
+job's metrics dict (``rows_in_left``, ``rows_in_right``, ``rows_out``, ``late``, ``dead_letter``,
+``watermark``, ...), which Airflow stores as the ``return_value`` XCom.  ``on_kill`` stops the Spark job.
+
+With ``deferrable=True`` (spark-submit only) the task starts the job and defers to
+:class:`~airflow_plugin.triggers.timeweave.TimeweaveJobTrigger`, which watches the job's status file from
+the triggerer: no worker slot is held while a long streaming job runs.
+
+Both name their datasets to OpenLineage (``get_openlineage_facets_on_start`` / ``_on_complete``): inputs
+``left`` and ``right`` (the versioned table) or a MATCH_RECOGNIZE ``input``; outputs the main output,
+``late`` and ``dead_letter``, with their row counts once the job is done.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cached_property
+from pathlib import Path
 from typing import Any, ClassVar
 
 from airflow.sdk import BaseOperator, Context
 
-from airflow_plugin.hooks.timeweave import TimeweaveHook, load_job_config, utc_naive
+from airflow_plugin.hooks.timeweave import TimeweaveHook, TimeweaveJobError, load_job_config, utc_naive
+from airflow_plugin.triggers.timeweave import TimeweaveJobTrigger
+from airflow_plugin.utils.metrics_file import dataset_uri
+from runtime.jobs.config import load_job_config as load_runtime_job_config
 from runtime.jobs.config import parse_duration
 
 ConfigSource = Mapping[str, Any] | str
+#: ``SparkSubmitHook`` arguments the operators pass on to the hook unchanged (see ``TimeweaveHook``).
+SPARK_SUBMIT_OPTIONS = (
+    "files", "archives", "jars", "packages", "exclude_packages", "repositories", "driver_class_path",
+    "total_executor_cores", "executor_cores", "executor_memory", "driver_memory", "num_executors", "keytab",
+    "principal", "proxy_user", "properties_file", "yarn_queue", "deploy_mode", "spark_binary",
+    "status_poll_interval", "verbose", "use_krb5ccache",
+)
 
 
 class _TimeweaveJobOperator(BaseOperator):
@@ -43,18 +65,31 @@ class _TimeweaveJobOperator(BaseOperator):
         conn_id: str | None = None,
         spark_conf: Mapping[str, Any] | None = None,
         application: str | None = None,
-        py_files: Sequence[str] = (),
+        py_files: Sequence[str] | str = (),
         env: Mapping[str, str] | None = None,
+        metrics_file: str | None = None,
+        deferrable: bool = False,
+        poll_interval: float = 10.0,
+        start_timeout: float | None = 600.0,
         **kwargs: Any,
     ) -> None:
+        spark_submit = {name: kwargs.pop(name) for name in SPARK_SUBMIT_OPTIONS if name in kwargs}
         super().__init__(**kwargs)
+        if deferrable and launcher != "spark-submit":
+            raise ValueError("argument 'deferrable': a deferred job runs outside the worker; use launcher='spark-submit'")
         self.config = config
         self.launcher = launcher
         self.conn_id = conn_id
         self.spark_conf = dict(spark_conf or {})
         self.application = application
-        self.py_files = list(py_files)
+        self.py_files = [py_files] if isinstance(py_files, str) else list(py_files)
         self.env = dict(env or {})
+        self.metrics_file = metrics_file
+        self.deferrable = deferrable
+        self.poll_interval = poll_interval
+        self.start_timeout = start_timeout
+        self.spark_submit = spark_submit
+        self._metrics: dict[str, Any] | None = None
 
     @cached_property
     def _hook(self) -> TimeweaveHook:
@@ -69,6 +104,8 @@ class _TimeweaveJobOperator(BaseOperator):
             py_files=self.py_files,
             env=self.env,
             name=f"timeweave-{self.dag_id}-{self.task_id}" if self.has_dag() else f"timeweave-{self.task_id}",
+            metrics_file=self.metrics_file or None,
+            **self.spark_submit,
         )
 
     def _job_config(self) -> dict[str, Any]:
@@ -78,9 +115,108 @@ class _TimeweaveJobOperator(BaseOperator):
             raise ValueError(f"argument 'config': {config!r} is neither JSON text nor an existing file")
         return load_job_config(config)
 
+    def _run_job(self, context: Context, kind: str, job: dict[str, Any], **job_args: Any) -> dict[str, Any]:
+        """Run the job and return its metrics, or (``deferrable``) start it and defer to its trigger."""
+        if not self.deferrable:
+            self._metrics = self._hook.run(kind, job, **job_args)
+            return self._metrics
+        run_dir = Path(tempfile.gettempdir(), "timeweave-jobs", *(
+            re.sub(r"[^A-Za-z0-9_.-]", "_", str(part)) for part in (self.dag_id, self.task_id, context.get("run_id", "run"))
+        ))
+        started = self._hook.start_job(kind, job, log_dir=str(run_dir), **job_args)
+        self.log.info("The %s job runs on; deferring to its status file %s", kind, started.metrics_file)
+        self.defer(
+            trigger=TimeweaveJobTrigger(
+                metrics_file=started.metrics_file, kind=kind, poll_interval=self.poll_interval,
+                start_timeout=self.start_timeout, pid=started.pid, host=started.host, log_file=started.log_file,
+            ),
+            method_name="execute_complete",
+        )
+        raise AssertionError("defer() returns only by raising")  # pragma: no cover
+
+    def execute_complete(self, context: Context, event: Mapping[str, Any]) -> dict[str, Any]:
+        """Resume after the trigger fired: the job's metrics (XCom), or its error."""
+        if event.get("status") != "success":
+            raise TimeweaveJobError(str(event.get("error") or f"the job ended without success: {dict(event)}"))
+        self._metrics = dict(event.get("metrics") or {})
+        self.log.info("Job metrics: %s", json.dumps(self._metrics, sort_keys=True))
+        return self._metrics
+
     def on_kill(self) -> None:
         """Stop the Spark job: the spark-submit process group, or the in-process queries and jobs."""
         self._hook.kill()
+
+    # ------------------------------------------------------------------ templating
+
+    #: Template fields rendered as text only, never read as a template file: a status file's path ends in
+    #: ``.json`` like a config file, but names a file the job writes, not one to render.
+    _TEXT_ONLY_FIELDS: ClassVar[tuple[str, ...]] = ("metrics_file",)
+
+    def resolve_template_files(self) -> None:
+        saved = {name: getattr(self, name, None) for name in self._TEXT_ONLY_FIELDS}
+        for name in saved:
+            setattr(self, name, None)
+        try:
+            super().resolve_template_files()
+        finally:
+            for name, value in saved.items():
+                setattr(self, name, value)
+
+    def _do_render_template_fields(self, parent: Any, template_fields: Any, context: Any, jinja_env: Any,
+                                   seen_oids: set[int]) -> None:
+        if parent is self:
+            fields = list(template_fields)
+            for name in (f for f in fields if f in self._TEXT_ONLY_FIELDS):
+                value = getattr(self, name, None)
+                if isinstance(value, str) and value:
+                    setattr(self, name, self._render(jinja_env.from_string(value), context))
+            template_fields = [f for f in fields if f not in self._TEXT_ONLY_FIELDS]
+        super()._do_render_template_fields(parent, template_fields, context, jinja_env, seen_oids)
+
+    # ------------------------------------------------------------------ OpenLineage
+
+    def _lineage_paths(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """``(inputs, outputs)`` as ``(role, path)``: left / right (versioned) or input; main / late / dead letter."""
+        job = load_runtime_job_config(self._job_config())
+        if hasattr(job, "input"):  # MATCH_RECOGNIZE
+            inputs = [("input", job.input.path)]
+        else:
+            inputs = [("left", job.left.path), ("right", job.right.path)]
+        outputs = [("output", job.output_path), ("late", job.late_path), ("dead_letter", job.dead_letter_path)]
+        return inputs, [(role, path) for role, path in outputs if path]
+
+    def _lineage(self, metrics: Mapping[str, Any] | None) -> Any:
+        try:
+            from airflow.providers.openlineage.extractors import OperatorLineage
+            from openlineage.client.event_v2 import InputDataset, OutputDataset
+            from openlineage.client.facet_v2 import output_statistics_output_dataset
+        except ImportError:  # apache-airflow-providers-openlineage is not installed: nothing to report to
+            return None
+        inputs, outputs = self._lineage_paths()
+        counts = {"output": "rows_out", "late": "late", "dead_letter": "dead_letter"}
+
+        def output(role: str, path: str) -> OutputDataset:
+            namespace, name = dataset_uri(path)
+            facets: dict[str, Any] = {}
+            count = None if metrics is None else metrics.get(counts[role])
+            if isinstance(count, int) and not isinstance(count, bool):
+                facets["outputStatistics"] = output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
+                    rowCount=count
+                )
+            return OutputDataset(namespace=namespace, name=name, outputFacets=facets)
+
+        return OperatorLineage(
+            inputs=[InputDataset(*dataset_uri(path)) for _, path in inputs],
+            outputs=[output(role, path) for role, path in outputs],
+        )
+
+    def get_openlineage_facets_on_start(self) -> Any:
+        """OpenLineage: the job's input datasets (left, versioned right / input) and outputs (main, late, dead letter)."""
+        return self._lineage(None)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage: the datasets of :meth:`get_openlineage_facets_on_start`, outputs with their row counts."""
+        return self._lineage(self._metrics)
 
 
 class TimeweaveStreamingOperator(_TimeweaveJobOperator):
@@ -101,17 +237,32 @@ class TimeweaveStreamingOperator(_TimeweaveJobOperator):
     :param processing_time: e.g. ``"30 seconds"``: a long-running processingTime job instead (templated).
     :param timeout_seconds: stop a processingTime job after this many seconds.
     :param launcher: ``"local"`` (in-process) or ``"spark-submit"``.
-    :param conn_id: Spark connection for spark-submit (templated).
+    :param conn_id: ``timeweave`` (or ``spark``) connection for spark-submit (templated).
     :param spark_conf: Spark properties (templated).
+    :param metrics_file: the job's status file, a path or URI the driver and the worker (triggerer) reach
+        (templated); needed in cluster deploy mode unless the connection has a ``metrics-dir``.
+    :param deferrable: start the job, then wait in the triggerer (spark-submit only).
+    :param poll_interval: seconds between the trigger's reads of the status file.
+    :param start_timeout: seconds the trigger waits for a first status before failing (None: no limit).
+    :param files, jars, packages, executor_memory, deploy_mode, keytab, principal, ...: any ``SparkSubmitHook``
+        option (:data:`SPARK_SUBMIT_OPTIONS`), passed on to spark-submit.
 
     Example::
 
         stream = TimeweaveStreamingOperator(task_id="stream", config="jobs/orders.json",
                                             checkpoint="/data/chk/orders_enriched",
                                             heartbeat="{{ data_interval_end }}")
+        # a long job on YARN, waiting in the triggerer:
+        follow = TimeweaveStreamingOperator(task_id="follow", config="jobs/orders.json", launcher="spark-submit",
+                                            conn_id="yarn_cluster", deploy_mode="cluster", deferrable=True,
+                                            processing_time="1 minute", timeout_seconds=3600,
+                                            metrics_file="hdfs:///runs/{{ run_id }}/orders.json",
+                                            packages="org.apache.spark:spark-avro_2.13:4.0.0", executor_memory="4g")
     """
 
-    template_fields: Sequence[str] = ("config", "checkpoint", "heartbeat", "processing_time", "conn_id", "spark_conf")
+    template_fields: Sequence[str] = (
+        "config", "checkpoint", "heartbeat", "processing_time", "conn_id", "spark_conf", "metrics_file"
+    )
 
     def __init__(
         self,
@@ -165,7 +316,7 @@ class TimeweaveStreamingOperator(_TimeweaveJobOperator):
         args = self._job_arguments()
         self.log.info("Streaming job: checkpoint %s, trigger %s, %s", job["checkpoint"],
                       json.dumps(job.get("trigger", {"available_now": True})), args)
-        metrics = self._hook.run("streaming", job, **args)
+        metrics = self._run_job(context, "streaming", job, **args)
         self.log.info("Streaming job metrics: %s", json.dumps(metrics, sort_keys=True))
         return metrics
 
@@ -185,8 +336,15 @@ class TimeweaveBackfillOperator(_TimeweaveJobOperator):
     :param slices_per_job: temporal joins: how many contiguous slices one Spark job writes (templated;
         default all of the run's; ``1``: one job per slice, so slices finished before a failure stay written).
     :param launcher: ``"local"`` (in-process) or ``"spark-submit"``.
-    :param conn_id: Spark connection for spark-submit (templated).
+    :param conn_id: ``timeweave`` (or ``spark``) connection for spark-submit (templated).
     :param spark_conf: Spark properties (templated).
+    :param metrics_file: the job's status file, a path or URI the driver and the worker (triggerer) reach
+        (templated); needed in cluster deploy mode unless the connection has a ``metrics-dir``.
+    :param deferrable: start the job, then wait in the triggerer (spark-submit only).
+    :param poll_interval: seconds between the trigger's reads of the status file.
+    :param start_timeout: seconds the trigger waits for a first status before failing (None: no limit).
+    :param files, jars, packages, executor_memory, deploy_mode, keytab, principal, ...: any ``SparkSubmitHook``
+        option (:data:`SPARK_SUBMIT_OPTIONS`), passed on to spark-submit.
 
     Example::
 
@@ -196,7 +354,7 @@ class TimeweaveBackfillOperator(_TimeweaveJobOperator):
     """
 
     template_fields: Sequence[str] = (
-        "config", "start", "end", "slices", "only", "slices_per_job", "conn_id", "spark_conf"
+        "config", "start", "end", "slices", "only", "slices_per_job", "conn_id", "spark_conf", "metrics_file"
     )
 
     def __init__(
@@ -236,8 +394,8 @@ class TimeweaveBackfillOperator(_TimeweaveJobOperator):
         self.log.info("Backfill [%s, %s) UTC in %d slice(s)%s", start.isoformat(), end.isoformat(), slices,
                       f", only {only}" if only else "")
         extra = {"only": only, "slices_per_job": per_job}
-        metrics = self._hook.run("backfill", job, start=start, end=end, slices=slices,
-                                 **{name: value for name, value in extra.items() if value is not None})
+        metrics = self._run_job(context, "backfill", job, start=start, end=end, slices=slices,
+                                **{name: value for name, value in extra.items() if value is not None})
         self.log.info("Backfill metrics: %s", json.dumps(metrics, sort_keys=True))
         return metrics
 

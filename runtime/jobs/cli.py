@@ -10,7 +10,10 @@
 ``--run-dir DIR`` (streaming, backfill) records the run in DIR (``events.jsonl``, ``config.json``:
 :mod:`runtime.jobs.run_dir`); ``report`` turns it into one self-contained HTML page.
 
-The last line a job prints is ``TIMEWEAVE_METRICS {json}``: what a scheduler (the Airflow operator) parses.
+The last line a job prints is ``TIMEWEAVE_METRICS {json}``.  With ``--metrics-file PATH_OR_URI`` the job
+also keeps a status file there (:mod:`runtime.jobs.metrics_file`: ``running`` at the start and after every
+streaming micro-batch, then ``succeeded`` with the metrics or ``failed`` with the error), which a scheduler
+reads when the driver's stdout does not reach it (cluster deploy mode, a deferred Airflow task).
 A bad config or argument prints one line on stderr (no traceback) and exits 2; ``validate`` checks a
 config without starting Spark (exit 0 or 2).  A streaming job stopped by SIGTERM or SIGINT finishes
 its current micro-batch, stops, prints its metrics and exits 0 (:func:`runtime.jobs.streaming.request_stop`).
@@ -57,6 +60,7 @@ examples:
   timeweave-job streaming --config job.json --flush         # bounded input: read all, then emit everything
   timeweave-job streaming --config job.json --heartbeat 2020-01-01T12:00   # an idle source: move the watermark
   timeweave-job streaming --config '{"left": ...}' --timeout 600 --no-until-idle
+  timeweave-job streaming --config job.json --metrics-file s3a://bucket/runs/orders.json   # status for a scheduler
 
 SIGTERM / SIGINT stop the job after its current micro-batch: the checkpoint stays valid, the metrics line
 is printed, the exit code is 0; run again to go on."""
@@ -93,6 +97,8 @@ examples:
 
 _HELP_FORMAT = argparse.RawDescriptionHelpFormatter
 _RUN_DIR_HELP = "record the run in this local directory (events.jsonl, config.json) for 'timeweave-job report'"
+_METRICS_FILE_HELP = ("keep a JSON status file here (a path or a URI Spark can write): state running / succeeded / "
+                      "failed, the metrics, the error; replaced whole at the start, per micro-batch and at the end")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -120,6 +126,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--timeout", type=float, help="processing-time trigger: stop after this many seconds")
     s.add_argument("--no-until-idle", action="store_true", help="processing-time trigger: do not stop when idle")
     s.add_argument("--run-dir", help=_RUN_DIR_HELP)
+    s.add_argument("--metrics-file", metavar="PATH_OR_URI", help=_METRICS_FILE_HELP)
     b = sub.add_parser("backfill", help="run the sliced backfill", description=_BACKFILL, epilog=_BACKFILL_EXAMPLES,
                        formatter_class=_HELP_FORMAT)
     b.add_argument("--config", required=True, help="job config: a JSON file or a JSON string")
@@ -132,6 +139,7 @@ def parser() -> argparse.ArgumentParser:
         help="temporal joins: contiguous slices one Spark job writes (default: all of the run's; 1: one job per slice)",
     )
     b.add_argument("--run-dir", help=_RUN_DIR_HELP)
+    b.add_argument("--metrics-file", metavar="PATH_OR_URI", help=_METRICS_FILE_HELP)
     v = sub.add_parser("validate", help="check a job config without starting Spark", description=_VALIDATE,
                        epilog=_VALIDATE_EXAMPLES, formatter_class=_HELP_FORMAT)
     v.add_argument("config", help="job config: a JSON file or a JSON string")
@@ -197,23 +205,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     from runtime.core.errors import TimeweaveError
     from runtime.jobs.config import load_job_config
 
+    status = _status_writer(args)
     # The config is read and checked before Spark starts: a bad one costs no JVM.
     try:
         job = load_job_config(args.config)
     except (TimeweaveError, ValueError) as error:
-        return _error(_config_message(error))
+        message = _config_message(error)
+        _final_status(status, message)
+        return _error(message)
     if args.kind == "validate":
         sys.stdout.write(f"{args.config}: valid {_describe(job)}\n")
         return 0
 
     from runtime.jobs import run
 
+    if status is not None:
+        status.running()
     try:
         if args.kind == "streaming":
             _install_stop_handlers()
+            extra: dict[str, Any] = {"on_batch": status.running} if status is not None else {}
             metrics = run(
                 "streaming", job, flush=args.flush, heartbeat=args.heartbeat,
                 timeout_seconds=args.timeout, until_idle=not args.no_until_idle, run_dir=args.run_dir,
+                **extra,
             )
         else:
             kw: dict[str, Any] = {"start": args.start, "end": args.end, "slices": args.slices, "run_dir": args.run_dir}
@@ -223,7 +238,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 kw["slices_per_job"] = args.slices_per_job
             metrics = run("backfill", job, **kw)
     except TimeweaveError as error:  # bad input found once Spark knows the sources (a column, a type)
+        _final_status(status, str(error))
         return _error(str(error))
+    except BaseException as error:  # Spark's own failures keep their traceback; the status file names them
+        _final_status(status, f"{type(error).__name__}: {error}")
+        raise
+    if status is not None:
+        status.succeeded(json.loads(json.dumps(metrics, default=str)))
     sys.stdout.write(METRICS_PREFIX + json.dumps(metrics, sort_keys=True, default=str) + "\n")
     sys.stdout.flush()
     return 0
@@ -239,6 +260,33 @@ def _report(run_dir: str, output: str | None) -> int:
         return _error(str(error))
     sys.stdout.write(f"run report: {path}\n")
     return 0
+
+
+def _status_writer(args: argparse.Namespace) -> Any:
+    """The job's :class:`~runtime.jobs.metrics_file.StatusWriter` (``--metrics-file``), or None."""
+    target = getattr(args, "metrics_file", None)
+    if not target:
+        return None
+    from runtime.jobs.metrics_file import StatusWriter
+
+    def session() -> Any:
+        from runtime.jobs.session import get_session
+
+        return get_session()
+
+    return StatusWriter(target, args.kind, spark=session)
+
+
+def _final_status(status: Any, error: str) -> None:
+    """Record ``error`` as the job's final state; a status file that cannot be written is reported, not raised
+    (the job's own error is what the caller must see)."""
+    if status is None:
+        return
+    first = error.strip().splitlines()[0] if error.strip() else error
+    try:
+        status.failed(first)
+    except Exception as write_error:  # the job's own error matters more
+        sys.stderr.write(f"timeweave-job: cannot write the metrics file {status.target}: {write_error}\n")
 
 
 def _config_message(error: BaseException) -> str:

@@ -163,6 +163,8 @@ class _BatchWriter:
         self._fs = HadoopFiles(spark)
         #: Each batch's counts until :class:`_ProgressLog` reports the batch (its log line, its run-dir event).
         self.batch_counts: dict[int, dict[str, int]] = {}
+        #: Called with a copy of the run's counts after every micro-batch (``run_streaming(on_batch=...)``).
+        self.on_batch: Callable[[dict[str, Any]], None] | None = None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         from pyspark.sql import Observation
@@ -206,6 +208,8 @@ class _BatchWriter:
             m["batches"] += 1
             self.batch_counts[batch_id] = {"rows_in_left": in_left, "rows_in_right": in_right, "rows_out": written,
                                            "late": late, "dead_letter": dead}
+            if self.on_batch is not None:
+                self.on_batch(dict(m))
         finally:
             batch.unpersist()
 
@@ -286,6 +290,8 @@ class _MatchWriter(_BatchWriter):
             m["dead_letter"] += dead
             m["batches"] += 1
             self.batch_counts[batch_id] = {"rows_in": rows_in, "rows_out": written, "late": late, "dead_letter": dead}
+            if self.on_batch is not None:
+                self.on_batch(dict(m))
         finally:
             batch.unpersist()
 
@@ -299,6 +305,7 @@ def run_streaming(
     timeout_seconds: float | None = None,
     until_idle: bool = True,
     run_dir: str | Path | None = None,
+    on_batch: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run the streaming job of ``config``; returns metrics (rows in/out, late, dead letters, watermark...).
 
@@ -309,6 +316,8 @@ def run_streaming(
     ``until_idle`` stops once all input is processed and no batch is pending (a bounded run).
     ``run_dir``: record the run there for the run report (:mod:`runtime.jobs.run_dir`: the config, one
     event per micro-batch, the metrics); a restart appends.
+    ``on_batch`` is called on the driver after every micro-batch with the run's counts so far (the job
+    CLI's ``--metrics-file`` progress).
 
     Example::
 
@@ -326,7 +335,7 @@ def run_streaming(
             {"flush": flush, "heartbeat": heartbeat, "timeout_seconds": timeout_seconds},
         )
     try:
-        metrics = _run_streaming(job, spark, flush, heartbeat, timeout_seconds, until_idle, recorder)
+        metrics = _run_streaming(job, spark, flush, heartbeat, timeout_seconds, until_idle, recorder, on_batch)
     except BaseException as error:
         if recorder is not None:
             recorder.failed(error)
@@ -339,6 +348,7 @@ def run_streaming(
 def _run_streaming(
     job: JobConfig | MatchRecognizeJobConfig, spark: SparkSession | None, flush: bool, heartbeat: datetime | str | None,
     timeout_seconds: float | None, until_idle: bool, recorder: Any,
+    on_batch: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     if spark is None:
         from runtime.jobs.session import get_session
@@ -381,6 +391,7 @@ def _run_streaming(
                                  {S.KIND: f"={S.DEAD}", S.OUT_SIDE: "side", S.REASON: "reason", S.L_ROW: "row"})
         metrics = {"rows_in_left": 0, "rows_in_right": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}
         batch_writer = _BatchWriter(spark, stream, paths, metrics)
+    batch_writer.on_batch = on_batch
     query_name = f"timeweave_{zlib.crc32(checkpoint.encode()):08x}"
     writer = (
         stream.stream.writeStream.foreachBatch(batch_writer)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-FAKE_APP = Path(__file__).with_name("fake_spark_app.py")
 CONFIG = {
     "left": {"path": "data/orders", "format": "csv", "options": {"header": "true"},
              "schema": "order_id STRING, currency STRING, order_time TIMESTAMP"},

@@ -40,3 +40,29 @@ def airflow_home() -> Path:
     if result.returncode != 0:
         raise RuntimeError(f"airflow db migrate failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
     return _AIRFLOW_HOME
+
+
+@pytest.fixture
+def fake_spark(tmp_path, monkeypatch):
+    """``spark-submit`` and ``yarn`` on PATH are ``tests/airflow/fake_spark_submit.py``: returns a function giving
+    the recorded calls ``[(binary, argv), ...]``; set ``FAKE_SPARK_MODE`` to choose what the fake job does."""
+    import json
+
+    source = (Path(__file__).with_name("fake_spark_submit.py")).read_text()
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir()
+    for name in ("spark-submit", "yarn"):
+        script = bin_dir / name
+        script.write_text(f"#!{sys.executable}\n{source}")
+        script.chmod(0o755)
+    record = tmp_path / "fake-spark-calls.jsonl"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("FAKE_SPARK_RECORD", str(record))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+
+    def calls() -> list[tuple[str, list[str]]]:
+        if not record.exists():
+            return []
+        return [(row["binary"], row["argv"]) for row in map(json.loads, record.read_text().splitlines())]
+
+    return calls

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-import sys
 import threading
 import time
 from datetime import datetime
@@ -15,7 +15,7 @@ from airflow.sdk import DAG
 
 from airflow_plugin.hooks.timeweave import TimeweaveHook, TimeweaveJobError, job_cli_arguments
 from airflow_plugin.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
-from tests.airflow.common import CONFIG, FAKE_APP
+from tests.airflow.common import CONFIG
 
 INTERVAL_START = pendulum.datetime(2026, 1, 1, tz="UTC")
 INTERVAL_END = pendulum.datetime(2026, 1, 2, tz="UTC")
@@ -42,10 +42,10 @@ def hook_calls(monkeypatch) -> list[tuple[str, dict, dict]]:
 
 def test_template_fields_are_explicit():
     assert TimeweaveStreamingOperator.template_fields == (
-        "config", "checkpoint", "heartbeat", "processing_time", "conn_id", "spark_conf"
+        "config", "checkpoint", "heartbeat", "processing_time", "conn_id", "spark_conf", "metrics_file"
     )
     assert TimeweaveBackfillOperator.template_fields == (
-        "config", "start", "end", "slices", "only", "slices_per_job", "conn_id", "spark_conf"
+        "config", "start", "end", "slices", "only", "slices_per_job", "conn_id", "spark_conf", "metrics_file"
     )
     assert TimeweaveBackfillOperator.template_ext == (".json",)
 
@@ -71,6 +71,15 @@ def test_a_json_config_file_is_rendered_as_a_template(tmp_path):
         op = TimeweaveStreamingOperator(task_id="stream", config="job.json")
     op.render_template_fields(_context())
     assert json.loads(op.config)["checkpoint"] == "chk/2026-01-01"
+
+
+def test_a_metrics_file_is_rendered_as_text_never_read_as_a_template_file(tmp_path):
+    """Its path ends in .json like a config file (template_ext), but it names the file the job will write."""
+    with DAG("tw_render_metrics", schedule=None, start_date=INTERVAL_START, template_searchpath=[str(tmp_path)]):
+        op = TimeweaveStreamingOperator(task_id="stream", config=CONFIG, metrics_file="runs/{{ ds }}/status.json")
+    op.resolve_template_files()
+    op.render_template_fields(_context())
+    assert op.metrics_file == "runs/2026-01-01/status.json"
 
 
 def test_backfill_hands_the_data_interval_in_utc_and_returns_metrics(hook_calls):
@@ -161,24 +170,41 @@ def test_streaming_arguments_are_checked(hook_calls, config, kwargs, argument):
     assert hook_calls == []
 
 
-def test_on_kill_stops_a_spark_submit_run(monkeypatch):
-    op = TimeweaveStreamingOperator(task_id="stream", config=CONFIG, launcher="spark-submit")
-
-    def command(kind, config_path, **job_args):
-        return [sys.executable, str(FAKE_APP), "sleep", *job_cli_arguments(kind, config_path, job_args)]
-
-    monkeypatch.setattr(op._hook, "spark_submit_command", command)
+def test_on_kill_stops_a_spark_submit_run(fake_spark, monkeypatch, tmp_path):
+    monkeypatch.setenv("FAKE_SPARK_MODE", "sleep")
+    metrics_file = tmp_path / "m.json"
+    op = TimeweaveStreamingOperator(task_id="stream", config=CONFIG, launcher="spark-submit",
+                                    metrics_file=str(metrics_file))
     errors: list[BaseException] = []
     worker = threading.Thread(target=lambda: _capture(errors, op.execute, _context()))
     worker.start()
     deadline = time.monotonic() + 30
-    while op._hook._process is None and time.monotonic() < deadline:
+    while not metrics_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.3)
     op.on_kill()
     worker.join(timeout=30)
     assert not worker.is_alive()
     assert len(errors) == 1 and isinstance(errors[0], TimeweaveJobError)
+
+
+def test_spark_submit_options_reach_spark_submit(fake_spark, monkeypatch):
+    """The operator passes every SparkSubmitHook option on; the metrics come back through XCom as before."""
+    op = TimeweaveBackfillOperator(task_id="backfill", config=CONFIG, launcher="spark-submit", slices=2,
+                                   start="2026-01-01", end="2026-01-02", only=[1], slices_per_job=1,
+                                   jars=["udfs.jar"], packages="org.apache.spark:spark-avro_2.13:4.0.0",
+                                   files="lookup.csv", executor_memory="3g", executor_cores=2, driver_memory="1g",
+                                   num_executors=3, principal="etl@EXAMPLE.COM", keytab="/etc/etl.keytab")
+    metrics = op.execute(_context())
+    assert metrics["rows_out"] == 7 and metrics["args"][:8] == [
+        "--start", "2026-01-01T00:00:00", "--end", "2026-01-02T00:00:00", "--slices", "2", "--only", "1"]
+    ((_, argv),) = fake_spark()
+    pairs = dict(itertools.pairwise(argv))
+    assert (pairs["--jars"], pairs["--packages"], pairs["--files"]) == (
+        "udfs.jar", "org.apache.spark:spark-avro_2.13:4.0.0", "lookup.csv")
+    assert (pairs["--executor-memory"], pairs["--executor-cores"], pairs["--driver-memory"]) == ("3g", "2", "1g")
+    assert (pairs["--num-executors"], pairs["--principal"], pairs["--keytab"]) == ("3", "etl@EXAMPLE.COM",
+                                                                                  "/etc/etl.keytab")
+    assert pairs["--slices-per-job"] == "1"
 
 
 def _capture(errors: list[BaseException], fn, *args) -> None:

@@ -1,0 +1,1 @@
+"""Helpers shared by the timeweave hook, operators and trigger."""
