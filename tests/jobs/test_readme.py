@@ -205,3 +205,46 @@ def test_product_text_names_no_internal_work_periods():
         text = (REPO / path).read_text(encoding="utf-8")
         hits = re.findall(r"[^\n]*\b(?:session \d|helper measurements|this build)\b[^\n]*", text, re.I)
         assert not hits, f"{path}: {hits}"
+
+
+def _code_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, re.S)
+
+
+def test_the_tours_python_calls_name_real_functions_and_arguments():
+    """Every ``runtime.<name>(...)`` in the README's Python snippets is public API and takes the keywords shown
+    (the snippets themselves run end to end on Spark; this keeps them from rotting without a JVM)."""
+    import ast
+    import inspect
+
+    import runtime
+    from runtime.spark.dataframe import temporal_join
+
+    calls = 0
+    for block in _code_blocks("python"):
+        try:
+            tree = ast.parse(block)
+        except SyntaxError:  # the Cosmos recipe elides arguments with "..."
+            continue
+        for node in ast.walk(tree):
+            func = node.func if isinstance(node, ast.Call) else None
+            if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "runtime"):
+                continue
+            calls += 1
+            assert func.attr in runtime.__all__, f"README calls runtime.{func.attr}, which is not public API"
+            target = getattr(runtime, func.attr)
+            params = inspect.signature(target).parameters
+            if any(p.kind is p.VAR_KEYWORD for p in params.values()) and func.attr == "temporal_join_with_rejects":
+                params = inspect.signature(temporal_join).parameters  # it passes its keywords on
+            if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                continue  # runtime.sql / dead_letters: placeholders
+            unknown = {k.arg for k in node.keywords} - set(params)
+            assert not unknown, f"runtime.{func.attr} takes no {sorted(unknown)} (README line: {ast.unparse(node)[:80]})"
+    assert calls >= 8, "the tour's runtime calls were not found"
+
+
+def test_the_job_configs_shown_are_valid():
+    from runtime.jobs.config import MatchRecognizeJobConfig, load_job_config
+
+    configs = [load_job_config(block) for block in _code_blocks("json")]
+    assert len(configs) == 2 and isinstance(configs[1], MatchRecognizeJobConfig)
