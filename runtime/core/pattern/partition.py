@@ -31,6 +31,7 @@ from numbers import Real
 from typing import Any
 
 from runtime.core.errors import SpecError
+from runtime.core.pattern.budget import DEFAULT_BUDGET, MatchBudget, MatchBudgetExceeded
 from runtime.core.pattern.clause import CompiledClause
 from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
 from runtime.core.pattern.expressions import RowSource
@@ -72,11 +73,33 @@ def elapsed(later: Any, earlier: Any) -> timedelta:
     raise MatchRuntimeError(f"WITHIN needs a timestamp (or integer microseconds) ORDER BY column, got {later!r}")
 
 
+class WorkMeter:
+    """The work a partition's matching has spent, against its :class:`~runtime.core.pattern.budget.MatchBudget`.
+
+    ``work`` counts units (see :mod:`~runtime.core.pattern.budget`), ``reached`` is one past the furthest
+    row an attempt has read; ``exhausted`` is set by a fast run that stopped at a spent budget.
+    """
+
+    __slots__ = ("budget", "exhausted", "reached", "work")
+
+    def __init__(self, budget: MatchBudget, work: int = 0, reached: int = 0) -> None:
+        self.budget = budget
+        self.work = work
+        self.reached = reached
+        self.exhausted = False
+
+
 class PartitionMatcher:
     """Incremental matcher for one partition: :meth:`push` rows in order, then :meth:`finish`.
 
     The state (rows still needed, the running attempt, counters) is plain data and pickles; the
     compiled clause is re-attached on unpickling by :meth:`rebind`.
+
+    Matching is bounded by ``budget`` (:class:`~runtime.core.pattern.budget.MatchBudget`; None: the
+    default).  When it runs out, :class:`~runtime.core.pattern.budget.MatchBudgetExceeded` is raised; with
+    ``dead_letter=True`` the matcher instead keeps the output decided so far, moves the rows from the start
+    of the attempt in progress to :attr:`rejected` (every later row goes there too) and records the error
+    in :attr:`exceeded`; the caller takes them with :meth:`take_rejected`.
 
     >>> from runtime.core.pattern.parser import parse_clause
     >>> matcher = PartitionMatcher(parse_clause("MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE B AS B.x > PREV(B.x)"))
@@ -84,8 +107,13 @@ class PartitionMatcher:
     [{'n': 3}]
     """
 
-    def __init__(self, spec: ClauseSpec, *, fast: bool = True) -> None:
+    def __init__(self, spec: ClauseSpec, *, fast: bool = True, budget: MatchBudget | None = None,
+                 dead_letter: bool = False) -> None:
         self.spec = spec
+        self.meter = WorkMeter(budget or DEFAULT_BUDGET)
+        self.dead_letter = dead_letter
+        self.exceeded: MatchBudgetExceeded | None = None
+        self.rejected: list[Mapping[str, Any]] = []
         self.clause = compile_clause(spec)
         self.rows = RowSource()
         self.next_start = 0
@@ -104,6 +132,9 @@ class PartitionMatcher:
         """Add the partition's next row (in ORDER BY order); returns the rows now decided."""
         if self.ended:
             raise RuntimeError("push() after finish()")
+        if self.exceeded is not None:
+            self.rejected.append(row)
+            return []
         self.rows.rows.append(row)
         return as_dicts(self._drive())
 
@@ -122,6 +153,9 @@ class PartitionMatcher:
         """
         if self.ended:
             raise RuntimeError("push_many() after finish()")
+        if self.exceeded is not None:
+            self.rejected.extend(rows)
+            return []
         self.rows.rows.extend(rows)
         return self._drive()
 
@@ -134,6 +168,8 @@ class PartitionMatcher:
         if not self.ended:
             self.ended = True
             self.rows.length = self.rows.available
+        if self.exceeded is not None:
+            return []
         return self._drive()
 
     def close_attempt(self) -> list[dict[str, Any]]:
@@ -141,10 +177,25 @@ class PartitionMatcher:
 
         The streaming operator calls this when the watermark passes the attempt's WITHIN deadline.
         """
-        if self.run is None:
+        if self.run is None or self.exceeded is not None:
             return []
         self.run.stop()
         return as_dicts(self._drive())
+
+    def take_rejected(self) -> list[Mapping[str, Any]]:
+        """The rows sent to the dead letter since the last call (all with the reason ``exceeded.reason``).
+
+        >>> from runtime.core.pattern.budget import MatchBudget
+        >>> from runtime.core.pattern.parser import parse_clause
+        >>> spec = parse_clause("ORDER BY t MEASURES COUNT(*) AS n PATTERN (A+ B) DEFINE A AS A.v > 0, B AS B.v < 0")
+        >>> matcher = PartitionMatcher(spec, budget=MatchBudget(base_work=10, work_per_row=1), dead_letter=True)
+        >>> matcher.push_many([{"t": t, "v": 1} for t in range(20)]) + matcher.finish()
+        []
+        >>> [row["t"] for row in matcher.take_rejected()][:3], matcher.exceeded.position
+        ([2, 3, 4], 19)
+        """
+        rejected, self.rejected = self.rejected, []
+        return rejected
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(vars(self))
@@ -157,6 +208,10 @@ class PartitionMatcher:
         state.setdefault("use_fast", True)  # states pickled before the fast path existed
         state.setdefault("_fast", None)
         state.setdefault("_measures", None)
+        state.setdefault("meter", WorkMeter(DEFAULT_BUDGET))
+        state.setdefault("dead_letter", False)
+        state.setdefault("exceeded", None)
+        state.setdefault("rejected", [])
         vars(self).update(state)
         self.rebind()
 
@@ -179,16 +234,37 @@ class PartitionMatcher:
             "run": None if self.run is None else self.run.to_state(), "match_number": self.match_number,
             "last_matched": self.last_matched, "ended": self.ended, "time_column": self._time_column,
             "checked_columns": self._checked_columns,
+            "work": self.meter.work, "reached": self.meter.reached,
+            "exceeded": None if self.exceeded is None else [
+                    self.exceeded.pattern, self.exceeded.position, self.exceeded.time, self.exceeded.detail],
+            "rejected": list(self.rejected),
         }
 
     @classmethod
-    def from_state(cls, data: Any, spec: ClauseSpec) -> PartitionMatcher:
-        """The matcher :meth:`to_state` gave, bound to ``spec`` (the clause it was created with)."""
+    def from_state(cls, data: Any, spec: ClauseSpec, *, budget: MatchBudget | None = None,
+                   dead_letter: bool = False) -> PartitionMatcher:
+        """The matcher :meth:`to_state` gave, bound to ``spec`` (the clause it was created with).
+
+        ``budget`` and ``dead_letter`` are the caller's (configuration, not state); the work spent is state.
+        """
         from runtime.core.state_codec import expect
 
         expect(isinstance(data, dict), "matcher state: expected a map")
         matcher = cls.__new__(cls)
         matcher.spec = spec
+        work, reached = data.get("work", 0), data.get("reached", 0)  # states written before the budget: none spent
+        expect(type(work) is int and type(reached) is int, "matcher state: work and reached must be integers")
+        matcher.meter = WorkMeter(budget or DEFAULT_BUDGET, work, reached)
+        matcher.dead_letter = dead_letter
+        exceeded = data.get("exceeded")
+        expect(exceeded is None or (isinstance(exceeded, list) and len(exceeded) == 4
+                                    and isinstance(exceeded[0], str) and type(exceeded[1]) is int
+                                    and isinstance(exceeded[3], str)), "matcher state: bad budget record")
+        matcher.exceeded = None if exceeded is None else MatchBudgetExceeded(*exceeded)
+        rejected = data.get("rejected", [])
+        expect(isinstance(rejected, list) and all(isinstance(row, dict) for row in rejected),
+               "matcher state: rejected rows must be maps")
+        matcher.rejected = rejected
         rows = RowSource()
         rows.rows, rows.base, rows.length = data["rows"], data["base"], data["length"]
         expect(isinstance(rows.rows, list) and type(rows.base) is int
@@ -246,10 +322,15 @@ class PartitionMatcher:
         collect = bulk and clause.rolling and self._measures is not None
         skip_to = None if self.spec.after_match_skip.mode in (SkipMode.PAST_LAST_ROW, SkipMode.TO_NEXT_ROW) \
             else self._skip_to
+        meter = self.meter
+        budget = meter.budget
         while True:
             if self.run is None:
                 if self.next_start >= rows.available:
                     break  # the next attempt needs its first row
+                # an attempt that re-reads rows checks the budget first (FastRun.advance does the same)
+                if self.next_start < meter.reached and meter.work > budget.allowance(meter.reached):
+                    return self._exhaust(out, self.next_start, self._work_detail())
                 self.run = clause.new_run(rows, self.next_start, self.match_number, fast)
             run = self.run
             if bulk:
@@ -257,11 +338,14 @@ class PartitionMatcher:
                 limit = rows.available if self.ended else rows.available - clause.lookahead
                 if collect:
                     matches: list[tuple[int, list[int]]] = []
-                    run.advance(limit, matches, past_last_row=clause.past_last_row, skip_to=skip_to)
+                    run.advance(limit, matches, past_last_row=clause.past_last_row, skip_to=skip_to, meter=meter)
                     if matches:
                         out.append(self._collected(matches))
                 else:
-                    run.advance(limit)
+                    run.advance(limit, meter=meter)
+                if meter.exhausted:
+                    meter.exhausted = False
+                    return self._exhaust(out, run.start, self._work_detail())
                 if not run.finished:
                     if not self.ended or run.position < rows.available:
                         if run.position == run.start:  # rolled on to an attempt that has not begun
@@ -282,10 +366,53 @@ class PartitionMatcher:
                     if elapsed(self._time(position), start_time) >= clause.within:
                         run.stop()
                         break
+                threads = len(run.threads)
                 run.step(at_end=self.ended and position == rows.available - 1)
+                # checked after every row: a single attempt of the general VM can grow without bound
+                # ((A|B){1000} with AVG in DEFINE); its unit is a thread evaluated or an instruction followed
+                # (the attempt's first closure included), the fast path's a thread stepped
+                if run.__class__ is Run:
+                    meter.work += run.work  # type: ignore[union-attr]
+                    run.work = 0  # type: ignore[union-attr]
+                else:
+                    meter.work += threads
+                if position >= meter.reached:
+                    meter.reached = position + 1
+                if len(run.threads) > budget.max_threads:
+                    return self._exhaust(out, run.start, f"{len(run.threads):,} live threads > max_threads "
+                                                         f"{budget.max_threads:,}")
+                if meter.work > budget.allowance(meter.reached):
+                    return self._exhaust(out, run.start, self._work_detail())
             self.run = None
             out.extend(self._conclude(run))
             rows.release_before(self.next_start - clause.lookbehind)
+        return out
+
+    def _work_detail(self) -> str:
+        meter, budget = self.meter, self.meter.budget
+        return (f"work {meter.work:,} > {budget.allowance(meter.reached):,} units (base_work {budget.base_work:,} "
+                f"+ work_per_row {budget.work_per_row:,} x {meter.reached:,} rows read)")
+
+    def _exhaust(self, out: list[dict[str, Any] | OutputBlock], first: int, detail: str
+                 ) -> list[dict[str, Any] | OutputBlock]:
+        """The budget ran out with the attempt from row ``first`` in progress: raise, or dead-letter the rest.
+
+        The row named is the furthest one read (where the work was spent); its event time is named too.
+        """
+        position = self.meter.reached - 1
+        time = None
+        if self._time_column is not None and self.rows.get(position) is not None:
+            value = _column(self.rows.get(position), self._time_column)  # type: ignore[arg-type]
+            time = None if value is None else str(value)
+        error = MatchBudgetExceeded(str(self.spec.pattern), position, time, detail)
+        if not self.dead_letter:
+            raise error
+        self.exceeded = error
+        self.run = None
+        rows = self.rows
+        self.rejected.extend(rows.rows[max(first - rows.base, 0):])
+        rows.release_before(rows.available)
+        self.next_start = rows.available
         return out
 
     def _time(self, position: int) -> Any:
