@@ -619,18 +619,20 @@ _CHUNK_ROWS = 256  # rows match_partition pushes at once (output stays lazy, a c
 
 
 def match_partition(
-    spec: ClauseSpec, rows: Iterable[Mapping[str, Any] | Sequence[Any]], *, columns: Sequence[str] | None = None
+    spec: ClauseSpec, rows: Iterable[Mapping[str, Any] | Sequence[Any]], *, columns: Sequence[str] | None = None,
+    budget: MatchBudget | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Run ``spec`` over one partition whose rows come in ORDER BY order; yields output rows lazily.
 
-    Rows are mappings, or sequences with ``columns`` naming their fields.
+    Rows are mappings, or sequences with ``columns`` naming their fields.  Matching is bounded by
+    ``budget`` (None: the default); :class:`~runtime.core.pattern.budget.MatchBudgetExceeded` when it runs out.
 
     >>> from runtime.core.pattern.parser import parse_clause
     >>> spec = parse_clause("MEASURES FIRST(A.p) AS lo, LAST(A.p) AS hi PATTERN (A{2,}) DEFINE A AS A.p >= PREV(A.p, 1)")
     >>> list(match_partition(spec, [(3,), (1,), (2,), (5,), (4,)], columns=["p"]))
     [{'lo': 2, 'hi': 5}]
     """
-    matcher = PartitionMatcher(spec)
+    matcher = PartitionMatcher(spec, budget=budget)
     # An iterator is consumed row by row (output is decided as early as possible); rows already in
     # a list go in chunks: one drive per chunk, as the per-row driver overhead is most of the cost.
     chunk_rows = _CHUNK_ROWS if isinstance(rows, Sequence) else 1
@@ -708,7 +710,7 @@ def null_event_time_reason(column: str) -> str:
 
 
 def match_recognize(
-    spec: ClauseSpec, rows: Iterable[Mapping[str, Any]]
+    spec: ClauseSpec, rows: Iterable[Mapping[str, Any]], *, budget: MatchBudget | None = None
 ) -> Iterator[dict[str, Any]]:
     """Batch MATCH_RECOGNIZE over a whole table: partition, sort (stable), match each partition.
 
@@ -728,4 +730,4 @@ def match_recognize(
         partitions.setdefault(tuple(_column(row, c) for c in spec.partition_by), []).append(row)
     key = sort_key(spec)
     for members in partitions.values():
-        yield from match_partition(spec, sorted(members, key=key) if spec.order_by else members)
+        yield from match_partition(spec, sorted(members, key=key) if spec.order_by else members, budget=budget)
