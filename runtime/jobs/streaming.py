@@ -305,7 +305,8 @@ def run_streaming(
         from runtime.spark.match_recognize_streaming import match_recognize_stream
 
         stream = match_recognize_stream(
-            read_stream(spark, job.input), job.spec, watermark=_delay(job.input.watermark_delay), heartbeat=control
+            read_stream(spark, job.input), job.spec, watermark=_delay(job.input.watermark_delay), heartbeat=control,
+            budget=job.budget,
         )
         metrics: dict[str, Any] = {"rows_in": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}
         batch_writer: _BatchWriter = _MatchWriter(spark, stream, paths, metrics)
