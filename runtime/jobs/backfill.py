@@ -66,7 +66,7 @@ def run_backfill(
 
         metrics = backfill_match_recognize(
             read_batch(spark, job.input), job.clause, begin, stop, slices,
-            job.output_path, job.dead_letter_path, only=only,
+            job.output_path, job.dead_letter_path, only=only, budget=job.budget,
         )
         for i, one in enumerate(metrics.get("per_slice") or []):
             _log.info("slice %s: rows in %s, out %s, state keys out %s, %s s", one.get("slice", i), one.get("rows_in"),

@@ -80,3 +80,47 @@ def test_streaming_job_dead_letters_the_hot_key_and_keeps_the_others(spark, tmp_
     assert len(cold.collect()) == 60
     expected = canonical(cold.collect(), cold.columns) + canonical(core_out, cold.columns)
     assert canonical(main.collect(), cold.columns) == expected
+
+
+def test_dataframe_door_and_backfill_dead_letter_the_same_rows(spark, tmp_path: Path) -> None:
+    from runtime.jobs.backfill import run_backfill
+    from runtime.spark.match_recognize import match_recognize_with_rejects
+
+    rows = _rows()
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "all.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    source = spark.read.schema(SCHEMA).json(str(tmp_path / "in"))
+    spec = parse_clause(CLAUSE)
+    core = PartitionMatcher(spec, budget=MatchBudget.from_mapping(BUDGET), dead_letter=True)
+    hot = [{"id": r["id"], "k": "hot", "t": datetime.fromisoformat(r["t"]), "v": r["v"]} for r in rows if r["k"] == "hot"]
+    core_out = core.push_many(hot) + core.finish()
+    rejected_ids = sorted(r["id"] for r in core.take_rejected())
+    assert core.exceeded is not None
+    as_json = {r["id"]: r["row"] for r in source.selectExpr("id", "to_json(struct(*)) AS row").collect()}
+    cold = match_recognize(source.where("k = 'cold'"), CLAUSE)
+    expected = canonical(cold.collect(), cold.columns) + canonical(core_out, cold.columns)
+
+    # the DataFrame door: the plain door leaves the rows out, with_rejects lists them with the reason
+    matches, dead = match_recognize_with_rejects(source, CLAUSE, budget=BUDGET)
+    assert canonical(matches.collect(), cold.columns) == expected
+    assert canonical(match_recognize(source, CLAUSE, budget=BUDGET).collect(), cold.columns) == expected
+    dead_rows = dead.collect()
+    assert sorted(json.loads(r["row"])["id"] for r in dead_rows) == rejected_ids
+    assert {(r["side"], r["reason"]) for r in dead_rows} == {("input", core.exceeded.reason)}
+    assert all(r["row"] == as_json[json.loads(r["row"])["id"]] for r in dead_rows)
+
+    # the backfill, three slices: the poisoned key's state carries over, its later rows are dead-lettered too
+    config = {
+        "match_recognize": {"clause": CLAUSE, "budget": BUDGET},
+        "input": {"path": str(tmp_path / "in"), "format": "json", "schema": SCHEMA},
+        "output": {"path": str(tmp_path / "bf")},
+    }
+    metrics = run_backfill(config, _T0.isoformat(), (_T0 + timedelta(seconds=240)).isoformat(), slices=3,
+                           spark=spark)
+    out = spark.read.parquet(str(tmp_path / "bf"))
+    assert canonical(out.collect(), cold.columns) == expected
+    backfill_dead = spark.read.parquet(f"{tmp_path}/bf_dead_letter").collect()
+    assert sorted(json.loads(r["row"])["id"] for r in backfill_dead) == rejected_ids
+    assert {r["reason"] for r in backfill_dead} == {core.exceeded.reason}
+    assert metrics["dead_letter"] == len(rejected_ids)
+    assert sum(1 for m in metrics["per_slice"] if m["dead_letter"]) >= 2  # more than the slice where it ran out
