@@ -107,6 +107,8 @@ def main() -> None:
             hits += hit
             if per_thousand > worst.get(hit, (-1.0, "", ""))[0]:
                 worst[hit] = (per_thousand, name, clause)
+                print(f"  new worst ({'hit' if hit else 'within'}): {per_thousand:.2f} CPU-s per 1,000 rows, "
+                      f"{name}: {clause}", flush=True)
     print(f"\nfuzzed corpus: {args.patterns} patterns x {len(data)} data sets x {args.rows:,} rows, seed {args.seed}: "
           f"{total} inputs, budget hit by {hits}")
     for hit, (per_thousand, name, clause) in sorted(worst.items()):

@@ -741,6 +741,9 @@ def _run_batch_blocks(bound: MatchPlan, batches: Iterator[pa.RecordBatch],
     :func:`_rows`).  A partition that runs out of its match ``budget`` (None: the default) outputs nothing
     more; its rejected rows are appended to ``rejected`` with the reason when given (else left out)."""
     spec = bound.spec
+    # a raw event time (integer µs, see _copied_timestamps) is shown in the budget's reason as the timestamp
+    time = bound.order_columns[0][0] if bound.order_columns else None
+    time_text = _micros_text if time in raw else None
 
     def take(matcher: PartitionMatcher) -> None:
         rows = matcher.take_rejected()
@@ -766,7 +769,7 @@ def _run_batch_blocks(bound: MatchPlan, batches: Iterator[pa.RecordBatch],
                     out = matcher.finish_blocks()
                     take(matcher)
                     yield out
-                matcher = PartitionMatcher(spec, budget=budget, dead_letter=True)
+                matcher = PartitionMatcher(spec, budget=budget, dead_letter=True, time_text=time_text)
                 current = key
             out = matcher.push_many_blocks(rows[start:end])
             take(matcher)
@@ -776,6 +779,15 @@ def _run_batch_blocks(bound: MatchPlan, batches: Iterator[pa.RecordBatch],
         out = matcher.finish_blocks()
         take(matcher)
         yield out
+
+
+def _micros_text(value: int) -> str:
+    """A raw timestamp (integer µs of the wall-clock time) as ``str`` shows the datetime the other doors hold.
+
+    >>> _micros_text(1_000_001)
+    '1970-01-01 00:00:01.000001'
+    """
+    return str(datetime(1970, 1, 1) + timedelta(microseconds=value))
 
 
 def _run_end(keys: list[list[Any]], key: tuple[Any, ...], start: int) -> int:

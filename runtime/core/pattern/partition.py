@@ -24,7 +24,7 @@ standard as Trino implements them (``PatternRecognitionPartition``):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import lru_cache
 from numbers import Real
@@ -108,8 +108,10 @@ class PartitionMatcher:
     """
 
     def __init__(self, spec: ClauseSpec, *, fast: bool = True, budget: MatchBudget | None = None,
-                 dead_letter: bool = False) -> None:
+                 dead_letter: bool = False, time_text: Callable[[Any], str] | None = None) -> None:
         self.spec = spec
+        # how the budget's reason shows the event time (a door that carries timestamps as integers says so)
+        self.time_text = time_text
         self.meter = WorkMeter(budget or DEFAULT_BUDGET)
         self.dead_letter = dead_letter
         self.exceeded: MatchBudgetExceeded | None = None
@@ -201,6 +203,7 @@ class PartitionMatcher:
         state = dict(vars(self))
         del state["clause"]
         del state["_fast"]
+        state.pop("time_text", None)
         state.pop("_measures", None)
         return state
 
@@ -212,6 +215,7 @@ class PartitionMatcher:
         state.setdefault("dead_letter", False)
         state.setdefault("exceeded", None)
         state.setdefault("rejected", [])
+        state.setdefault("time_text", None)
         vars(self).update(state)
         self.rebind()
 
@@ -256,6 +260,7 @@ class PartitionMatcher:
         expect(type(work) is int and type(reached) is int, "matcher state: work and reached must be integers")
         matcher.meter = WorkMeter(budget or DEFAULT_BUDGET, work, reached)
         matcher.dead_letter = dead_letter
+        matcher.time_text = None
         exceeded = data.get("exceeded")
         expect(exceeded is None or (isinstance(exceeded, list) and len(exceeded) == 4
                                     and isinstance(exceeded[0], str) and type(exceeded[1]) is int
@@ -403,7 +408,7 @@ class PartitionMatcher:
         time = None
         if self._time_column is not None and self.rows.get(position) is not None:
             value = _column(self.rows.get(position), self._time_column)  # type: ignore[arg-type]
-            time = None if value is None else str(value)
+            time = None if value is None else (self.time_text or str)(value)
         error = MatchBudgetExceeded(str(self.spec.pattern), position, time, detail)
         if not self.dead_letter:
             raise error
