@@ -55,7 +55,8 @@ def random_pattern(rng: random.Random, depth: int = 0) -> str:
 
 def random_clause(rng: random.Random) -> str:
     pattern = " ".join(random_pattern(rng) for _ in range(rng.randint(1, 3)))
-    define = ", ".join(f"{v} AS " + rng.choice(CONDITIONS).format(v=v, k=rng.randint(0, 9)) for v in VARS)
+    used = [v for v in VARS if v in pattern]  # DEFINE may only name variables of PATTERN
+    define = ", ".join(f"{v} AS " + rng.choice(CONDITIONS).format(v=v, k=rng.randint(0, 9)) for v in used)
     rows = rng.choice(["ONE ROW PER MATCH", "ALL ROWS PER MATCH"])
     skip = rng.choice(["PAST LAST ROW", "TO NEXT ROW"])
     return f"ORDER BY t MEASURES COUNT(*) AS n {rows} AFTER MATCH SKIP {skip} PATTERN ({pattern}) DEFINE {define}"

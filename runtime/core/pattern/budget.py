@@ -22,7 +22,7 @@ The check is made at points fixed by the rows alone (each general-VM row step, e
 re-reads rows), never by how the rows were batched, so every door dead-letters the same rows.
 
 >>> MatchBudget.from_mapping({"work_per_row": 50})
-MatchBudget(max_threads=10000, work_per_row=50, base_work=200000)
+MatchBudget(max_threads=10000, work_per_row=50, base_work=100000)
 >>> MatchBudget.from_mapping({"max_thread": 5})
 Traceback (most recent call last):
 ...
@@ -52,12 +52,12 @@ class MatchBudget:
     ...
     runtime.core.errors.SpecError: match_recognize: argument 'match_recognize.budget.max_threads': must be a positive integer, got 0
     >>> MatchBudget().allowance(1_000)
-    400000
+    300000
     """
 
     max_threads: int = 10_000
     work_per_row: int = 200
-    base_work: int = 200_000
+    base_work: int = 100_000
 
     def __post_init__(self) -> None:
         for item in fields(self):
