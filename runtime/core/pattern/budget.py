@@ -7,8 +7,9 @@ the end of the A run).  :class:`MatchBudget` bounds both, per partition:
 
 * ``max_threads``: the general VM's live threads in one attempt after one row;
 * work: ``base_work + work_per_row * rows_reached`` (``rows_reached``: one past the furthest row any
-  attempt has read).  A work unit is one thread stepping over one row (the general VM) or one row stepped
-  by an attempt (the fast path, whose threads never meet and are few).
+  attempt has read).  A work unit is one thread stepping over one row or one instruction followed (the
+  general VM), or one row stepped by an attempt (the fast path, whose threads never meet and are few); an
+  output row costs one unit plus one per measure.
 
 Linear matching (every row read by a bounded number of attempts) never comes near the limit; the default
 (:data:`DEFAULT_BUDGET`) leaves ordinary queries alone and stops a pathological partition in about a

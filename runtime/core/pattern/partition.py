@@ -389,9 +389,20 @@ class PartitionMatcher:
                 if meter.work > budget.allowance(meter.reached):
                     return self._exhaust(out, run.start, self._work_detail())
             self.run = None
-            out.extend(self._conclude(run))
+            concluded = self._conclude(run)
+            if not collect:
+                # output rows are work too (ALL ROWS PER MATCH with SKIP TO NEXT ROW outputs O(n^2) rows).  Not
+                # when a fast run collects matches: it concludes them inside advance() or here depending on
+                # where a call ends, and a count must not depend on the batching (one row per match there)
+                meter.work += len(concluded) * self._row_cost
+            out.extend(concluded)
             rows.release_before(self.next_start - clause.lookbehind)
         return out
+
+    @property
+    def _row_cost(self) -> int:
+        """Work units of one output row: building it and each measure."""
+        return 1 + len(self.spec.measures)
 
     def _work_detail(self) -> str:
         meter, budget = self.meter, self.meter.budget

@@ -90,9 +90,15 @@ def test_dead_letter_mode_keeps_earlier_matches_and_rejects_the_rest() -> None:
 def test_every_batching_rejects_the_same_rows(chunk: int) -> None:
     """Streaming pushes rows as the watermark releases them: the rejected rows must not depend on it."""
     budget = MatchBudget(base_work=100, work_per_row=2)
-    for pattern, define in [("A+ B", "A AS A.v > 0, B AS B.v < 0"), ("(A|A A)* B", "A AS A.v > 0, B AS B.v < 0"),
-                            ("(A|B)* C", "A AS AVG(A.v) > 0, B AS AVG(B.v) >= 0, C AS C.v < 0")]:
-        spec = parse_clause(_clause(pattern, define))
+    for pattern, define, rows_per_match in [
+        ("A+ B", "A AS A.v > 0, B AS B.v < 0", "ONE ROW PER MATCH"),
+        ("(A|A A)* B", "A AS A.v > 0, B AS B.v < 0", "ONE ROW PER MATCH"),
+        ("(A|B)* C", "A AS AVG(A.v) > 0, B AS AVG(B.v) >= 0, C AS C.v < 0", "ONE ROW PER MATCH"),
+        # output rows count as work: the fast path concluding matches, ALL ROWS re-outputting rows
+        ("A+ B", "A AS A.v > 0, B AS B.v <= 0", "ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW"),
+        ("(A|B)+ C", "A AS A.v > 0, B AS B.v > 1, C AS C.v <= 0", "ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW"),
+    ]:
+        spec = parse_clause(_clause(pattern, define, rows_per_match))
         rows = [{"k": "x", "t": t, "v": -1 if t in (5, 12) else 0 if t % 60 == 59 else 1} for t in range(300)]
         whole = PartitionMatcher(spec, budget=budget, dead_letter=True)
         expected = (whole.push_many(rows) + whole.finish(), [r["t"] for r in whole.take_rejected()])
