@@ -394,7 +394,8 @@ class PartitionMatcher:
                 # output rows are work too (ALL ROWS PER MATCH with SKIP TO NEXT ROW outputs O(n^2) rows).  Not
                 # when a fast run collects matches: it concludes them inside advance() or here depending on
                 # where a call ends, and a count must not depend on the batching (one row per match there)
-                meter.work += len(concluded) * self._row_cost
+                # ... and so is reading the match back for its measures (its label list, its MeasureContext)
+                meter.work += len(concluded) * self._row_cost + max(run.position - run.start, 0)
             out.extend(concluded)
             rows.release_before(self.next_start - clause.lookbehind)
         return out
