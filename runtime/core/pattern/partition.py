@@ -395,7 +395,7 @@ class PartitionMatcher:
                 # when a fast run collects matches: it concludes them inside advance() or here depending on
                 # where a call ends, and a count must not depend on the batching (one row per match there)
                 # ... and so is reading the match back for its measures (its label list, its MeasureContext)
-                meter.work += len(concluded) * self._row_cost + max(run.position - run.start, 0)
+                meter.work += len(concluded) * self._row_cost + self._matched_rows
             out.extend(concluded)
             rows.release_before(self.next_start - clause.lookbehind)
         return out
@@ -438,12 +438,14 @@ class PartitionMatcher:
         return _column(row, self._time_column)
 
     def _conclude(self, run: Run | FastRun) -> list[dict[str, Any]]:
-        """Output for one finished attempt, and where the next one starts."""
+        """Output for one finished attempt, and where the next one starts (``_matched_rows``: its match's length)."""
+        self._matched_rows = 0
         measures = self._measures
         if measures is not None and isinstance(run, FastRun) and run.result is not None and run.result[0] is not None:
             # a non-empty fast-path match, ONE ROW PER MATCH: the compiled measures, no MeasureContext
             start = run.start
             labels = chain_to_list(run.result[0])
+            self._matched_rows = len(labels)
             number = self.match_number
             self.match_number += 1
             rows = self.rows
@@ -473,6 +475,7 @@ class PartitionMatcher:
             if spec.rows_per_match.all_rows:
                 return [self._all_rows_row(start, measures)]
             return [self._one_row(start, measures)]
+        self._matched_rows = len(match.labels)
         out = self._match_rows(match, number)
         end = start + len(match.labels) - 1
         if end > self.last_matched:
