@@ -176,7 +176,9 @@ class _SliceRunner:
 
         for batch in batches:
             states = batch.column(STATE).to_pylist()
-            columns = [_naive(batch.column(n)).to_pylist() for n in names]
+            # (a batch without REJECT_ROW, e.g. built by hand, carries none: a rejected row's text is then NULL)
+            columns = [_naive(batch.column(n)).to_pylist() if n in batch.schema.names else [None] * batch.num_rows
+                       for n in names]
             key_columns = [columns[p] for p in key_positions]
             i, size = 0, len(states)
             while i < size:
