@@ -137,7 +137,7 @@ def _run_backfill(
         rows, dead = _sources(spark, {"input": job.input})
         metrics = backfill_match_recognize(
             rows["input"], job.clause, begin, stop, slices, job.output_path, job.dead_letter_path, only=only,
-            on_slice=progress,
+            on_slice=progress, budget=job.budget,
         )
         malformed = sum(_write_malformed(spark, dead, job.dead_letter_path).values())
         metrics["malformed"] = malformed

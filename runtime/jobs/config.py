@@ -51,7 +51,7 @@ from typing import Any
 from runtime.core.bad_rows import check_reader_options
 from runtime.core.durations import parse_duration
 from runtime.core.errors import SpecError
-from runtime.core.pattern import ClauseSpec, PatternValidationError, RowsPerMatch, parse_clause
+from runtime.core.pattern import ClauseSpec, MatchBudget, PatternValidationError, RowsPerMatch, parse_clause
 from runtime.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
 
 SOURCE_FORMATS = ("csv", "json", "parquet")
@@ -127,7 +127,12 @@ TEMPORAL_JOIN_SCHEMA: Mapping[str, Key] = {
 }
 #: Every key a MATCH_RECOGNIZE job config reads.
 MATCH_RECOGNIZE_SCHEMA: Mapping[str, Key] = {
-    "match_recognize": Key((dict,), required=True, keys={"clause": Key((str,), required=True)}),
+    "match_recognize": Key((dict,), required=True, keys={
+        "clause": Key((str,), required=True),
+        # the per-key matching budget (runtime.core.pattern.budget.MatchBudget); absent: the default
+        "budget": Key((dict,), keys={"max_threads": Key((int,)), "work_per_row": Key((int,)),
+                                     "base_work": Key((int,))}),
+    }),
     "input": _SOURCE,
     "output": _OUTPUT,
     "checkpoint": _TEXT,
@@ -367,6 +372,22 @@ def streaming_clause(clause: str) -> ClauseSpec:
     return spec
 
 
+def _budget(data: Mapping[str, Any] | None) -> MatchBudget | None:
+    """``match_recognize.budget`` as a :class:`MatchBudget` (None: not set), its values checked.
+
+    >>> _budget({"work_per_row": 0})
+    Traceback (most recent call last):
+    ...
+    runtime.jobs.config.ConfigError: job config: match_recognize.budget.work_per_row: must be a positive integer, got 0
+    """
+    if data is None:
+        return None
+    try:
+        return MatchBudget.from_mapping(data)
+    except SpecError as error:
+        raise ConfigError(error.argument, error.message) from None
+
+
 @dataclass(frozen=True)
 class MatchRecognizeJobConfig:
     """A MATCH_RECOGNIZE streaming or backfill job; see the module docstring for the JSON shape.
@@ -393,6 +414,7 @@ class MatchRecognizeJobConfig:
     available_now: bool = True
     processing_time: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    budget: MatchBudget | None = None  # match_recognize.budget; None: the default
 
     @property
     def event_time(self) -> str:
@@ -425,6 +447,7 @@ class MatchRecognizeJobConfig:
             available_now=available_now,
             processing_time=processing_time,
             raw=dict(data),
+            budget=_budget(data["match_recognize"].get("budget")),
         )
 
     @classmethod

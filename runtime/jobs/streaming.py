@@ -275,6 +275,8 @@ class _MatchWriter(_BatchWriter):
                 F.count_if(kind == M.MATCHED).alias("matched"),
                 F.count_if(kind == M.LATE).alias("late"),
                 F.count_if(kind == M.DEAD).alias("dead"),
+                # rows of keys over their match budget: input rows (counted in n_in) sent to the dead letter
+                F.count_if(kind == M.BUDGET_DEAD).alias("over_budget"),
                 F.coalesce(F.sum(F.when(kind == M.STATS, F.col(M.N_IN))), F.lit(0)).alias("n_in"),
             )
             outputs = self._join.split(observed)
@@ -283,7 +285,7 @@ class _MatchWriter(_BatchWriter):
             m = self._metrics
             rows_in = int(c["n_in"]) + int(c["dead"])
             late = self._write(outputs.late, "late", batch_id) if c["late"] else 0
-            dead = self._write(outputs.dead_letter, "dead_letter", batch_id) if c["dead"] else 0
+            dead = self._write(outputs.dead_letter, "dead_letter", batch_id) if c["dead"] or c["over_budget"] else 0
             m["rows_in"] += rows_in
             m["rows_out"] += written
             m["late"] += late
@@ -371,7 +373,8 @@ def _run_streaming(
         from runtime.spark.match_recognize_streaming import match_recognize_stream
 
         rows, malformed = split_malformed(read_stream(spark, job.input), "input")
-        stream = match_recognize_stream(rows, job.spec, watermark=_delay(job.input.watermark_delay), heartbeat=control)
+        stream = match_recognize_stream(rows, job.spec, watermark=_delay(job.input.watermark_delay), heartbeat=control,
+                                       budget=job.budget)
         stream = _with_malformed(stream, [malformed] if malformed is not None else [],
                                  {M.KIND: f"={M.DEAD}", M.SIDE: "side", M.REASON: "reason", M.IN_ROW: "row"})
         metrics: dict[str, Any] = {"rows_in": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}

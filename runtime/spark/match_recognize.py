@@ -44,8 +44,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.pattern import ClauseSpec, PartitionMatcher, PatternValidationError, parse_clause, subqueries
+from runtime.core.errors import QuerySyntaxError, SpecError
+from runtime.core.pattern import (
+    ClauseSpec,
+    MatchBudget,
+    PartitionMatcher,
+    PatternValidationError,
+    parse_clause,
+    subqueries,
+)
 from runtime.core.pattern import expr as E
 from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS
 from runtime.core.pattern.fast import dict_rows
@@ -65,6 +72,9 @@ UDTF_NAME = "timeweave_match_recognize"
 #: Trino).  The DataFrame door and ``runtime.sql`` over a resolvable relation give the zero-column rows.
 UDTF_NO_COLUMNS = "__tw_no_columns"
 _OUTPUT_BATCH_ROWS = 4096  # rows per Arrow batch handed back to Spark
+#: match_recognize_with_rejects: the input row's to_json, carried through matching for the budget's dead letter,
+#: and the reason column of the runner's rejected rows (NULL on matches)
+REJECT_ROW, REJECT_REASON = "__tw_reject_row", "__tw_reject_reason"
 
 
 # -- validation and output schema (driver side, no Spark job) ----------------------------------------------
@@ -342,12 +352,16 @@ def _sort_column(name: str, descending: bool, nulls_first: bool) -> SparkColumn:
     return column.asc_nulls_first() if nulls_first else column.asc_nulls_last()
 
 
-def match_recognize(df: DataFrame, clause: str | ClauseSpec) -> DataFrame:
+def match_recognize(df: DataFrame, clause: str | ClauseSpec, *, budget: MatchBudget | dict[str, int] | None = None
+                    ) -> DataFrame:
     """Run ``MATCH_RECOGNIZE (clause)`` over ``df``; ``clause`` is the text between the parentheses.
 
     The clause and every column it names are checked before any Spark job runs; errors are
     :class:`~runtime.core.pattern.PatternValidationError` with the line/column in ``clause``.
     The AFTER MATCH SKIP default is the SQL standard's PAST LAST ROW (Flink's is TO NEXT ROW).
+    ``budget`` bounds each partition's matching (:class:`~runtime.core.pattern.MatchBudget` or a dict of its
+    fields; None: the default): a partition that runs out keeps the matches decided before, and its other rows
+    are left out, as the streaming door dead-letters them (:func:`match_recognize_with_rejects` lists them).
 
     Example (``ticker`` has columns symbol, rowtime, price)::
 
@@ -357,14 +371,28 @@ def match_recognize(df: DataFrame, clause: str | ClauseSpec) -> DataFrame:
             ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
             PATTERN (A+ B) DEFINE A AS AVG(A.price) < 15''').show()
     """
+    return _match(df, clause, MatchBudget.from_mapping(budget, "budget"), rejects=False)
+
+
+def _match(df: DataFrame, clause: str | ClauseSpec, budget: MatchBudget, *, rejects: bool) -> DataFrame:
+    """The door's plan; with ``rejects``, two more columns: :data:`REJECT_REASON` (NULL on a match) and
+    :data:`REJECT_ROW` (a budget-rejected row's ``to_json``; the door's columns are NULL on such a row)."""
     ensure_worker_python(df.sparkSession)  # before the mapInArrow function is wrapped: it takes the executable
     bound = plan(inline_subqueries(df.sparkSession, clause), df.schema)
     if bound.order_columns:  # a NULL event time is matched by no door (core event_time_column): a dead letter
         df = df.where(named(bound.order_columns[0][0]).isNotNull())
+    original = F.to_json(F.struct(*[named(c) for c in df.columns]))  # the dead-letter shape (rejected_rows)
     needed = _needed_columns(bound)
     if len(needed) < len(df.columns):  # ONE ROW PER MATCH reads few columns: ship only those to Python
-        df = df.select(*[named(c) for c in needed])
-        bound = plan(bound.spec, df.schema)
+        if rejects:
+            df = df.withColumn(REJECT_ROW, original)
+        df = df.select(*[named(c) for c in needed], *([named(REJECT_ROW)] if rejects else []))
+        bound = plan(bound.spec, df.drop(REJECT_ROW).schema if rejects else df.schema)
+    elif rejects:
+        df = df.withColumn(REJECT_ROW, original)
+    if rejects and REJECT_ROW.lower() in (name.lower() for name in bound.input_names):
+        raise SpecError("input", f"column {REJECT_ROW} is reserved by match_recognize_with_rejects; rename it",
+                        where="match_recognize")
     partition = [_sort_column(c, False, False) for c in bound.partition_columns]
     order = [_sort_column(*o) for o in bound.order_columns]
     if partition:
@@ -374,24 +402,35 @@ def match_recognize(df: DataFrame, clause: str | ClauseSpec) -> DataFrame:
     if partition or order:
         arranged = arranged.sortWithinPartitions(*partition, *order)
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
-    runner = _ArrowRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), timezone)
-    return map_in_arrow(arranged, runner, bound.schema)
+    runner = _ArrowRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), timezone, budget, rejects)
+    schema = bound.schema
+    if rejects:
+        schema = T.StructType([*schema.fields, T.StructField(REJECT_REASON, T.StringType()),
+                               T.StructField(REJECT_ROW, T.StringType())])
+    return map_in_arrow(arranged, runner, schema)
 
 
-def match_recognize_with_rejects(df: DataFrame, clause: str | ClauseSpec) -> tuple[DataFrame, DataFrame]:
+def match_recognize_with_rejects(df: DataFrame, clause: str | ClauseSpec, *,
+                                 budget: MatchBudget | dict[str, int] | None = None) -> tuple[DataFrame, DataFrame]:
     """:func:`match_recognize` plus its dead letter: the input rows with a NULL event time (the first ORDER BY
-    column), which no door matches.  The dead letter has the streaming and backfill doors' shape: ``side``
-    (``input``), ``reason`` (``NULL event time column <t>``), ``row`` (the input row as JSON); without ORDER BY
-    it is empty.
+    column), which no door matches, and the rows of partitions that ran out of their match ``budget`` (reason
+    ``MATCH_BUDGET_EXCEEDED: pattern ... at row ...``; the streaming door's rows).  The dead letter has the
+    streaming and backfill doors' shape: ``side`` (``input``), ``reason`` (``NULL event time column <t>``),
+    ``row`` (the input row as JSON).  Both DataFrames read one matching plan (each action runs it).
 
     Example::
 
         matches, rejected = runtime.match_recognize_with_rejects(ticker, "PARTITION BY symbol ORDER BY rowtime ...")
         rejected.show()
     """
-    matches = match_recognize(df, clause)
-    bound = plan(inline_subqueries(df.sparkSession, clause), df.schema)
-    return matches, rejected_rows(df, bound)
+    spec = inline_subqueries(df.sparkSession, clause)
+    bound = plan(spec, df.schema)
+    combined = _match(df, spec, MatchBudget.from_mapping(budget, "budget"), rejects=True)
+    reason = named(REJECT_REASON)
+    matches = combined.where(reason.isNull()).select(*[named(f.name) for f in bound.schema.fields])
+    over_budget = combined.where(reason.isNotNull()).select(
+        F.lit("input").alias("side"), reason.alias("reason"), named(REJECT_ROW).alias("row"))
+    return matches, rejected_rows(df, bound).unionByName(over_budget)
 
 
 def rejected_rows(df: DataFrame, bound: MatchPlan) -> DataFrame:
@@ -522,6 +561,8 @@ class _ArrowRunner:
     input_json: str
     output_json: str
     timezone: str
+    budget: MatchBudget | None = None
+    rejects: bool = False  # two more output columns: REJECT_REASON, REJECT_ROW (see _match)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         bound = _bound(self.clause, self.input_json, self.output_json)
@@ -529,14 +570,33 @@ class _ArrowRunner:
         raw, raw_outputs = _copied_timestamps(bound)
         pending: list[list[Any]] = [[] for _ in bound.keys]  # output columns, in bound.keys order
         count = 0  # rows in pending: counted, as a clause with no PARTITION BY and no MEASURES has no column
-        for outs in _run_batch_blocks(bound, batches, raw):
+        rejected: list[tuple[dict[str, Any], str]] | None = [] if self.rejects else None
+        for outs in _run_batch_blocks(bound, batches, raw, self.budget, rejected):
             count += _extend(pending, bound.keys, outs)
             if count >= _OUTPUT_BATCH_ROWS:
-                yield _batch(pending, schema, raw_outputs, count)
+                yield self._with_rejects(_batch(pending, schema, raw_outputs, count), count)
                 pending = [[] for _ in bound.keys]
                 count = 0
+            if rejected:
+                yield self._rejected(schema, rejected)
+                rejected.clear()
         if count:
-            yield _batch(pending, schema, raw_outputs, count)
+            yield self._with_rejects(_batch(pending, schema, raw_outputs, count), count)
+
+    def _with_rejects(self, batch: pa.RecordBatch, count: int) -> pa.RecordBatch:
+        if not self.rejects:
+            return batch
+        nulls = pa.nulls(count, pa.string())
+        return pa.RecordBatch.from_arrays([*batch.columns, nulls, nulls],
+                                          names=[*batch.schema.names, REJECT_REASON, REJECT_ROW])
+
+    @staticmethod
+    def _rejected(schema: pa.Schema, rejected: list[tuple[dict[str, Any], str]]) -> pa.RecordBatch:
+        n = len(rejected)
+        columns = [pa.nulls(n, f.type) for f in schema]
+        columns.append(pa.array([reason for _, reason in rejected], pa.string()))
+        columns.append(pa.array([row[REJECT_ROW] for row, _ in rejected], pa.string()))
+        return pa.RecordBatch.from_arrays(columns, names=[*schema.names, REJECT_REASON, REJECT_ROW])
 
 
 _TIMESTAMPS = (T.TimestampType, T.TimestampNTZType)
@@ -674,10 +734,24 @@ def run_batches(bound: MatchPlan, batches: Iterator[pa.RecordBatch]) -> Iterator
 
 
 def _run_batch_blocks(bound: MatchPlan, batches: Iterator[pa.RecordBatch],
-                      raw: frozenset[str] = frozenset()) -> Iterator[list[dict[str, Any] | OutputBlock]]:
+                      raw: frozenset[str] = frozenset(), budget: MatchBudget | None = None,
+                      rejected: list[tuple[dict[str, Any], str]] | None = None,
+                      ) -> Iterator[list[dict[str, Any] | OutputBlock]]:
     """:func:`run_batches` with runs of output rows possibly as :class:`OutputBlock` columns (``raw``: see
-    :func:`_rows`)."""
+    :func:`_rows`).  A partition that runs out of its match ``budget`` (None: the default) outputs nothing
+    more; its rejected rows are appended to ``rejected`` with the reason when given (else left out)."""
     spec = bound.spec
+    # a raw event time (integer µs, see _copied_timestamps) is shown in the budget's reason as the timestamp
+    time = bound.order_columns[0][0] if bound.order_columns else None
+    time_text = _micros_text if time in raw else None
+
+    def take(matcher: PartitionMatcher) -> None:
+        rows = matcher.take_rejected()
+        if rows and rejected is not None:
+            assert matcher.exceeded is not None
+            reason = matcher.exceeded.reason
+            rejected.extend((row, reason) for row in rows)  # type: ignore[misc]
+
     matcher: PartitionMatcher | None = None
     current: tuple[Any, ...] | None = None
     for batch in batches:
@@ -692,13 +766,28 @@ def _run_batch_blocks(bound: MatchPlan, batches: Iterator[pa.RecordBatch],
             end = _run_end(keys, key, start) if keys else len(rows)
             if matcher is None or key != current:
                 if matcher is not None:
-                    yield matcher.finish_blocks()
-                matcher = PartitionMatcher(spec)
+                    out = matcher.finish_blocks()
+                    take(matcher)
+                    yield out
+                matcher = PartitionMatcher(spec, budget=budget, dead_letter=True, time_text=time_text)
                 current = key
-            yield matcher.push_many_blocks(rows[start:end])
+            out = matcher.push_many_blocks(rows[start:end])
+            take(matcher)
+            yield out
             start = end
     if matcher is not None:
-        yield matcher.finish_blocks()
+        out = matcher.finish_blocks()
+        take(matcher)
+        yield out
+
+
+def _micros_text(value: int) -> str:
+    """A raw timestamp (integer µs of the wall-clock time) as ``str`` shows the datetime the other doors hold.
+
+    >>> _micros_text(1_000_001)
+    '1970-01-01 00:00:01.000001'
+    """
+    return str(datetime(1970, 1, 1) + timedelta(microseconds=value))
 
 
 def _run_end(keys: list[list[Any]], key: tuple[Any, ...], start: int) -> int:
@@ -732,7 +821,7 @@ def run_sorted(bound: MatchPlan, rows: Iterator[dict[str, Any]]) -> Iterator[dic
         if matcher is None or key != current:
             if matcher is not None:
                 yield from matcher.finish()
-            matcher = PartitionMatcher(spec)
+            matcher = PartitionMatcher(spec, dead_letter=True)  # over budget: the rest is left out (_run_batch_blocks)
             current = key
         yield from matcher.push(row)
     if matcher is not None:
@@ -791,7 +880,9 @@ def _udtf_class() -> type:
         def eval(self, row: Any, clause: str) -> Iterator[tuple[Any, ...]]:
             if self.matcher is None:
                 bound = _bound_for_row(clause, tuple(row.__fields__))
-                self.matcher = PartitionMatcher(bound.spec)
+                # over budget: the partition's other rows are left out, as the DataFrame door leaves them
+                # (match_recognize_with_rejects and runtime.dead_letters list them)
+                self.matcher = PartitionMatcher(bound.spec, dead_letter=True)
                 self.keys = bound.keys
                 self.time = bound.order_columns[0][0] if bound.order_columns else None
             if self.time is not None and row[self.time] is None:

@@ -26,7 +26,10 @@ Layout (all overwritten per slice, so re-running slice k from state k-1 replaces
 * ``<output>/_state/slice=<label>/``: PARTITION BY columns + ``__tw_state`` (the matcher as data, without the
   clause every key shares: :func:`freeze`) after the slice;
 * ``<dead_letter>/slice=none/``: rows with a NULL event time (``side`` = ``input``, ``reason``, ``row`` as
-  JSON: the streaming door's shape); they belong to no slice.
+  JSON: the streaming door's shape); they belong to no slice;
+* ``<dead_letter>/slice=<label>/``: the slice's rows of keys that ran out of their match budget (reason
+  ``MATCH_BUDGET_EXCEEDED: ...``, as the DataFrame and streaming doors give); the key's carried state remembers
+  it, so its rows of later slices go there too.
 
 Memory per Spark task: one Arrow batch in, one output batch, and per key only the rows the core still
 needs (it releases the rest).  The state is data (:mod:`runtime.core.state_codec`: versioned, checksummed
@@ -50,12 +53,14 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from runtime.core.errors import SpecError, StateFormatError
-from runtime.core.pattern import ClauseSpec, PartitionMatcher
+from runtime.core.pattern import ClauseSpec, MatchBudget, PartitionMatcher
 from runtime.core.pattern.operator import HeldMatcher
 from runtime.core.state_codec import decode, encode
 from runtime.spark.backfill import Slice, slice_label, slices_of
 from runtime.spark.match_recognize import (
     _OUTPUT_BATCH_ROWS,
+    REJECT_REASON,
+    REJECT_ROW,
     MatchPlan,
     _arrow_schema,
     _bound,
@@ -130,12 +135,15 @@ class _SliceRunner:
     last: bool  # the last slice of the range: finish every partition instead of carrying it
     counters: tuple[Any, ...]  # accumulators: rows in, rows out, state keys out
     carried_from: str | None = None  # the state directory read (named by state format errors)
+    budget: MatchBudget | None = None  # each key's match budget (None: the default)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         bound = _bound(self.clause, self.input_json, self.output_json)
         door = _arrow_schema(bound.schema, self.timezone)
-        schema = pa.schema([*door, pa.field(STATE, pa.binary())])
-        names = bound.input_names
+        schema = pa.schema([*door, pa.field(STATE, pa.binary()), pa.field(REJECT_REASON, pa.string()),
+                            pa.field(REJECT_ROW, pa.string())])
+        # the input row's to_json rides along (REJECT_ROW): a key over budget sends its rows to the dead letter
+        names = (*bound.input_names, REJECT_ROW)
         key_positions = [names.index(c) for c in bound.partition_columns]
         # Output column i holds partition column j's value in a state row (partition columns come first).
         key_slots = {i: j for j, c in enumerate(bound.partition_columns) for i, f in enumerate(door) if f.name == c}
@@ -144,23 +152,33 @@ class _SliceRunner:
         matcher: PartitionMatcher | None = None
         current: tuple[Any, ...] | None = None
 
+        def rejected(matcher: PartitionMatcher) -> Iterator[_Item]:
+            rows = matcher.take_rejected()
+            if rows:
+                assert matcher.exceeded is not None
+                reason = matcher.exceeded.reason
+                yield from ((None, None, (row[REJECT_ROW], reason)) for row in rows)
+
         def close() -> Iterator[_Item]:
             if matcher is None:
                 return
             if self.last:
                 for out in matcher.finish():
                     yield out, None, None
+                yield from rejected(matcher)
             else:
                 yield None, current, freeze(matcher)
 
         def flush() -> pa.RecordBatch:
             counts[1] += sum(1 for out, _, _ in pending if out is not None)
-            counts[2] += sum(1 for out, _, _ in pending if out is None)
+            counts[2] += sum(1 for out, _, blob in pending if out is None and blob.__class__ is bytes)
             return _batch(bound, schema, key_slots, pending)
 
         for batch in batches:
             states = batch.column(STATE).to_pylist()
-            columns = [_naive(batch.column(n)).to_pylist() for n in names]
+            # (a batch without REJECT_ROW, e.g. built by hand, carries none: a rejected row's text is then NULL)
+            columns = [_naive(batch.column(n)).to_pylist() if n in batch.schema.names else [None] * batch.num_rows
+                       for n in names]
             key_columns = [columns[p] for p in key_positions]
             i, size = 0, len(states)
             while i < size:
@@ -169,17 +187,19 @@ class _SliceRunner:
                     pending.extend(close())
                     matcher, current = None, key
                 if states[i] is not None:  # sorted first within its key: the matcher the previous slice left
-                    matcher = thaw(states[i], bound.spec, where=f"backfill state {self.carried_from} (key {key!r:.200})")
+                    matcher = thaw(states[i], bound.spec, where=f"backfill state {self.carried_from} (key {key!r:.200})",
+                                   budget=self.budget)
                     i += 1
                     continue
                 end = i + 1  # the key's run of rows in this batch: pushed at once
                 while end < size and states[end] is None and tuple(c[end] for c in key_columns) == key:
                     end += 1
                 if matcher is None:
-                    matcher = PartitionMatcher(bound.spec)
+                    matcher = PartitionMatcher(bound.spec, budget=self.budget, dead_letter=True)
                 rows = [dict(zip(names, values, strict=True)) for values in zip(*(c[i:end] for c in columns), strict=True)]
                 counts[0] += end - i
                 pending.extend((out, None, None) for out in matcher.push_many(rows))
+                pending.extend(rejected(matcher))
                 if len(pending) >= _OUTPUT_BATCH_ROWS:
                     yield flush()
                     pending = []
@@ -207,8 +227,8 @@ def freeze(matcher: PartitionMatcher) -> bytes:
     return encode(HeldMatcher(matcher))
 
 
-def thaw(blob: bytes, spec: ClauseSpec, where: str | None = None) -> PartitionMatcher:
-    """The matcher :func:`freeze` stored, bound to ``spec`` again.
+def thaw(blob: bytes, spec: ClauseSpec, where: str | None = None, budget: MatchBudget | None = None) -> PartitionMatcher:
+    """The matcher :func:`freeze` stored, bound to ``spec`` again (in dead-letter mode, with ``budget``).
 
     The bytes come from storage others may write to: they are decoded as data only, and anything that
     is not this release's state format (a pickle an earlier release wrote, damaged or modified bytes)
@@ -223,14 +243,15 @@ def thaw(blob: bytes, spec: ClauseSpec, where: str | None = None) -> PartitionMa
     if not isinstance(held, HeldMatcher):
         raise StateFormatError(f"malformed state: expected a matcher, found {type(held).__name__}", where=where)
     try:
-        return held.get(spec)
+        return held.get(spec, budget=budget, dead_letter=True)
     except StateFormatError as exc:
         if exc.where is None and where is not None:
             raise StateFormatError(exc.message, where=where) from exc
         raise
 
 
-_Item = tuple[dict[str, Any] | None, tuple[Any, ...] | None, bytes | None]  # (output row | None, state key, state)
+#: (output row | None, state key, state | (rejected row's to_json, reason) | None)
+_Item = tuple[dict[str, Any] | None, tuple[Any, ...] | None, bytes | tuple[str, str] | None]
 
 
 def _batch(bound: MatchPlan, schema: pa.Schema, key_slots: dict[int, int], items: list[_Item]) -> pa.RecordBatch:
@@ -242,7 +263,10 @@ def _batch(bound: MatchPlan, schema: pa.Schema, key_slots: dict[int, int], items
             for out, state_key, _ in items
         ]
         arrays.append(_to_arrow(values, schema.field(i).type))
-    arrays.append(pa.array([blob for _, _, blob in items], type=pa.binary()))
+    arrays.append(pa.array([blob if blob.__class__ is bytes else None for _, _, blob in items], type=pa.binary()))
+    for part in (1, 0):  # REJECT_REASON, REJECT_ROW
+        arrays.append(pa.array([blob[part] if blob.__class__ is tuple else None for _, _, blob in items],  # type: ignore[index]
+                               type=pa.string()))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
@@ -265,12 +289,15 @@ def _read_state(df: DataFrame, bound: MatchPlan, path: str, index: int, edge: da
 
 
 def _run_slice(df: DataFrame, bound: MatchPlan, s: Slice, last: bool, carried: DataFrame | None,
-               output: str, state_root: str, carried_from: str | None = None) -> dict[str, Any]:
+               output: str, state_root: str, carried_from: str | None = None, dead_letter: str | None = None,
+               budget: MatchBudget | None = None) -> dict[str, Any]:
     started = clock.perf_counter()
     time_column, time_type = _event_time(bound)
     lo, hi = time_bounds(time_type, s.start, s.end, time_column)
     event_time = _quoted(time_column)
-    rows = df.where((event_time >= lo) & (event_time < hi)).withColumn(STATE, F.lit(None).cast("binary"))
+    original = F.to_json(F.struct(*[_quoted(c) for c in df.columns]))  # the dead-letter shape (rejected_rows)
+    rows = df.where((event_time >= lo) & (event_time < hi)).withColumn(STATE, F.lit(None).cast("binary")) \
+        .withColumn(REJECT_ROW, original)
     if carried is not None:
         rows = rows.unionByName(carried, allowMissingColumns=True)
     keys = [_quoted(c) for c in bound.partition_columns]
@@ -284,26 +311,31 @@ def _run_slice(df: DataFrame, bound: MatchPlan, s: Slice, last: bool, carried: D
     timezone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
     counters = tuple(spark.sparkContext.accumulator(0) for _ in range(3))
     runner = _SliceRunner(bound.spec.text, bound.input_schema.json(), bound.schema.json(), timezone, last, counters,
-                          carried_from)
-    out_schema = T.StructType([*bound.schema.fields, T.StructField(STATE, T.BinaryType())])
+                          carried_from, budget)
+    out_schema = T.StructType([*bound.schema.fields, T.StructField(STATE, T.BinaryType()),
+                               T.StructField(REJECT_REASON, T.StringType()), T.StructField(REJECT_ROW, T.StringType())])
     result = map_in_arrow(arranged, runner, out_schema)
-    if not last:  # two writes: the Python pass runs once for both
-        result = result.persist()
+    result = result.persist()  # two or three writes: the Python pass runs once for all
+    reason = F.col(REJECT_REASON)
     try:
-        # Both writes overwrite, so re-running the slice replaces exactly its files.
-        result.where(F.col(STATE).isNull()).select(*[_quoted(f.name) for f in bound.schema.fields]).write.mode(
-            "overwrite").parquet(f"{output}/slice={s.label}")
+        # Every write overwrites, so re-running the slice replaces exactly its files.
+        result.where(F.col(STATE).isNull() & reason.isNull()).select(
+            *[_quoted(f.name) for f in bound.schema.fields]).write.mode("overwrite").parquet(f"{output}/slice={s.label}")
+        if dead_letter is not None:  # keys over their match budget: their rows of this slice
+            result.where(reason.isNotNull()).select(
+                F.lit("input").alias("side"), reason.alias("reason"), F.col(REJECT_ROW).alias("row"),
+            ).write.mode("overwrite").parquet(f"{dead_letter}/slice={s.label}")
         # Read now: the write above ran every task once (counted only by successful attempts).
         rows_in, rows_out, state_keys = (c.value for c in counters)
         if not last:  # the last slice finished every partition: no state is left, none is ever read
             result.where(F.col(STATE).isNotNull()).select(*keys, F.col(STATE)).write.mode("overwrite").parquet(
                 f"{state_root}/slice={s.label}")
+        over_budget = 0 if dead_letter is None else spark.read.parquet(f"{dead_letter}/slice={s.label}").count()
     finally:
-        if not last:
-            result.unpersist()
+        result.unpersist()
     return {
         "slice": s.index, "label": s.label, "start": s.start.isoformat(), "end": s.end.isoformat(),
-        "rows_in": rows_in, "rows_out": rows_out, "state_keys_out": state_keys,
+        "rows_in": rows_in, "rows_out": rows_out, "state_keys_out": state_keys, "dead_letter": over_budget,
         "seconds": round(clock.perf_counter() - started, 3),
     }
 
@@ -318,6 +350,7 @@ def backfill_match_recognize(
     dead_letter: str | None = None,
     only: Sequence[int] | None = None,
     on_slice: Callable[[dict[str, Any]], None] | None = None,
+    budget: MatchBudget | None = None,
 ) -> dict[str, Any]:
     """Run ``MATCH_RECOGNIZE (clause)`` over the rows of ``df`` with event time in ``[start, end)``, in ``slices``
     sequential slices; returns metrics.  The union of ``<output>/slice=*`` equals
@@ -327,7 +360,9 @@ def backfill_match_recognize(
     epoch); ``start``/``end`` are naive UTC (aware ones are converted).  ``only`` re-runs the given slice
     indexes from the state the previous slice left (it must exist), replacing exactly their output
     and state.  Rows with a NULL event time go to ``<dead_letter>/slice=none`` (default
-    ``<output>_dead_letter``).  Errors in the clause or its columns raise before any Spark job.
+    ``<output>_dead_letter``), the rows of keys over their match ``budget`` (None: the default
+    :class:`~runtime.core.pattern.MatchBudget`) to ``<dead_letter>/slice=<label>``.  Errors in the clause or
+    its columns raise before any Spark job.
 
     Metrics: ``rows_in`` / ``rows_out`` / ``state_keys_out`` / ``seconds`` per slice under ``per_slice``,
     their totals (``on_slice(one)`` gets each slice's as it is written), ``state_keys_carried`` (keys handed across the last edge run), ``dead_letter``,
@@ -355,9 +390,10 @@ def backfill_match_recognize(
     if unknown:
         raise SpecError("only", f"slice indexes {unknown} are not in 0..{len(plan_slices) - 1}", where=_WHERE)
     bound = plan(inline_subqueries(df.sparkSession, clause), df.schema)  # subqueries run once, for every slice
-    if any(c.lower() == STATE for c in df.columns):
-        raise SpecError("df", f"the input has a column named {STATE}, which the backfill uses for its state",
-                        where=_WHERE)
+    for reserved in (STATE, REJECT_ROW):
+        if any(c.lower() == reserved.lower() for c in df.columns):
+            raise SpecError("df", f"the input has a column named {reserved}, which the backfill uses internally",
+                            where=_WHERE)
     time_column, time_type = _event_time(bound)
     time_bounds(time_type, start, end, time_column)  # the type check, before any job
     dead_letter = dead_letter or f"{output}_dead_letter"
@@ -372,7 +408,7 @@ def backfill_match_recognize(
             carried_from = f"{state_root}/slice={plan_slices[s.index - 1].label}"
             carried = _read_state(df, bound, carried_from, s.index, s.start)
         per_slice.append(_run_slice(df, bound, s, s.index == len(plan_slices) - 1, carried, output, state_root,
-                                    carried_from))
+                                    carried_from, dead_letter, budget))
         if on_slice is not None:
             on_slice(per_slice[-1])
 
@@ -388,7 +424,7 @@ def backfill_match_recognize(
         "rows_in": sum(m["rows_in"] for m in per_slice),
         "rows_out": sum(m["rows_out"] for m in per_slice),
         "state_keys_carried": per_slice[-1]["state_keys_out"] if per_slice else 0,
-        "dead_letter": dead,
+        "dead_letter": dead + sum(m["dead_letter"] for m in per_slice),
         "watermark": end.isoformat(),
         "seconds": round(clock.perf_counter() - started, 3),
     }

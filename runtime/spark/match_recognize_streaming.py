@@ -102,7 +102,14 @@ from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValu
 from runtime.core.durations import parse_duration
 from runtime.core.errors import SpecError, StateFormatError
 from runtime.core.event_time import END_OF_INPUT_MS, end_of_input_ms, watermark_as_time
-from runtime.core.pattern import ClauseSpec, MatchRecognizeOperator, null_event_time_reason, parse_clause
+from runtime.core.pattern import (
+    BudgetRejected,
+    ClauseSpec,
+    MatchBudget,
+    MatchRecognizeOperator,
+    null_event_time_reason,
+    parse_clause,
+)
 from runtime.core.pattern.operator import BUFFER, MATCHER, SEQUENCE
 from runtime.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
 from runtime.spark.render import quote
@@ -148,6 +155,9 @@ IN_ROW = "__tw_in_row"
 SIDE = "__tw_side"
 COLUMN = "__tw_c"  # main output column i is __tw_c<i> (renamed in split: no clash with the tag columns)
 MATCHED, LATE, DEAD, STATS = "match", "late", "dead", "stats"
+#: a dead letter whose ``IN_ROW`` is the wire text (a row of a key that ran out of its match budget): the
+#: split turns it into the input row's ``to_json``, the other dead letters' shape
+BUDGET_DEAD = "dead-budget"
 
 #: Columns the late output adds to the input columns.
 LATE_COLUMNS = ("reason", "watermark")
@@ -156,6 +166,7 @@ LATE_COLUMNS = ("reason", "watermark")
 END_OF_INPUT_US = END_OF_INPUT_MS * 1000
 #: The hidden key under which a row carries its event time in µs (what the core's ``time_of`` reads).
 _TIME_KEY = "\x00tw_time_us"
+_TEXT_KEY = "\x00tw_text"  # a released row's wire text: a budget-rejected row goes to the dead letter as it came
 #: The hidden key under which a row not yet decoded carries its ``tw_row`` text (see ``_rows_of``).
 _TEXT_KEY = "\x00tw_row"
 
@@ -381,12 +392,13 @@ def _pandas_column(array: pa.Array) -> Any:
     return pd.arrays.ArrowExtensionArray(array)
 
 
-def _dead_frame(output: _Output, rows: list[str], reason: str) -> pd.DataFrame:
-    """The tagged ``dead`` rows of an invocation's dead letters (``rows``: each input row's ``to_json``)."""
+def _dead_frame(output: _Output, rows: list[str], reason: str | list[str], kind: str = DEAD) -> pd.DataFrame:
+    """The tagged ``dead`` rows of an invocation's dead letters (``rows``: each input row's ``to_json``; with
+    ``kind`` :data:`BUDGET_DEAD`, its wire text), with one ``reason`` or one per row."""
     n = len(rows)
     columns: dict[str, Any] = {
-        KIND: pd.array([DEAD] * n, dtype=object),
-        REASON: pd.array([reason] * n, dtype=object),
+        KIND: pd.array([kind] * n, dtype=object),
+        REASON: pd.array([reason] * n if isinstance(reason, str) else reason, dtype=object),
         WATERMARK: np.zeros(n, dtype=np.int64),
         N_IN: np.zeros(n, dtype=np.int64),
         IN_ROW: pd.array(rows, dtype=object),
@@ -409,8 +421,10 @@ class MatchRecognizeProcessor(StatefulProcessor):
     arguments by keyword, so their names are Spark's.
     """
 
-    def __init__(self, clause: str, input_json: str, timezone: str, end_ms: int = END_OF_INPUT_MS) -> None:
+    def __init__(self, clause: str, input_json: str, timezone: str, end_ms: int = END_OF_INPUT_MS,
+                 budget: MatchBudget | None = None) -> None:
         self.clause = clause
+        self.budget = budget  # None: the default MatchBudget
         self.input_json = input_json
         self.timezone = timezone
         self.end_ms = end_ms  # the watermark the end-of-input heartbeat produces (ms)
@@ -422,7 +436,9 @@ class MatchRecognizeProcessor(StatefulProcessor):
         self._handle = handle
         self._keys = handle.getMapState(_KEYS_STATE, _KEYS_SCHEMA, _STATE_SCHEMA)
         self._index_state = handle.getValueState(_INDEX_STATE, _STATE_SCHEMA)
-        self._op = MatchRecognizeOperator(bound.spec, time_of=_time_of, rows_of=self._rows_of)
+        self._op = MatchRecognizeOperator(bound.spec, time_of=_time_of, rows_of=self._rows_of,
+                                          budget=getattr(self, "budget", None))
+        self._rejected: list[tuple[str, str]] = []  # (wire text, reason) of budget-rejected rows, per handler call
         self._decode = rows_decoder(schema, self.timezone)
         self._output = _Output.of(bound, self.timezone)
         self._dead_reason = null_event_time_reason(bound.order_columns[0][0])
@@ -440,6 +456,7 @@ class MatchRecognizeProcessor(StatefulProcessor):
         decoded = self._decode(texts)
         for row, pair in zip(decoded, rows, strict=True):
             row[_TIME_KEY] = pair[0]
+            row[_TEXT_KEY] = pair[1]
         return decoded
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
@@ -470,6 +487,7 @@ class MatchRecognizeProcessor(StatefulProcessor):
             self._advance(ctx, key_text, index, matched)
         self._due(watermark, index, by_key, matched)
         index.store(self._index_state, self._handle, self.end_ms)
+        yield from self._budget_dead()
         yield _frame(self._output, matched, late, len(batch))
 
     def handleExpiredTimer(
@@ -480,6 +498,7 @@ class MatchRecognizeProcessor(StatefulProcessor):
         matched: list[dict[str, Any]] = []
         self._due(self._watermark(timerValues), index, {}, matched)
         index.store(self._index_state, self._handle, self.end_ms)
+        yield from self._budget_dead()
         if matched:
             yield _frame(self._output, matched, [], None)
 
@@ -491,7 +510,11 @@ class MatchRecognizeProcessor(StatefulProcessor):
 
     def _advance(self, ctx: SparkKeyContext, key_text: str, index: _Index, matched: list[dict[str, Any]]) -> None:
         """The core's ``on_watermark``, the end-of-input timer, one state write, the key's entry in the index."""
-        matched.extend(out.row for out in self._op.on_watermark(ctx))
+        for out in self._op.on_watermark(ctx):
+            if out.__class__ is BudgetRejected:  # the key ran out of its match budget: a dead letter, counted
+                self._rejected.append((out.row.get(_TEXT_KEY) or json.dumps(out.row, default=str), out.reason))
+            else:
+                matched.append(out.row)
         # A key holding state must see the final watermark (the core then finishes the partition); the
         # core's own timers cover buffered rows and WITHIN deadlines only.
         if any(ctx.get(name) is not None for name in _CORE_STATE):
@@ -501,6 +524,12 @@ class MatchRecognizeProcessor(StatefulProcessor):
         ctx.expire_timers()  # on_watermark has run for every timer at or below the watermark
         ctx.commit()
         index.set(key_text, ctx.smallest_timer())
+
+    def _budget_dead(self) -> Iterator[pd.DataFrame]:
+        if self._rejected:
+            rows, reasons = zip(*self._rejected, strict=True)
+            self._rejected = []
+            yield _dead_frame(self._output, list(rows), list(reasons), BUDGET_DEAD)
 
     def close(self) -> None:
         pass
@@ -629,8 +658,11 @@ class StreamingMatch:
             F.col(REASON).alias("reason"),
             F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
         ).select("__tw_in.*", "reason", "watermark")
-        dead = batch.where(kind == DEAD).select(
-            F.col(SIDE).alias("side"), F.col(REASON).alias("reason"), F.col(IN_ROW).alias("row")
+        # a budget-rejected row travels as wire text: its dead letter is the input row's to_json, as for the others
+        as_json = F.to_json(_from_wire(F.col(IN_ROW), self.plan.input_schema))
+        dead = batch.where(kind.isin(DEAD, BUDGET_DEAD)).select(
+            F.col(SIDE).alias("side"), F.col(REASON).alias("reason"),
+            F.when(kind == BUDGET_DEAD, as_json).otherwise(F.col(IN_ROW)).alias("row"),
         )
         return BatchOutputs(main, late, dead)
 
@@ -669,6 +701,7 @@ def match_recognize_stream(
     watermark: str = "0 seconds",
     heartbeat: DataFrame | None = None,
     buckets: int = DEFAULT_BUCKETS,
+    budget: MatchBudget | None = None,
 ) -> StreamingMatch:
     """The streaming ``MATCH_RECOGNIZE (clause)`` of a streaming DataFrame (see the module docstring).
 
@@ -677,7 +710,9 @@ def match_recognize_stream(
     stream with one timestamp column whose rows move the watermark (the job's ``flush`` writes one at
     9999-12-31 23:59:59.999: the end of input).  ``buckets`` is how many hash buckets the PARTITION BY keys are
     spread over (the operator's grouping key; part of the state layout: resume a checkpoint with the
-    same value).  The clause and its columns are checked now, before any Spark job.
+    same value).  ``budget`` bounds each key's matching (:class:`~runtime.core.pattern.MatchBudget`; None: the
+    default): a key that runs out is poisoned, its rows go to the dead letter with the reason.  The clause and
+    its columns are checked now, before any Spark job.
 
     Example::
 
@@ -732,7 +767,7 @@ def match_recognize_stream(
     internal = internal.withWatermark(_TS, watermark).drop(_TS)
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     matched = internal.groupBy(BUCKET).transformWithStateInPandas(
-        statefulProcessor=MatchRecognizeProcessor(spec.text or str(spec), df.schema.json(), timezone, end_ms),
+        statefulProcessor=MatchRecognizeProcessor(spec.text or str(spec), df.schema.json(), timezone, end_ms, budget),
         outputStructType=tagged_schema(bound),
         outputMode="Append",
         timeMode="EventTime",

@@ -127,7 +127,8 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
     For each ``JOIN r FOR SYSTEM_TIME AS OF ...`` of ``query``: the versioned table's rows with a NULL key
     or time or an unknown op and, for an INNER join, the left rows with a NULL key or time (a LEFT join
     outputs those unmatched, with NULLs on the right).  For each ``MATCH_RECOGNIZE``: its input's rows with
-    a NULL event time (the first ORDER BY column; no door matches them).  Columns ``side`` (``left`` /
+    a NULL event time (the first ORDER BY column; no door matches them) and the rows of partitions that ran
+    out of their match budget (``match_recognize_with_rejects``).  Columns ``side`` (``left`` /
     ``right``; ``input`` for MATCH_RECOGNIZE), ``reason``, ``row`` (the original row as JSON) and ``clause``
     (``temporal join #<n> (<table> AS <alias>)``, as the door's error messages name it, or
     ``MATCH_RECOGNIZE #<n>``).  Takes the query text and the placeholders exactly as :func:`sql` does; a
@@ -142,7 +143,7 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
     """
     from runtime.core.match_sql import find_match_recognize
     from runtime.spark.dataframe import dead_letters as side_dead_letters
-    from runtime.spark.match_recognize import plan, rejected_rows, rewrite_match_recognize
+    from runtime.spark.match_recognize import match_recognize_with_rejects, rewrite_match_recognize
     from runtime.spark.subqueries import inline_subqueries
 
     formatter = _Formatter(spark)
@@ -159,8 +160,9 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
                     "so its dead letter cannot be read here; its dead letters are its rows whose first ORDER BY "
                     "column is NULL", where="dead_letters",
                 ) from error
-            bound = plan(inline_subqueries(spark, found.spec), source.schema)
-            parts.append(rejected_rows(source, bound).withColumn("clause", F.lit(f"MATCH_RECOGNIZE #{n}")))
+            # NULL event times, and the rows of partitions over their match budget (this runs the matching)
+            _, rejected = match_recognize_with_rejects(source, inline_subqueries(spark, found.spec))
+            parts.append(rejected.withColumn("clause", F.lit(f"MATCH_RECOGNIZE #{n}")))
         text = rewrite_match_recognize(spark, text)
         for n, clause in enumerate(find_temporal_joins(text), start=1):
             spec, left_df, right_df = _bind_clause(spark, clause, n)

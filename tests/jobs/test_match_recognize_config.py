@@ -112,3 +112,17 @@ def test_the_airflow_hook_accepts_a_match_recognize_config() -> None:
     from airflow_plugin.hooks.timeweave import load_job_config as hook_load
 
     assert hook_load(json.dumps(config()))["match_recognize"] == {"clause": CLAUSE}
+
+
+def test_the_match_budget_key_is_checked() -> None:
+    from runtime.core.pattern import MatchBudget
+
+    assert MatchRecognizeJobConfig.from_dict(config()).budget is None  # the default budget
+    job = MatchRecognizeJobConfig.from_dict(config(match_recognize={"clause": CLAUSE, "budget": {"work_per_row": 900}}))
+    assert job.budget == MatchBudget(work_per_row=900)
+    with pytest.raises(SpecError, match=r"match_recognize.budget.work_per_rows: unknown key; did you mean 'work_per_row'"):
+        MatchRecognizeJobConfig.from_dict(config(match_recognize={"clause": CLAUSE, "budget": {"work_per_rows": 9}}))
+    with pytest.raises(SpecError, match=r"match_recognize.budget.base_work: must be a positive integer, got 0"):
+        MatchRecognizeJobConfig.from_dict(config(match_recognize={"clause": CLAUSE, "budget": {"base_work": 0}}))
+    with pytest.raises(SpecError, match=r"match_recognize.budget.max_threads: .*an integer"):
+        MatchRecognizeJobConfig.from_dict(config(match_recognize={"clause": CLAUSE, "budget": {"max_threads": "9"}}))

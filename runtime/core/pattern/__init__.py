@@ -36,8 +36,9 @@ over matches, subqueries, ORDER BY expressions (columns only).
 [{'symbol': 'X', 'top': 5, 'bottom': 3}]
 """
 
+from runtime.core.pattern.budget import BUDGET_REASON_CODE, DEFAULT_BUDGET, MatchBudget, MatchBudgetExceeded
 from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
-from runtime.core.pattern.operator import LateRow, Matched, MatchRecognizeOperator
+from runtime.core.pattern.operator import BudgetRejected, LateRow, Matched, MatchRecognizeOperator
 from runtime.core.pattern.parser import ClauseLocation, locate_clauses, parse_clause, parse_expression, parse_pattern
 from runtime.core.pattern.partition import (
     PartitionMatcher,
@@ -60,11 +61,16 @@ from runtime.core.pattern.spec import (
 )
 
 __all__ = [
+    "BUDGET_REASON_CODE",
+    "DEFAULT_BUDGET",
     "AfterMatchSkip",
+    "BudgetRejected",
     "ClauseLocation",
     "ClauseSpec",
     "Definition",
     "LateRow",
+    "MatchBudget",
+    "MatchBudgetExceeded",
     "MatchRecognizeOperator",
     "MatchRuntimeError",
     "Matched",

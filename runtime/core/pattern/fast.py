@@ -795,8 +795,14 @@ class FastRun:
             self.rolling = rolling
 
     def advance(self, limit: int, matches: list[tuple[int, list[int]]] | None = None, *,
-                past_last_row: bool = True, skip_to: Callable[[int, list[int]], int | None] | None = None) -> None:
+                past_last_row: bool = True, skip_to: Callable[[int, list[int]], int | None] | None = None,
+                meter: Any = None) -> None:
         """Consume rows ``position .. limit - 1`` (fewer if the attempt ends; rolling continues it).
+
+        With ``meter`` (the driver's :class:`~runtime.core.pattern.partition.WorkMeter`), the rows stepped
+        are added to ``meter.work`` and the furthest row read to ``meter.reached``; a new attempt that
+        re-reads rows (its start before ``meter.reached``) first checks the budget, and when it is spent
+        the call ends there with that attempt not begun and ``meter.exhausted`` set.
 
         With ``matches`` (a list; only with ``rolling``), a non-empty match does not end the call
         either: its ``(start, labels)`` is appended, the match number advances, and the next attempt
@@ -816,12 +822,19 @@ class FastRun:
         if scan:
             (first_consume, first_successors, first_done, _, _, _), first_state = initial_threads[0]
             first_entry = initial_threads[0][0]
-            if matches is not None and skip_to is None and first_entry[5] is not None:
+            # (not for SKIP TO NEXT ROW: its roll re-reads rows inside, where the budget is not checked)
+            if matches is not None and skip_to is None and past_last_row and first_entry[5] is not None:
                 roll = getattr(first_consume, "roll", None)
                 tail_label = first_entry[5][4]
         threads = self.threads
         position = self.position
         result = self.result
+        if meter is not None:  # rows stepped = position - first + rewound (position only moves back at a new attempt)
+            first = position
+            rewound = 0
+            work, reached, budget = meter.work, meter.reached, meter.budget
+            if position > reached:
+                reached = position
         while position < limit:
             if not threads:
                 if result is not None:
@@ -843,6 +856,16 @@ class FastRun:
                     start += 1  # the next attempt, as the driver would
                 else:
                     break
+                if meter is not None:
+                    if position > reached:
+                        reached = position
+                    if start < reached and work + position - first + rewound > budget.allowance(reached):
+                        meter.exhausted = True  # checked where the rows alone decide, so every batching agrees
+                        rewound += position - start
+                        frame.start = position = start
+                        threads, result = initial
+                        break
+                    rewound += position - start
                 frame.start = position = start
                 threads, result = initial
                 if not scan:
@@ -891,6 +914,9 @@ class FastRun:
                     break
             threads = advanced
             position += 1
+        if meter is not None:
+            meter.work = work + position - first + rewound
+            meter.reached = max(reached, position)
         self.start = start
         self.threads = threads
         self.position = position

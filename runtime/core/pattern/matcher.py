@@ -201,6 +201,7 @@ class Run:
         self.signature_cache: dict[Hashable, Hashable] = {}
         self._cells: dict[tuple[int, int], Labels] = {}
         self._at_end = at_end
+        self.work = 0  # threads evaluated + instructions followed (the partition's MatchBudget meters it)
         self._advance(self.threads, Thread(0, None, (), initial_aggregates))
         self._settle()
 
@@ -218,6 +219,7 @@ class Run:
         self.signature_cache: dict[Hashable, Hashable] = {}
         self._at_end = at_end
         advanced: list[Thread] = []
+        self.work += len(self.threads)
         for thread in self.threads:
             instruction = self.program.at(thread.pc)
             assert isinstance(instruction, MatchLabel)
@@ -262,7 +264,9 @@ class Run:
     def _advance(self, out: list[Thread], thread: Thread, pointer: int = 0) -> None:
         # Explicit stack instead of recursion: deep unrolled quantifiers must not hit the recursion limit.
         stack: list[tuple[Thread, int]] = [(thread, pointer)]
+        visits = 0
         while stack:
+            visits += 1
             thread, pointer = stack.pop()
             signature = self.signature(thread, pointer, self)
             seen = self._visited.setdefault(pointer, set())
@@ -288,6 +292,7 @@ class Run:
             else:  # MatchLabel or Done: park
                 thread.pc = pointer
                 out.append(thread)
+        self.work += visits
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(vars(self))
@@ -303,6 +308,7 @@ class Run:
         self._visited = {}
         self.signature_cache = {}
         self._cells = {}
+        self.work = state.get("work", 0)
         threads = [*self.threads, *([self.result] if self.result is not None else [])]
         for thread, chain in zip(threads, chains, strict=True):
             labels: Labels | None = None
@@ -337,6 +343,7 @@ class Run:
         expect(all(type(v) is int for v in (run.start, run.position, run.match_number)),
                "match attempt: start, position and match number must be integers")
         run._visited, run.signature_cache, run._cells = {}, {}, {}
+        run.work = 0
         size = len(program.instructions)
 
         def thread(item: Any) -> Thread:

@@ -31,6 +31,7 @@ from numbers import Integral
 from typing import Any
 
 from runtime.core.errors import SpecError, StateFormatError
+from runtime.core.pattern.budget import MatchBudget
 from runtime.core.pattern.partition import PartitionMatcher, elapsed, sort_key
 from runtime.core.pattern.spec import ClauseSpec
 from runtime.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
@@ -81,7 +82,19 @@ class LateRow:
         return f"late: event time {self.time} <= watermark {self.watermark} (µs since epoch)"
 
 
-Output = Matched | LateRow
+@dataclass(frozen=True, slots=True)
+class BudgetRejected:
+    """An input row of a key whose matching ran out of its :class:`~runtime.core.pattern.budget.MatchBudget`.
+
+    From then on the key is poisoned: every later row of it is rejected too (when the watermark releases
+    it), so one pathological key cannot stall the query.  ``reason`` names the pattern and the row.
+    """
+
+    row: Mapping[str, Any]
+    reason: str
+
+
+Output = Matched | LateRow | BudgetRejected
 
 
 class MatchRecognizeOperator:
@@ -105,6 +118,7 @@ class MatchRecognizeOperator:
         *,
         time_of: Callable[[Mapping[str, Any]], int] | None = None,
         rows_of: Callable[[list[Any]], list[Mapping[str, Any]]] | None = None,
+        budget: MatchBudget | None = None,
     ) -> None:
         """``time_of`` reads a row's event time (µs); default: the first ORDER BY column's value.
 
@@ -132,6 +146,7 @@ class MatchRecognizeOperator:
         column = spec.order_by[0].column
         self.time_of = time_of or (lambda row: micros(row[column]))
         self.rows_of = rows_of
+        self.budget = budget  # None: the default MatchBudget
         self._tie_key = sort_key(spec)
 
     # -- element handler: buffer or report late ----------------------------------------------------------
@@ -196,6 +211,7 @@ class MatchRecognizeOperator:
         ready = self._release(ctx, watermark)
         if ready:  # one drive of the matcher for all released rows (same output as row by row)
             yield from map(Matched, matcher.push_many(ready))
+            yield from _rejected(matcher)
         if self.spec.within is not None:
             yield from map(Matched, self._prune_within(matcher, watermark))
         ctx.put(MATCHER, HeldMatcher(matcher))
@@ -208,6 +224,7 @@ class MatchRecognizeOperator:
         if ready:
             yield from map(Matched, matcher.push_many(ready))
         yield from map(Matched, matcher.finish())
+        yield from _rejected(matcher)
         for name in (BUFFER, MATCHER, SEQUENCE, TIMER):
             ctx.clear(name)
         for timer in ctx.timers():
@@ -217,10 +234,10 @@ class MatchRecognizeOperator:
     def _matcher(self, ctx: KeyContext) -> PartitionMatcher:
         held: HeldMatcher | PartitionMatcher | None = ctx.get(MATCHER)
         if held is None:
-            return PartitionMatcher(self.spec)
+            return PartitionMatcher(self.spec, budget=self.budget, dead_letter=True)
         if isinstance(held, PartitionMatcher):  # a state written before HeldMatcher
             return held
-        return held.get(self.spec)
+        return held.get(self.spec, budget=self.budget, dead_letter=True)
 
     def _release(self, ctx: KeyContext, watermark: int | None) -> list[Mapping[str, Any]]:
         buffered: list[tuple[int, int, Mapping[str, Any]]] = ctx.get(BUFFER) or []
@@ -319,12 +336,13 @@ class HeldMatcher:
         expect(isinstance(data, dict) and _MATCHER_FIELDS <= data.keys(), "matcher state: missing fields")
         return cls(None, data)
 
-    def get(self, spec: ClauseSpec) -> PartitionMatcher:
+    def get(self, spec: ClauseSpec, *, budget: MatchBudget | None = None, dead_letter: bool = False
+            ) -> PartitionMatcher:
         """The matcher, rebuilt with ``spec`` (the clause it was created with) after decoding or unpickling."""
         if self.matcher is None:
             assert self.state is not None
             try:
-                matcher = PartitionMatcher.from_state(self.state, spec)
+                matcher = PartitionMatcher.from_state(self.state, spec, budget=budget, dead_letter=dead_letter)
             except StateFormatError:
                 raise
             except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
@@ -336,6 +354,14 @@ class HeldMatcher:
 
 _MATCHER_FIELDS = frozenset(("rows", "base", "length", "next_start", "use_fast", "run", "match_number",
                              "last_matched", "ended", "time_column", "checked_columns"))
+
+
+def _rejected(matcher: PartitionMatcher) -> Iterator[BudgetRejected]:
+    rows = matcher.take_rejected()
+    if rows:
+        assert matcher.exceeded is not None
+        reason = matcher.exceeded.reason
+        yield from (BudgetRejected(row, reason) for row in rows)
 
 
 def _time_and_arrival(buffered: tuple[int, int, Mapping[str, Any]]) -> tuple[int, int]:

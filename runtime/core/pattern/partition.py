@@ -24,13 +24,14 @@ standard as Trino implements them (``PatternRecognitionPartition``):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import lru_cache
 from numbers import Real
 from typing import Any
 
 from runtime.core.errors import SpecError
+from runtime.core.pattern.budget import DEFAULT_BUDGET, MatchBudget, MatchBudgetExceeded
 from runtime.core.pattern.clause import CompiledClause
 from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
 from runtime.core.pattern.expressions import RowSource
@@ -72,11 +73,33 @@ def elapsed(later: Any, earlier: Any) -> timedelta:
     raise MatchRuntimeError(f"WITHIN needs a timestamp (or integer microseconds) ORDER BY column, got {later!r}")
 
 
+class WorkMeter:
+    """The work a partition's matching has spent, against its :class:`~runtime.core.pattern.budget.MatchBudget`.
+
+    ``work`` counts units (see :mod:`~runtime.core.pattern.budget`), ``reached`` is one past the furthest
+    row an attempt has read; ``exhausted`` is set by a fast run that stopped at a spent budget.
+    """
+
+    __slots__ = ("budget", "exhausted", "reached", "work")
+
+    def __init__(self, budget: MatchBudget, work: int = 0, reached: int = 0) -> None:
+        self.budget = budget
+        self.work = work
+        self.reached = reached
+        self.exhausted = False
+
+
 class PartitionMatcher:
     """Incremental matcher for one partition: :meth:`push` rows in order, then :meth:`finish`.
 
     The state (rows still needed, the running attempt, counters) is plain data and pickles; the
     compiled clause is re-attached on unpickling by :meth:`rebind`.
+
+    Matching is bounded by ``budget`` (:class:`~runtime.core.pattern.budget.MatchBudget`; None: the
+    default).  When it runs out, :class:`~runtime.core.pattern.budget.MatchBudgetExceeded` is raised; with
+    ``dead_letter=True`` the matcher instead keeps the output decided so far, moves the rows from the start
+    of the attempt in progress to :attr:`rejected` (every later row goes there too) and records the error
+    in :attr:`exceeded`; the caller takes them with :meth:`take_rejected`.
 
     >>> from runtime.core.pattern.parser import parse_clause
     >>> matcher = PartitionMatcher(parse_clause("MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE B AS B.x > PREV(B.x)"))
@@ -84,8 +107,15 @@ class PartitionMatcher:
     [{'n': 3}]
     """
 
-    def __init__(self, spec: ClauseSpec, *, fast: bool = True) -> None:
+    def __init__(self, spec: ClauseSpec, *, fast: bool = True, budget: MatchBudget | None = None,
+                 dead_letter: bool = False, time_text: Callable[[Any], str] | None = None) -> None:
         self.spec = spec
+        # how the budget's reason shows the event time (a door that carries timestamps as integers says so)
+        self.time_text = time_text
+        self.meter = WorkMeter(budget or DEFAULT_BUDGET)
+        self.dead_letter = dead_letter
+        self.exceeded: MatchBudgetExceeded | None = None
+        self.rejected: list[Mapping[str, Any]] = []
         self.clause = compile_clause(spec)
         self.rows = RowSource()
         self.next_start = 0
@@ -104,6 +134,9 @@ class PartitionMatcher:
         """Add the partition's next row (in ORDER BY order); returns the rows now decided."""
         if self.ended:
             raise RuntimeError("push() after finish()")
+        if self.exceeded is not None:
+            self.rejected.append(row)
+            return []
         self.rows.rows.append(row)
         return as_dicts(self._drive())
 
@@ -122,6 +155,9 @@ class PartitionMatcher:
         """
         if self.ended:
             raise RuntimeError("push_many() after finish()")
+        if self.exceeded is not None:
+            self.rejected.extend(rows)
+            return []
         self.rows.rows.extend(rows)
         return self._drive()
 
@@ -134,6 +170,8 @@ class PartitionMatcher:
         if not self.ended:
             self.ended = True
             self.rows.length = self.rows.available
+        if self.exceeded is not None:
+            return []
         return self._drive()
 
     def close_attempt(self) -> list[dict[str, Any]]:
@@ -141,15 +179,31 @@ class PartitionMatcher:
 
         The streaming operator calls this when the watermark passes the attempt's WITHIN deadline.
         """
-        if self.run is None:
+        if self.run is None or self.exceeded is not None:
             return []
         self.run.stop()
         return as_dicts(self._drive())
+
+    def take_rejected(self) -> list[Mapping[str, Any]]:
+        """The rows sent to the dead letter since the last call (all with the reason ``exceeded.reason``).
+
+        >>> from runtime.core.pattern.budget import MatchBudget
+        >>> from runtime.core.pattern.parser import parse_clause
+        >>> spec = parse_clause("ORDER BY t MEASURES COUNT(*) AS n PATTERN (A+ B) DEFINE A AS A.v > 0, B AS B.v < 0")
+        >>> matcher = PartitionMatcher(spec, budget=MatchBudget(base_work=10, work_per_row=1), dead_letter=True)
+        >>> matcher.push_many([{"t": t, "v": 1} for t in range(20)]) + matcher.finish()
+        []
+        >>> [row["t"] for row in matcher.take_rejected()][:3], matcher.exceeded.position
+        ([2, 3, 4], 19)
+        """
+        rejected, self.rejected = self.rejected, []
+        return rejected
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(vars(self))
         del state["clause"]
         del state["_fast"]
+        state.pop("time_text", None)
         state.pop("_measures", None)
         return state
 
@@ -157,6 +211,11 @@ class PartitionMatcher:
         state.setdefault("use_fast", True)  # states pickled before the fast path existed
         state.setdefault("_fast", None)
         state.setdefault("_measures", None)
+        state.setdefault("meter", WorkMeter(DEFAULT_BUDGET))
+        state.setdefault("dead_letter", False)
+        state.setdefault("exceeded", None)
+        state.setdefault("rejected", [])
+        state.setdefault("time_text", None)
         vars(self).update(state)
         self.rebind()
 
@@ -179,16 +238,38 @@ class PartitionMatcher:
             "run": None if self.run is None else self.run.to_state(), "match_number": self.match_number,
             "last_matched": self.last_matched, "ended": self.ended, "time_column": self._time_column,
             "checked_columns": self._checked_columns,
+            "work": self.meter.work, "reached": self.meter.reached,
+            "exceeded": None if self.exceeded is None else [
+                    self.exceeded.pattern, self.exceeded.position, self.exceeded.time, self.exceeded.detail],
+            "rejected": list(self.rejected),
         }
 
     @classmethod
-    def from_state(cls, data: Any, spec: ClauseSpec) -> PartitionMatcher:
-        """The matcher :meth:`to_state` gave, bound to ``spec`` (the clause it was created with)."""
+    def from_state(cls, data: Any, spec: ClauseSpec, *, budget: MatchBudget | None = None,
+                   dead_letter: bool = False) -> PartitionMatcher:
+        """The matcher :meth:`to_state` gave, bound to ``spec`` (the clause it was created with).
+
+        ``budget`` and ``dead_letter`` are the caller's (configuration, not state); the work spent is state.
+        """
         from runtime.core.state_codec import expect
 
         expect(isinstance(data, dict), "matcher state: expected a map")
         matcher = cls.__new__(cls)
         matcher.spec = spec
+        work, reached = data.get("work", 0), data.get("reached", 0)  # states written before the budget: none spent
+        expect(type(work) is int and type(reached) is int, "matcher state: work and reached must be integers")
+        matcher.meter = WorkMeter(budget or DEFAULT_BUDGET, work, reached)
+        matcher.dead_letter = dead_letter
+        matcher.time_text = None
+        exceeded = data.get("exceeded")
+        expect(exceeded is None or (isinstance(exceeded, list) and len(exceeded) == 4
+                                    and isinstance(exceeded[0], str) and type(exceeded[1]) is int
+                                    and isinstance(exceeded[3], str)), "matcher state: bad budget record")
+        matcher.exceeded = None if exceeded is None else MatchBudgetExceeded(*exceeded)
+        rejected = data.get("rejected", [])
+        expect(isinstance(rejected, list) and all(isinstance(row, dict) for row in rejected),
+               "matcher state: rejected rows must be maps")
+        matcher.rejected = rejected
         rows = RowSource()
         rows.rows, rows.base, rows.length = data["rows"], data["base"], data["length"]
         expect(isinstance(rows.rows, list) and type(rows.base) is int
@@ -246,10 +327,15 @@ class PartitionMatcher:
         collect = bulk and clause.rolling and self._measures is not None
         skip_to = None if self.spec.after_match_skip.mode in (SkipMode.PAST_LAST_ROW, SkipMode.TO_NEXT_ROW) \
             else self._skip_to
+        meter = self.meter
+        budget = meter.budget
         while True:
             if self.run is None:
                 if self.next_start >= rows.available:
                     break  # the next attempt needs its first row
+                # an attempt that re-reads rows checks the budget first (FastRun.advance does the same)
+                if self.next_start < meter.reached and meter.work > budget.allowance(meter.reached):
+                    return self._exhaust(out, self.next_start, self._work_detail())
                 self.run = clause.new_run(rows, self.next_start, self.match_number, fast)
             run = self.run
             if bulk:
@@ -257,11 +343,14 @@ class PartitionMatcher:
                 limit = rows.available if self.ended else rows.available - clause.lookahead
                 if collect:
                     matches: list[tuple[int, list[int]]] = []
-                    run.advance(limit, matches, past_last_row=clause.past_last_row, skip_to=skip_to)
+                    run.advance(limit, matches, past_last_row=clause.past_last_row, skip_to=skip_to, meter=meter)
                     if matches:
                         out.append(self._collected(matches))
                 else:
-                    run.advance(limit)
+                    run.advance(limit, meter=meter)
+                if meter.exhausted:
+                    meter.exhausted = False
+                    return self._exhaust(out, run.start, self._work_detail())
                 if not run.finished:
                     if not self.ended or run.position < rows.available:
                         if run.position == run.start:  # rolled on to an attempt that has not begun
@@ -282,10 +371,65 @@ class PartitionMatcher:
                     if elapsed(self._time(position), start_time) >= clause.within:
                         run.stop()
                         break
+                threads = len(run.threads)
                 run.step(at_end=self.ended and position == rows.available - 1)
+                # checked after every row: a single attempt of the general VM can grow without bound
+                # ((A|B){1000} with AVG in DEFINE); its unit is a thread evaluated or an instruction followed
+                # (the attempt's first closure included), the fast path's a thread stepped
+                if run.__class__ is Run:
+                    meter.work += run.work  # type: ignore[union-attr]
+                    run.work = 0  # type: ignore[union-attr]
+                else:
+                    meter.work += threads
+                if position >= meter.reached:
+                    meter.reached = position + 1
+                if len(run.threads) > budget.max_threads:
+                    return self._exhaust(out, run.start, f"{len(run.threads):,} live threads > max_threads "
+                                                         f"{budget.max_threads:,}")
+                if meter.work > budget.allowance(meter.reached):
+                    return self._exhaust(out, run.start, self._work_detail())
             self.run = None
-            out.extend(self._conclude(run))
+            concluded = self._conclude(run)
+            if not collect:
+                # output rows are work too (ALL ROWS PER MATCH with SKIP TO NEXT ROW outputs O(n^2) rows).  Not
+                # when a fast run collects matches: it concludes them inside advance() or here depending on
+                # where a call ends, and a count must not depend on the batching (one row per match there)
+                # ... and so is reading the match back for its measures (its label list, its MeasureContext)
+                meter.work += len(concluded) * self._row_cost + self._matched_rows
+            out.extend(concluded)
             rows.release_before(self.next_start - clause.lookbehind)
+        return out
+
+    @property
+    def _row_cost(self) -> int:
+        """Work units of one output row: building it and each measure."""
+        return 1 + len(self.spec.measures)
+
+    def _work_detail(self) -> str:
+        meter, budget = self.meter, self.meter.budget
+        return (f"work {meter.work:,} > {budget.allowance(meter.reached):,} units (base_work {budget.base_work:,} "
+                f"+ work_per_row {budget.work_per_row:,} x {meter.reached:,} rows read)")
+
+    def _exhaust(self, out: list[dict[str, Any] | OutputBlock], first: int, detail: str
+                 ) -> list[dict[str, Any] | OutputBlock]:
+        """The budget ran out with the attempt from row ``first`` in progress: raise, or dead-letter the rest.
+
+        The row named is the furthest one read (where the work was spent); its event time is named too.
+        """
+        position = self.meter.reached - 1
+        time = None
+        if self._time_column is not None and self.rows.get(position) is not None:
+            value = _column(self.rows.get(position), self._time_column)  # type: ignore[arg-type]
+            time = None if value is None else (self.time_text or str)(value)
+        error = MatchBudgetExceeded(str(self.spec.pattern), position, time, detail)
+        if not self.dead_letter:
+            raise error
+        self.exceeded = error
+        self.run = None
+        rows = self.rows
+        self.rejected.extend(rows.rows[max(first - rows.base, 0):])
+        rows.release_before(rows.available)
+        self.next_start = rows.available
         return out
 
     def _time(self, position: int) -> Any:
@@ -294,12 +438,14 @@ class PartitionMatcher:
         return _column(row, self._time_column)
 
     def _conclude(self, run: Run | FastRun) -> list[dict[str, Any]]:
-        """Output for one finished attempt, and where the next one starts."""
+        """Output for one finished attempt, and where the next one starts (``_matched_rows``: its match's length)."""
+        self._matched_rows = 0
         measures = self._measures
         if measures is not None and isinstance(run, FastRun) and run.result is not None and run.result[0] is not None:
             # a non-empty fast-path match, ONE ROW PER MATCH: the compiled measures, no MeasureContext
             start = run.start
             labels = chain_to_list(run.result[0])
+            self._matched_rows = len(labels)
             number = self.match_number
             self.match_number += 1
             rows = self.rows
@@ -329,6 +475,7 @@ class PartitionMatcher:
             if spec.rows_per_match.all_rows:
                 return [self._all_rows_row(start, measures)]
             return [self._one_row(start, measures)]
+        self._matched_rows = len(match.labels)
         out = self._match_rows(match, number)
         end = start + len(match.labels) - 1
         if end > self.last_matched:
@@ -492,18 +639,20 @@ _CHUNK_ROWS = 256  # rows match_partition pushes at once (output stays lazy, a c
 
 
 def match_partition(
-    spec: ClauseSpec, rows: Iterable[Mapping[str, Any] | Sequence[Any]], *, columns: Sequence[str] | None = None
+    spec: ClauseSpec, rows: Iterable[Mapping[str, Any] | Sequence[Any]], *, columns: Sequence[str] | None = None,
+    budget: MatchBudget | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Run ``spec`` over one partition whose rows come in ORDER BY order; yields output rows lazily.
 
-    Rows are mappings, or sequences with ``columns`` naming their fields.
+    Rows are mappings, or sequences with ``columns`` naming their fields.  Matching is bounded by
+    ``budget`` (None: the default); :class:`~runtime.core.pattern.budget.MatchBudgetExceeded` when it runs out.
 
     >>> from runtime.core.pattern.parser import parse_clause
     >>> spec = parse_clause("MEASURES FIRST(A.p) AS lo, LAST(A.p) AS hi PATTERN (A{2,}) DEFINE A AS A.p >= PREV(A.p, 1)")
     >>> list(match_partition(spec, [(3,), (1,), (2,), (5,), (4,)], columns=["p"]))
     [{'lo': 2, 'hi': 5}]
     """
-    matcher = PartitionMatcher(spec)
+    matcher = PartitionMatcher(spec, budget=budget)
     # An iterator is consumed row by row (output is decided as early as possible); rows already in
     # a list go in chunks: one drive per chunk, as the per-row driver overhead is most of the cost.
     chunk_rows = _CHUNK_ROWS if isinstance(rows, Sequence) else 1
@@ -581,7 +730,7 @@ def null_event_time_reason(column: str) -> str:
 
 
 def match_recognize(
-    spec: ClauseSpec, rows: Iterable[Mapping[str, Any]]
+    spec: ClauseSpec, rows: Iterable[Mapping[str, Any]], *, budget: MatchBudget | None = None
 ) -> Iterator[dict[str, Any]]:
     """Batch MATCH_RECOGNIZE over a whole table: partition, sort (stable), match each partition.
 
@@ -601,4 +750,4 @@ def match_recognize(
         partitions.setdefault(tuple(_column(row, c) for c in spec.partition_by), []).append(row)
     key = sort_key(spec)
     for members in partitions.values():
-        yield from match_partition(spec, sorted(members, key=key) if spec.order_by else members)
+        yield from match_partition(spec, sorted(members, key=key) if spec.order_by else members, budget=budget)
