@@ -133,7 +133,7 @@ from runtime.core.errors import SpecError, StateFormatError
 from runtime.core.event_time import END_OF_INPUT_MS, end_of_input_ms, spark_timer_ms, watermark_as_time, watermark_us
 from runtime.core.spec import StateRetention, TemporalJoinSpec
 from runtime.core.state import NO_WATERMARK
-from runtime.core.state_codec import decode, decode_cell, encode, encode_cell
+from runtime.core.state_codec import PIECE_BYTES, decode, decode_cell, encode, encode_cell, join, split
 from runtime.core.temporal_join import (
     EventTimeTemporalJoin,
     Joined,
@@ -588,27 +588,97 @@ def _dead_frame(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 class _MapEntry:
-    """One key's cell of the bucket's MapState, with the ValueState calls :class:`SparkKeyContext` makes."""
+    """One key's cell of the bucket's MapState, with the ValueState calls :class:`SparkKeyContext` makes.
 
-    __slots__ = ("_key", "_map")
+    A cell larger than :data:`~runtime.core.state_codec.PIECE_BYTES` is stored in pieces (see "Big cells"
+    in the module docstring): the key's own entry holds a manifest (:data:`_PIECES` and
+    :func:`~runtime.core.state_codec.split`'s manifest), piece ``i`` lives at :func:`_piece_key`, and no
+    state value is ever larger than a piece, however many versions or rows one key holds.
 
-    def __init__(self, map_state: Any, key: str) -> None:
+    >>> class Map(dict):
+    ...     getValue, updateValue, removeKey = dict.get, dict.__setitem__, dict.pop
+    >>> m = Map(); big = bytes(range(256)) * 10240  # 2.5 MiB: three pieces
+    >>> _MapEntry(m, "k").update((big,))
+    >>> sorted(m), _MapEntry(m, "k").get() == (big,)
+    ([('\\x00p0\\x00k',), ('\\x00p1\\x00k',), ('\\x00p2\\x00k',), ('k',)], True)
+    >>> e = _MapEntry(m, "k"); _ = e.get(); e.update((b"small",)); sorted(m)
+    [('k',)]
+    """
+
+    __slots__ = ("_key", "_map", "_pieces", "_text")
+
+    def __init__(self, map_state: Any, key: str | None) -> None:
         self._map = map_state
-        self._key = (key,)
+        self._text = key
+        self._key = (_cell_key(key),)
+        self._pieces: int | None = None  # how many pieces the stored cell has (None: not read yet)
 
     @property
     def where(self) -> str:
         """The cell, for errors (the state format's)."""
-        return f"streaming checkpoint state of key {self._key[0]!r}"
+        return f"streaming checkpoint state of key {self._text!r}"
 
     def get(self) -> tuple | None:
-        return self._map.getValue(self._key)
+        stored = self._map.getValue(self._key)
+        if not stored or stored[0] is None or stored[0][:1] != _PIECES:
+            self._pieces = 0
+            return stored
+        text = self._text
+        blob = join(memoryview(stored[0])[1:], lambda i: self._piece(text, i), where=self.where)
+        self._pieces = -(-len(blob) // PIECE_BYTES)
+        return (blob,)
+
+    def _piece(self, text: str | None, i: int) -> bytes | None:
+        stored = self._map.getValue((_piece_key(text, i),))
+        return stored[0] if stored else None
 
     def update(self, value: tuple) -> None:
-        self._map.updateValue(self._key, value)
+        data = value[0]
+        before = self._stored_pieces()
+        after = 0
+        if len(data) > PIECE_BYTES:
+            manifest, pieces = split(data)
+            for i, piece in enumerate(pieces):
+                self._map.updateValue((_piece_key(self._text, i),), (piece,))
+            data = _PIECES + manifest
+            after = len(pieces)
+        self._map.updateValue(self._key, (data,))
+        self._drop_pieces(after, before)
 
     def clear(self) -> None:
+        before = self._stored_pieces()
         self._map.removeKey(self._key)
+        self._drop_pieces(0, before)
+
+    def _stored_pieces(self) -> int:
+        if self._pieces is None:  # written without a read first: find out what is stored
+            _MapEntry.get(self)
+        return self._pieces or 0
+
+    def _drop_pieces(self, keep: int, before: int) -> None:
+        for i in range(keep, before):
+            self._map.removeKey((_piece_key(self._text, i),))
+        self._pieces = keep
+
+
+#: The first byte of a key's entry that is a manifest of pieces (a state blob starts with b"T", an LZ4-packed
+#: MATCH_RECOGNIZE cell with b"\x01").
+_PIECES = b"\x02"
+
+
+def _cell_key(text: str | None) -> str | None:
+    """The MapState key of a key's cell: its text; a text starting with NUL gets one more NUL in front, so
+    no cell key starts with ``"\\x00p"`` (the pieces' keys, :func:`_piece_key`).
+
+    >>> _cell_key("USD"), _cell_key("\\x00p0\\x00USD")
+    ('USD', '\\x00\\x00p0\\x00USD')
+    """
+    return "\x00" + text if text is not None and text.startswith("\x00") else text
+
+
+def _piece_key(text: str | None, i: int) -> str:
+    """The MapState key of piece ``i`` of a key's cell (disjoint from every cell key, see :func:`_cell_key`)."""
+    return f"\x00p{i}" if text is None else f"\x00p{i}\x00{text}"
 
 
 class TemporalJoinProcessor(StatefulProcessor):

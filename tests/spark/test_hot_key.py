@@ -1,0 +1,168 @@
+"""A hot key must not kill the streaming job (issue 20).
+
+Measured on the build of 2026-11-25: a streaming temporal join given 1 M versions of ONE key in one
+micro-batch stored the key's whole state (every version) as ONE MapState value; PySpark pickles a
+value, the JVM unpickles it, copies it into a row and writes it to RocksDB, several copies at once, and
+with wide enough versions the driver died with ``OutOfMemoryError: Java heap space`` (then ``EOFError``
+in the Python worker).  A key's cell is now stored in pieces of at most
+:data:`runtime.core.state_codec.PIECE_BYTES` (each a checksummed state blob of its own, a manifest in the
+key's own entry), so no state value grows with a key's history.
+
+The JVM-free tests drive the processors with PySpark's ``TwsTester`` (its MapState is Spark's contract
+in memory); the slow test runs the streaming job on 1 M versions of one key and compares its output
+with the DataFrame door's (counts and a checksum, computed in Spark).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from pyspark.sql.streaming.tws_tester import TwsTester
+
+from runtime.core.errors import StateFormatError
+from runtime.core.state_codec import PIECE_BYTES, decode_cell, encode_cell
+from runtime.core.temporal_join import LeftBuffer
+from runtime.core.versioned import VersionEvent, VersionHistory
+from runtime.spark import streaming as S
+from tests.spark.test_state_bridge import B, _out, _spec
+
+MS = 1_000
+T0 = 1_577_872_800_000_000  # 2020-01-01 10:00:00 UTC in µs
+#: A piece's stored value: the piece (at most PIECE_BYTES) with its state header and MessagePack framing.
+PIECE_VALUE_MAX = PIECE_BYTES + 64
+
+
+def _hot_rows(versions: int, orders: int, key: str = "HOT") -> pd.DataFrame:
+    """Operator input (packed) of ``versions`` versions of ``key`` (one per ms from T0, rate = i) and
+    ``orders`` orders of it spread over them."""
+    step = max(versions // orders, 1)
+    ops = [S.UPSERT] * versions + [S.LEFT_ROW] * orders
+    times = [T0 + i * MS for i in range(versions)] + [T0 + (i * step) * MS + 500 for i in range(orders)]
+    rows = [f'{{"rate": {i}, "note": "{i:032d}"}}' for i in range(versions)] + [f'{{"id": "o{i}"}}' for i in range(orders)]
+    batch = pa.record_batch({
+        S.BUCKET: pa.array([B] * len(ops), pa.int32()), S.KEY_TEXT: pa.array([key] * len(ops), pa.string()),
+        S.OP: pa.array(ops, pa.int8()), S.TIME: pa.array(times, pa.int64()),
+        S.FILE: pa.array(["r1"] * versions + [None] * orders, pa.string()), S.ROW: pa.array(rows, pa.string()),
+    })
+    return pd.concat([p.to_pandas() for p in S.pack_rows(iter([batch]))], ignore_index=True)
+
+
+def _tester() -> TwsTester:
+    return TwsTester(S.TemporalJoinProcessor(_spec(), "event_time"), timeMode="EventTime",
+                     eventTimeExtractor=lambda _row: 2**62)
+
+
+def _cells(tester: TwsTester) -> dict:
+    return tester.peekMapState("timeweave_keys", B)
+
+
+def test_a_hot_keys_versions_are_stored_in_bounded_pieces_and_read_back() -> None:
+    """60 k versions of one key (a ~4 MB cell) in one micro-batch: no stored value is bigger than a piece;
+    the rows join the right versions once the watermark passes them, and the expired versions' pieces go."""
+    tester = _tester()
+    first = tester.testInPandas(B, _hot_rows(60_000, 600))
+    assert _out(first) == [] and first[S.N_RIGHT].tolist() == [60_000]
+    cells = _cells(tester)
+    sizes = {key: len(value[0]) for key, value in cells.items()}
+    assert max(sizes.values()) <= PIECE_VALUE_MAX, sizes  # before: one value of the whole cell (~4 MB)
+    pieces = sorted(key for key in cells if key != ("HOT",))
+    assert len(pieces) >= 3 and all(key[0].startswith("\x00p") and key[0].endswith("\x00HOT") for key in pieces)
+    assert cells[("HOT",)][0][:1] == S._PIECES
+    values, _, seq = _read(tester, "HOT")
+    assert len(values["right"]) == 60_000 and seq == 60_600
+
+    # Half the orders leave; versions before the watermark expire except the one in force.
+    half = T0 + 30_000 * MS
+    out = _out(tester.setWatermark(half // MS))
+    assert len(out) == 300 and out[:2] == [("joined", "o0", 0), ("joined", "o1", 100)]
+    assert out[-1] == ("joined", "o299", 29_900)
+    values, _, _ = _read(tester, "HOT")
+    assert len(values["right"]) == 30_001 and values["right"].events[0].time == half - MS
+    # The end: every order joined, one version left, the cell fits one value again and its pieces are gone.
+    out = _out(tester.setWatermark((T0 + 70_000 * MS) // MS))
+    assert len(out) == 300 and out[-1] == ("joined", "o599", 59_900)
+    assert list(_cells(tester)) == [("HOT",)]
+    assert _cells(tester)[("HOT",)][0][:4] == b"TWst"
+    assert len(_read(tester, "HOT")[0]["right"]) == 1
+
+
+def _read(tester: TwsTester, key: str) -> tuple:
+    cells = _cells(tester)
+
+    class Map:
+        def getValue(self, k: tuple) -> tuple | None:
+            return cells.get(k)
+
+    stored = S._MapEntry(Map(), key).get()
+    return decode_cell(stored[0])
+
+
+class _Map(dict):
+    """The MapState calls :class:`runtime.spark.streaming._MapEntry` makes, over a dict."""
+
+    getValue, updateValue, removeKey = dict.get, dict.__setitem__, dict.pop
+
+
+def _big_cell(versions: int = 40_000) -> bytes:
+    history = VersionHistory.of([VersionEvent(T0 + i, i, False, f'{{"rate": {i}, "pad": "{i:040d}"}}')
+                                 for i in range(versions)])
+    return encode_cell({"right": history, "left": LeftBuffer([T0], [0], ['{"id": 1}'])}, {T0}, versions + 1)
+
+
+def test_pieces_are_checked_and_never_collide_with_a_key() -> None:
+    """A damaged, missing or swapped piece is a state format error naming the key; a key whose text looks
+    like a piece's MapState key has its own cell; shrinking or clearing a cell removes its pieces."""
+    cells = _Map()
+    big = _big_cell()
+    assert len(big) > 2 * PIECE_BYTES
+    S._MapEntry(cells, "k").update((big,))
+    lookalike = "\x00p0\x00k"  # piece 0 of key "k", spelled as a key
+    S._MapEntry(cells, lookalike).update((encode_cell({"n": 1}, set(), 1),))
+    assert S._MapEntry(cells, "k").get() == (big,)
+    assert decode_cell(S._MapEntry(cells, lookalike).get()[0])[0] == {"n": 1}
+    assert all(len(v[0]) <= PIECE_VALUE_MAX for v in cells.values())
+
+    for damage, message in (
+        (lambda m: m.__setitem__(("\x00p1\x00k",), (m[("\x00p1\x00k",)][0][:-1] + b"!",)), "bad checksum"),
+        (lambda m: m.pop(("\x00p2\x00k",)), "piece 2 of 4 is missing"),
+        (lambda m: m.__setitem__(("\x00p0\x00k",), m[("\x00p1\x00k",)]), "piece 0 of 4 is piece 1 of 4"),
+    ):
+        broken = _Map(cells)
+        damage(broken)
+        with pytest.raises(StateFormatError, match=rf"key 'k'.*{message}"):
+            S.SparkKeyContext(None, S._MapEntry(broken, "k"), 0)
+
+    entry = S._MapEntry(cells, "k")
+    entry.get()
+    entry.update((encode_cell({"n": 2}, set(), 2),))
+    assert sorted(cells) == [(S._cell_key(lookalike),), ("k",)]
+    S._MapEntry(cells, "k").update((big,))
+    S._MapEntry(cells, "k").clear()  # (no read first: the entry finds its pieces itself)
+    assert sorted(cells) == [(S._cell_key(lookalike),)]
+
+
+def test_a_cell_written_in_one_value_by_the_earlier_layout_is_read_and_rewritten_in_pieces() -> None:
+    """Checkpoints of 2026-11-25 and before hold each key's cell in one value: read as before, and stored
+    in pieces the next time the key is written."""
+    tester = _tester()
+    history = VersionHistory.of([VersionEvent(T0 + i * MS, i, False, f'{{"rate": {i}, "pad": "{i:040d}"}}')
+                                 for i in range(30_000)])
+    old = encode_cell({"right": history}, set(), 30_000)
+    assert len(old) > PIECE_BYTES
+    tester.updateMapState("timeweave_keys", B, {("HOT",): (old,)})
+    tester.testInPandas(B, _orders("HOT", 10))
+    assert all(len(v[0]) <= PIECE_VALUE_MAX for v in _cells(tester).values())
+    out = _out(tester.setWatermark((T0 + 40_000 * MS) // MS))
+    assert [rate for _, _, rate in out] == [i * 1000 for i in range(10)]
+
+
+def _orders(key: str, n: int) -> pd.DataFrame:
+    batch = pa.record_batch({
+        S.BUCKET: pa.array([B] * n, pa.int32()), S.KEY_TEXT: pa.array([key] * n, pa.string()),
+        S.OP: pa.array([S.LEFT_ROW] * n, pa.int8()), S.TIME: pa.array([T0 + i * 1000 * MS for i in range(n)], pa.int64()),
+        S.FILE: pa.array([None] * n, pa.string()), S.ROW: pa.array([json.dumps({"id": f"o{i}"}) for i in range(n)]),
+    })
+    return next(S.pack_rows(iter([batch]))).to_pandas()
