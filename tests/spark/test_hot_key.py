@@ -166,3 +166,80 @@ def _orders(key: str, n: int) -> pd.DataFrame:
         S.FILE: pa.array([None] * n, pa.string()), S.ROW: pa.array([json.dumps({"id": f"o{i}"}) for i in range(n)]),
     })
     return next(S.pack_rows(iter([batch]))).to_pandas()
+
+
+# =================================================================================================
+# The job (JVM): 1 M versions of one key in one micro-batch
+# =================================================================================================
+HOT_VERSIONS = 1_000_000
+HOT_ORDERS = 2_000
+
+
+def _write_hot_inputs(root, versions: int, orders: int) -> None:
+    """One parquet file per side, written by pyarrow (no Python object per row): ``versions`` versions of
+    ``HOT`` (one per ms from 2020-01-01 10:00, a 100-character note each: on these the build of 2026-11-25
+    died of a JVM ``OutOfMemoryError``) and ``orders`` orders, nine in ten on ``HOT``, spread over the
+    versions and a little past them, the rest on a key without versions."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    (root / "right").mkdir()
+    (root / "left").mkdir()
+    i = np.arange(versions, dtype=np.int64)
+    pq.write_table(pa.table({
+        "currency": pa.array(np.full(versions, "HOT", dtype=object), pa.string()),
+        "rate": pa.array(1.0 + (i % 1000) / 1000.0),
+        "update_time": pa.array(T0 + i * MS, pa.timestamp("us")),
+        "note": pa.array(np.char.zfill(i.astype(str), 100).astype(object), pa.string()),
+    }), root / "right" / "part-0.parquet")
+    j = np.arange(orders, dtype=np.int64)
+    pq.write_table(pa.table({
+        "order_id": pa.array(j),
+        "currency": pa.array(np.where(j % 10 == 9, "COLD", "HOT").astype(object), pa.string()),
+        "order_time": pa.array(T0 + j * (versions * MS // orders) * 11 // 10 + 500, pa.timestamp("us")),
+    }), root / "left" / "part-0.parquet")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_one_million_versions_of_one_key_in_one_micro_batch(spark, tmp_path) -> None:
+    """Issue 20's hot key: the streaming job (one data micro-batch, then the flush) writes what the DataFrame
+    door writes for the same input: same count, same checksum over every row (computed in Spark)."""
+    from pyspark.sql import functions as F
+
+    import runtime
+    from runtime.jobs.streaming import run_streaming
+
+    _write_hot_inputs(tmp_path, HOT_VERSIONS, HOT_ORDERS)
+    left_ddl = "order_id BIGINT, currency STRING, order_time TIMESTAMP"
+    right_ddl = "currency STRING, rate DOUBLE, update_time TIMESTAMP, note STRING"
+    config = {
+        "left": {"path": str(tmp_path / "left"), "format": "parquet", "schema": left_ddl},
+        "right": {"path": str(tmp_path / "right"), "format": "parquet", "schema": right_ddl},
+        "versioned": {"key": ["currency"], "time": "update_time"},
+        "join": {"left_time": "order_time", "how": "left", "right_columns": ["rate", "note"]},
+        "output": {"path": str(tmp_path / "stream")},
+        "checkpoint": str(tmp_path / "checkpoint"),
+        "trigger": {"available_now": True},
+    }
+    metrics = run_streaming(config, spark, flush=True)
+    assert (metrics["rows_in_left"], metrics["rows_in_right"], metrics["rows_out"], metrics["late"],
+            metrics["dead_letter"]) == (HOT_ORDERS, HOT_VERSIONS, HOT_ORDERS, 0, 0)
+
+    left = spark.read.schema(left_ddl).parquet(str(tmp_path / "left"))
+    right = spark.read.schema(right_ddl).parquet(str(tmp_path / "right"))
+    expected = runtime.temporal_join(left, right, "order_time", key="currency", time="update_time", how="left",
+                                     right_columns=["rate", "note"])
+    streamed = spark.read.parquet(str(tmp_path / "stream"))
+    assert streamed.columns == expected.columns
+
+    def summary(df):
+        return df.select(
+            F.count(F.lit(1)).alias("rows"), F.count("rate").alias("matched"), F.max("note").alias("last_note"),
+            F.sum(F.xxhash64(*df.columns).cast("decimal(38,0)")).alias("checksum"),
+        ).first().asDict()
+
+    want = summary(expected)
+    # every HOT order matches (the ones past the last version match it: it is still in force), COLD ones do not
+    assert want["rows"] == HOT_ORDERS and want["matched"] == HOT_ORDERS * 9 // 10
+    assert summary(streamed) == want
