@@ -71,9 +71,10 @@ to 9999-12-31 23:59:59.999999 leave.
 
 **Big cells are stored in pieces.**  A key's cell holds all its buffered left rows and every version newer
 than the watermark (plus the one in force), so a hot key's cell grows with its micro-batch: 1 M versions
-of one key in one micro-batch made one ~90-180 MB MapState value.  PySpark pickles a value for the state
-server, the JVM unpickles it, copies it into a row and writes it to RocksDB, several copies at once, and the
-driver died with ``OutOfMemoryError: Java heap space`` (issue 20).  A cell larger than
+of one key in one micro-batch made one MapState value of 80 MB (three columns) to 190 MB (plus a
+100-character note).  PySpark pickles a value for the state server, the JVM unpickles it, copies it into
+a row and writes it to RocksDB, several copies at once: at 190 MB a 1 GB driver heap died with
+``OutOfMemoryError: Java heap space`` in ``MapStateImpl.updateValue`` (issue 20).  A cell larger than
 :data:`~runtime.core.state_codec.PIECE_BYTES` (1 MiB) is now cut by :func:`runtime.core.state_codec.split`:
 the key's own MapState entry holds a manifest (first byte ``0x02``: piece count, size, CRC-32 of the whole)
 and piece ``i`` lives at the MapState key ``"\\x00p<i>\\x00<key>"``, each piece a state blob with its own
@@ -81,7 +82,7 @@ checksum that knows its place, so a missing, stale, swapped or damaged piece is 
 :class:`~runtime.core.errors.StateFormatError` naming the key, never a wrong value.  A key text starting
 with NUL is stored under one more NUL in front (:func:`_cell_key`), so no key's cell can be a piece.  The
 JVM never sees a value larger than a piece whatever one key holds; the Python worker still holds the
-key's whole cell while it runs the key (measured: 1.5-2 GB for 1 M versions, see ``bench/RESULTS.md``).
+key's whole cell while it runs the key (measured: 1.6 GB for 1 M versions, see ``bench/RESULTS.md``).
 Layout: cells of at most 1 MiB are stored as before, so checkpoints written before 2026-11-26 are read
 (a big one-value cell is rewritten in pieces the next time its key is written), except the cells of keys
 whose text starts with NUL (U+0000), which are not found under their new MapState key.

@@ -243,3 +243,20 @@ def test_one_million_versions_of_one_key_in_one_micro_batch(spark, tmp_path) -> 
     # every HOT order matches (the ones past the last version match it: it is still in force), COLD ones do not
     assert want["rows"] == HOT_ORDERS and want["matched"] == HOT_ORDERS * 9 // 10
     assert summary(streamed) == want
+
+
+def test_a_match_recognize_partitions_compressed_cell_is_stored_in_pieces_too() -> None:
+    """MATCH_RECOGNIZE's cells are LZ4-compressed first (``_PackedEntry``); one that is still over a piece (a hot
+    partition's buffered rows that do not compress) is stored in pieces and read back."""
+    import random
+
+    from runtime.spark import match_recognize_streaming as M
+
+    rnd = random.Random(7)
+    rows = [(i, i, (i, "".join(rnd.choices("abcdefghijklmnopqrstuvwxyz0123456789", k=64)))) for i in range(60_000)]
+    cell = encode_cell({"mr-buffer": rows}, {0}, len(rows))
+    cells = _Map()
+    M._PackedEntry(cells, "hot").update((cell,))
+    assert len(cells) > 2 and all(len(v[0]) <= PIECE_VALUE_MAX for v in cells.values())
+    assert M._PackedEntry(cells, "hot").get() == (cell,)
+    assert M.SparkKeyContext(None, M._PackedEntry(cells, "hot"), 0)._values["mr-buffer"][7] == rows[7]
