@@ -448,7 +448,7 @@ def decode_cell(blob: bytes, *, where: str | None = None) -> tuple[dict[str, Any
 # -- pieces: a blob too big for one state value ------------------------------------------------------
 #: The largest piece of a blob stored as one state value (:func:`split`).  Why: a transformWithState value
 #: crosses the state server pickled, is unpickled, copied into a row and written to the state store by the
-#: JVM, several copies at once: one key's cell of 1 M versions (~90 MB) killed a 1 GB driver heap with
+#: JVM, several copies at once: one key's cell of 1 M versions (190 MB) killed a 1 GB driver heap with
 #: ``OutOfMemoryError`` (issue 20).  1 MiB pieces keep every state value small, whatever one key holds.
 PIECE_BYTES = 1 << 20
 
@@ -508,5 +508,5 @@ def join(manifest: bytes, piece: Any, *, where: str | None = None) -> bytes:
     return blob
 
 
-__all__ = ["MAGIC", "PIECE_BYTES", "REBUILD_HINT", "VERSION", "StateFormatError", "decode", "decode_cell", "encode", "encode_cell",
-           "expect", "from_int64s", "int64s", "join", "split"]
+__all__ = ["MAGIC", "PIECE_BYTES", "REBUILD_HINT", "VERSION", "StateFormatError", "decode", "decode_cell", "encode",
+           "encode_cell", "expect", "from_int64s", "int64s", "join", "split"]

@@ -641,13 +641,14 @@ class _MapEntry:
         if not stored or stored[0] is None or stored[0][:1] != _PIECES:
             self._pieces = 0
             return stored
-        text = self._text
-        blob = join(memoryview(stored[0])[1:], lambda i: self._piece(text, i), where=self.where)
-        self._pieces = -(-len(blob) // PIECE_BYTES)
+        read: list[int] = []  # the pieces join asked for: as many as the manifest says (whatever size wrote them)
+        blob = join(memoryview(stored[0])[1:], lambda i: self._piece(i, read), where=self.where)
+        self._pieces = len(read)
         return (blob,)
 
-    def _piece(self, text: str | None, i: int) -> bytes | None:
-        stored = self._map.getValue((_piece_key(text, i),))
+    def _piece(self, i: int, read: list[int]) -> bytes | None:
+        read.append(i)
+        stored = self._map.getValue((_piece_key(self._text, i),))
         return stored[0] if stored else None
 
     def update(self, value: tuple) -> None:
