@@ -260,3 +260,20 @@ def test_a_match_recognize_partitions_compressed_cell_is_stored_in_pieces_too() 
     assert len(cells) > 2 and all(len(v[0]) <= PIECE_VALUE_MAX for v in cells.values())
     assert M._PackedEntry(cells, "hot").get() == (cell,)
     assert M.SparkKeyContext(None, M._PackedEntry(cells, "hot"), 0)._values["mr-buffer"][7] == rows[7]
+
+
+def test_pieces_written_with_another_piece_size_are_all_read_and_removed() -> None:
+    """The manifest, not the piece size of this release, says how many pieces a cell has."""
+    from runtime.core.state_codec import split
+
+    cells = _Map()
+    big = _big_cell(20_000)
+    manifest, pieces = split(big, piece_bytes=256 << 10)
+    cells[("k",)] = (S._PIECES + manifest,)
+    for i, piece in enumerate(pieces):
+        cells[(S._piece_key("k", i),)] = (piece,)
+    assert len(pieces) > len(big) // PIECE_BYTES + 1
+    entry = S._MapEntry(cells, "k")
+    assert entry.get() == (big,)
+    entry.update((encode_cell({"n": 1}, set(), 1),))
+    assert list(cells) == [("k",)]
