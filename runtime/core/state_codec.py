@@ -284,7 +284,7 @@ def decode(blob: bytes | bytearray | memoryview, *, where: str | None = None) ->
     ...
     runtime.core.errors.StateFormatError: checkpoint cell of key 'k': state written by an earlier timeweave release ...
     """
-    data = bytes(blob)
+    data = blob if blob.__class__ is bytes else bytes(blob)  # (no copy of a hot key's cell of 100s of MB)
     if data[:1] == b"\x80":  # a pickle (protocol 2 and later): every earlier release's state
         raise StateFormatError(REBUILD_HINT, where=where)
     if data[: len(MAGIC)] != MAGIC or len(data) < _HEADER:
@@ -445,5 +445,68 @@ def decode_cell(blob: bytes, *, where: str | None = None) -> tuple[dict[str, Any
     return values, set(data[1]), data[2]
 
 
-__all__ = ["MAGIC", "REBUILD_HINT", "VERSION", "StateFormatError", "decode", "decode_cell", "encode", "encode_cell",
-           "expect", "from_int64s", "int64s"]
+# -- pieces: a blob too big for one state value ------------------------------------------------------
+#: The largest piece of a blob stored as one state value (:func:`split`).  Why: a transformWithState value
+#: crosses the state server pickled, is unpickled, copied into a row and written to the state store by the
+#: JVM, several copies at once: one key's cell of 1 M versions (190 MB) killed a 1 GB driver heap with
+#: ``OutOfMemoryError`` (issue 20).  1 MiB pieces keep every state value small, whatever one key holds.
+PIECE_BYTES = 1 << 20
+
+
+def split(blob: bytes, piece_bytes: int = PIECE_BYTES) -> tuple[bytes, list[bytes]]:
+    """``blob`` as a manifest and pieces of at most ``piece_bytes`` bytes, each piece a blob of its own
+    (magic, version, its own checksum) that knows its place; :func:`join` puts them together again.
+
+    The manifest records the number of pieces, the blob's size and its CRC-32, so a missing, stale,
+    reordered or damaged piece is a :class:`StateFormatError`, never a wrong value.
+
+    >>> manifest, pieces = split(b"abcdefghij", piece_bytes=4)
+    >>> len(pieces), join(manifest, pieces.__getitem__)
+    (3, b'abcdefghij')
+    """
+    if piece_bytes < 1:
+        raise ValueError(f"piece_bytes must be positive, found {piece_bytes}")
+    view = memoryview(blob)
+    count = -(-len(view) // piece_bytes)
+    pieces = [encode([i, count, bytes(view[i * piece_bytes : (i + 1) * piece_bytes])]) for i in range(count)]
+    return encode({"pieces": count, "bytes": len(view), "crc": zlib.crc32(view)}), pieces
+
+
+def join(manifest: bytes, piece: Any, *, where: str | None = None) -> bytes:
+    """The blob :func:`split` cut into ``manifest`` and pieces; ``piece(i)`` returns the ``i``-th stored
+    piece (or None when it is missing).  Anything that does not add up is a :class:`StateFormatError`
+    naming ``where``.
+
+    >>> manifest, pieces = split(b"abcdefghij", piece_bytes=4)
+    >>> join(manifest, {0: pieces[0], 1: pieces[2], 2: pieces[1]}.get, where="cell of key 'k'")
+    Traceback (most recent call last):
+    ...
+    runtime.core.errors.StateFormatError: cell of key 'k': malformed state: piece 1 of 3 is piece 2 of 3
+    """
+    info = decode(manifest, where=where)
+    if not (isinstance(info, dict) and set(info) == {"pieces", "bytes", "crc"}
+            and all(type(v) is int and v >= 0 for v in info.values())):
+        raise StateFormatError("malformed state: a manifest is {pieces, bytes, crc}", where=where)
+    count = info["pieces"]
+    parts = []
+    for i in range(count):
+        stored = piece(i)
+        if stored is None:
+            raise StateFormatError(f"malformed state: piece {i} of {count} is missing", where=where)
+        value = decode(stored, where=where)
+        if not (isinstance(value, list) and len(value) == 3 and type(value[0]) is int and type(value[1]) is int
+                and isinstance(value[2], bytes)):
+            raise StateFormatError(f"malformed state: piece {i} of {count} is not a piece", where=where)
+        if value[:2] != [i, count]:
+            raise StateFormatError(f"malformed state: piece {i} of {count} is piece {value[0]} of {value[1]}",
+                                   where=where)
+        parts.append(value[2])
+    blob = b"".join(parts)
+    if len(blob) != info["bytes"] or zlib.crc32(blob) != info["crc"]:
+        raise StateFormatError("bad checksum: the pieces do not make up the stored value (damaged or mixed)",
+                               where=where)
+    return blob
+
+
+__all__ = ["MAGIC", "PIECE_BYTES", "REBUILD_HINT", "VERSION", "StateFormatError", "decode", "decode_cell", "encode",
+           "encode_cell", "expect", "from_int64s", "int64s", "join", "split"]

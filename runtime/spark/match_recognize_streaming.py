@@ -555,7 +555,7 @@ class _PackedEntry(_MapEntry):
     __slots__ = ()
 
     def get(self) -> tuple | None:
-        stored = self._map.getValue(self._key)
+        stored = super().get()  # (a big cell is read from its pieces first)
         if not stored or stored[0] is None or stored[0][:1] != _PACKED:
             return stored
         data = stored[0]
@@ -572,7 +572,7 @@ class _PackedEntry(_MapEntry):
         data = value[0]
         if len(data) >= _PACK_MIN:
             data = _PACKED + len(data).to_bytes(8, "little") + _LZ4.compress(data, asbytes=True)
-        self._map.updateValue(self._key, (data,))
+        super().update((data,))  # in pieces when still big
 
 
 #: The first byte of a compressed cell (a state blob starts with b"T"), then the size (8 bytes), then LZ4 frames.
