@@ -23,6 +23,7 @@ from typing import Any
 
 from runtime.core.errors import SpecError
 from runtime.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig, load_job_config, parse_utc_timestamp
+from runtime.jobs.run_dir import run_recorded
 
 _log = logging.getLogger("timeweave.backfill")
 
@@ -106,16 +107,12 @@ def run_backfill(
              "only": list(only) if only else None, "slices_per_job": slices_per_job},
         )
     total = len(set(only)) if only else slices
-    try:
+
+    def run() -> dict:
         with SliceProgress(total, recorder, bar=progress_bar) as progress:
-            metrics = _run_backfill(job, begin, stop, slices, spark, only, slices_per_job, progress)
-    except BaseException as error:
-        if recorder is not None:
-            recorder.failed(error)
-        raise
-    if recorder is not None:
-        recorder.finished(metrics)
-    return metrics
+            return _run_backfill(job, begin, stop, slices, spark, only, slices_per_job, progress)
+
+    return run_recorded(recorder, run)
 
 
 def _run_backfill(

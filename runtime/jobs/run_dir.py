@@ -29,7 +29,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -97,6 +97,25 @@ class RunRecorder:
     def failed(self, error: BaseException) -> None:
         text = str(error).strip().splitlines()
         self.event("run_failed", error=f"{type(error).__name__}: {text[0] if text else ''}")
+
+
+def run_recorded(recorder: RunRecorder | None, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``run()``'s metrics, recorded as ``run_finished`` (or its error as ``run_failed``, then re-raised).
+
+    With no recorder (no ``--run-dir``) it only runs ``run``:
+
+    >>> run_recorded(None, lambda: {"rows_out": 3})
+    {'rows_out': 3}
+    """
+    try:
+        metrics = run()
+    except BaseException as error:
+        if recorder is not None:
+            recorder.failed(error)
+        raise
+    if recorder is not None:
+        recorder.finished(metrics)
+    return metrics
 
 
 def read_events(run_dir: str | Path) -> Iterator[dict[str, Any]]:

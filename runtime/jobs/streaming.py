@@ -336,15 +336,11 @@ def run_streaming(
             job.raw, {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path},
             {"flush": flush, "heartbeat": heartbeat, "timeout_seconds": timeout_seconds},
         )
-    try:
-        metrics = _run_streaming(job, spark, flush, heartbeat, timeout_seconds, until_idle, recorder, on_batch)
-    except BaseException as error:
-        if recorder is not None:
-            recorder.failed(error)
-        raise
-    if recorder is not None:
-        recorder.finished(metrics)
-    return metrics
+    from runtime.jobs.run_dir import run_recorded
+
+    return run_recorded(
+        recorder, lambda: _run_streaming(job, spark, flush, heartbeat, timeout_seconds, until_idle, recorder, on_batch),
+    )
 
 
 def _run_streaming(
