@@ -166,9 +166,11 @@ LATE_COLUMNS = ("reason", "watermark")
 END_OF_INPUT_US = END_OF_INPUT_MS * 1000
 #: The hidden key under which a row carries its event time in µs (what the core's ``time_of`` reads).
 _TIME_KEY = "\x00tw_time_us"
-_TEXT_KEY = "\x00tw_text"  # a released row's wire text: a budget-rejected row goes to the dead letter as it came
-#: The hidden key under which a row not yet decoded carries its ``tw_row`` text (see ``_rows_of``).
-_TEXT_KEY = "\x00tw_row"
+#: The hidden key under which a released (decoded) row keeps its wire text: a row the match budget rejects goes
+#: to the dead letter as it came.
+_TEXT_KEY = "\x00tw_text"
+#: The hidden key under which an earlier layout buffered a row not yet decoded (``{time, text}``; see ``_old_row``).
+_OLD_TEXT_KEY = "\x00tw_row"
 
 #: Per bucket: PARTITION BY key (``tw_key``) -> the key's :class:`SparkKeyContext` cell (``state_codec`` blob).
 _KEYS_STATE = "timeweave_mr_keys"
@@ -590,11 +592,12 @@ def _time_of(row: Any) -> int:
 
 def _old_row(row: dict[str, Any], decode: Callable[[list[str]], list[dict[str, Any]]]) -> dict[str, Any]:
     """A row buffered by an earlier version of this layout: ``{time, text}`` (decoded now) or already decoded."""
-    text = row.get(_TEXT_KEY)
+    text = row.get(_OLD_TEXT_KEY)
     if text is None:
         return row
     decoded = decode([text])[0]
     decoded[_TIME_KEY] = row[_TIME_KEY]
+    decoded[_TEXT_KEY] = text
     return decoded
 
 

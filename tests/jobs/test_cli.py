@@ -77,7 +77,7 @@ def test_a_null_optional_key_is_not_set() -> None:
     (changed(JOIN, "colour", "red"), "job config: colour: unknown key; the keys here are checkpoint, join, left, mode, "
                                      "output, retention, right, trigger, versioned"),
     (changed(MATCH, "match_recognize.pattern", "A"), "job config: match_recognize.pattern: unknown key; the keys here "
-                                                     "are clause"),
+                                                     "are budget, clause"),
     (changed(JOIN, "join.left_time"), "job config: join.left_time: missing key (required)"),
     (changed(JOIN, "versioned"), "job config: versioned: missing section (required)"),
     (changed(MATCH, "input.schema"), "job config: input.schema: missing key (required)"),

@@ -252,8 +252,10 @@ def test_state_cells_compress_and_pickled_cells_of_earlier_releases_are_refused(
     processor.init(Handle())
     text = '{"k":"a","t":1000000,"v":%d}'
     decoded = {"k": "a", "t": datetime(1970, 1, 1, 0, 0, 1), "v": 3, M._TIME_KEY: 1_000_000}
-    rows = [(1_000_000, text % 1), {M._TIME_KEY: 1_000_000, M._TEXT_KEY: text % 2}, dict(decoded)]
-    assert processor._rows_of(rows) == [{**decoded, "v": 1}, {**decoded, "v": 2}, decoded]
+    rows = [(1_000_000, text % 1), {M._TIME_KEY: 1_000_000, M._OLD_TEXT_KEY: text % 2}, dict(decoded)]
+    # a released row keeps its wire text (the match budget's dead letter); an already decoded one has none
+    assert processor._rows_of(rows) == [{**decoded, "v": 1, M._TEXT_KEY: text % 1},
+                                        {**decoded, "v": 2, M._TEXT_KEY: text % 2}, decoded]
     assert [M._time_of(row) for row in rows] == [1_000_000] * 3
 
 
