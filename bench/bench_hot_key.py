@@ -110,25 +110,10 @@ def _status(pid: int, field: str) -> float:
 
 
 def _tree(root: int) -> list[tuple[int, str]]:
-    children: dict[int, list[int]] = {}
-    kinds: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            text = (entry / "stat").read_text()
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        pid = int(entry.name)
-        kinds[pid] = "driver" if pid == root else "jvm" if b"java" in command else "worker"
-        children.setdefault(int(text[text.rindex(")") + 2 :].split()[1]), []).append(pid)
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append((pid, kinds.get(pid, "worker")))
-        todo.extend(children.get(pid, []))
-    return out
+    """``(pid, kind)`` of ``root`` and its descendants: ``driver``, ``jvm`` or ``worker`` (any Python worker)."""
+    from bench.bench_streaming import process_tree
+
+    return [(pid, "worker" if kind == "python" else kind) for pid, kind, _ in process_tree(root)]
 
 
 def main() -> int:

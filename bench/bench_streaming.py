@@ -79,6 +79,16 @@ def tree_cpu_split(root_pid: int) -> dict[str, float]:
     ``driver`` (this process), ``jvm`` (Spark's JVM), ``python`` (the Python workers and their
     daemon).  The machine is often shared: wall time then measures the neighbours too, CPU time does not.
     """
+    ticks = os.sysconf("SC_CLK_TCK")
+    split = {"driver": 0.0, "jvm": 0.0, "python": 0.0}
+    for _pid, kind, fields in process_tree(root_pid):
+        split[kind] += sum(int(v) for v in fields[11:15]) / ticks  # utime stime cutime cstime
+    return split
+
+
+def process_tree(root_pid: int) -> list[tuple[int, str, list[str]]]:
+    """``(pid, kind, /proc stat fields after the command)`` of a process and its descendants (read once from
+    /proc); kind is ``driver`` (the root), ``jvm`` (a ``java`` command line) or ``python`` (anything else)."""
     children: dict[int, list[int]] = {}
     stats: dict[int, tuple[list[str], str]] = {}
     for entry in Path("/proc").iterdir():
@@ -93,15 +103,14 @@ def tree_cpu_split(root_pid: int) -> dict[str, float]:
         pid = int(entry.name)
         stats[pid] = (fields, "driver" if pid == root_pid else "jvm" if b"java" in command else "python")
         children.setdefault(int(fields[1]), []).append(pid)
-    ticks = os.sysconf("SC_CLK_TCK")
-    split, todo = {"driver": 0.0, "jvm": 0.0, "python": 0.0}, [root_pid]
+    out, todo = [], [root_pid]
     while todo:
         pid = todo.pop()
         if pid in stats:
             fields, kind = stats[pid]
-            split[kind] += sum(int(v) for v in fields[11:15]) / ticks  # utime stime cutime cstime
+            out.append((pid, kind, fields))
         todo.extend(children.get(pid, []))
-    return split
+    return out
 
 
 def tree_cpu_seconds(root_pid: int) -> float:
