@@ -4,8 +4,8 @@ Cosmos renders a dbt project as Airflow tasks, one ``dbt run`` task per model.  
 timeweave job as well (the dbt model uses ``timeweave.temporal_join``; the job is its streaming or
 sliced-backfill form) can name that job in its ``meta``; :func:`node_converters` hands Cosmos a
 converter (``RenderConfig.node_converters``) that renders those models as
-:class:`~airflow_plugin.operators.timeweave.TimeweaveBackfillOperator` /
-:class:`~airflow_plugin.operators.timeweave.TimeweaveStreamingOperator` tasks, in the model's place in the
+:class:`~timeweave.airflow.operators.timeweave.TimeweaveBackfillOperator` /
+:class:`~timeweave.airflow.operators.timeweave.TimeweaveStreamingOperator` tasks, in the model's place in the
 graph (same task id, same upstream and downstream tasks, same test task after it), and every other model
 as Cosmos renders it::
 
@@ -22,7 +22,7 @@ as Cosmos renders it::
 
     # the DAG
     from cosmos import DbtDag, ProjectConfig, ProfileConfig, RenderConfig
-    from airflow_plugin.cosmos_converters import node_converters
+    from timeweave.airflow.cosmos_converters import node_converters
 
     DbtDag(dag_id="orders", project_config=ProjectConfig(...), profile_config=ProfileConfig(...),
            render_config=RenderConfig(node_converters=node_converters(launcher="spark-submit", conn_id="spark"),
@@ -84,7 +84,7 @@ def timeweave_task(dag: Any, task_group: Any, node: Any, task_id: str, spec: Map
 
     ``operator_kwargs`` are defaults for every timeweave task; ``spec`` (minus ``kind`` and ``config``) wins.
     """
-    from airflow_plugin.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
+    from timeweave.airflow.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
 
     spec = dict(spec)
     kind = spec.pop("kind", "backfill")

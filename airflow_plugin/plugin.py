@@ -2,7 +2,7 @@
 
 Airflow 3 plugins cannot carry operators or hooks; import those from the package::
 
-    from airflow_plugin.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
+    from timeweave.airflow.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
 
 The plugin contributes template macros under ``macros.timeweave``::
 
@@ -15,7 +15,7 @@ from datetime import datetime
 
 from airflow.sdk.plugins_manager import AirflowPlugin
 
-from airflow_plugin.hooks.timeweave import utc_naive
+from timeweave.airflow.hooks.timeweave import utc_naive
 
 
 def backfill_slices(start: datetime | str, end: datetime | str, slices: int) -> list[list[str]]:
@@ -26,7 +26,7 @@ def backfill_slices(start: datetime | str, end: datetime | str, slices: int) -> 
     >>> backfill_slices("2026-01-01T00:00:00+00:00", "2026-01-02T00:00:00+00:00", 2)
     [['2026-01-01T00:00:00', '2026-01-01T12:00:00'], ['2026-01-01T12:00:00', '2026-01-02T00:00:00']]
     """
-    from runtime.spark.backfill import slices_of
+    from timeweave.spark.backfill import slices_of
 
     parts = slices_of(utc_naive(start, "start"), utc_naive(end, "end"), int(slices))
     return [[part.start.isoformat(), part.end.isoformat()] for part in parts]

@@ -46,10 +46,10 @@ def main() -> None:
 
     from pyspark.sql import SparkSession
 
-    import runtime
-    from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
-    from runtime.jobs.session import STATIC_CONFIGS
-    from runtime.spark.backfill import run_slices
+    import timeweave
+    from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+    from timeweave.jobs.session import STATIC_CONFIGS
+    from timeweave.spark.backfill import run_slices
 
     spark = (
         SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "4")
@@ -68,7 +68,7 @@ def main() -> None:
     pid = spark.sparkContext._gateway.proc.pid
 
     def one_shot() -> None:
-        joined = runtime.temporal_join(orders, rates, "order_time", key="currency", time="update_time", how="left",
+        joined = timeweave.temporal_join(orders, rates, "order_time", key="currency", time="update_time", how="left",
                                        right_columns=["conversion_rate"])
         joined.write.mode("overwrite").parquet(str(out / "one"))
 

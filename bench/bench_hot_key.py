@@ -126,23 +126,23 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = Path(tempfile.mkdtemp(prefix="tw-bench-hot-"))
     generate(root, args.versions, args.orders, args.pad)
-    from runtime.jobs.session import get_session
+    from timeweave.jobs.session import get_session
 
     spark = get_session()
     load = os.getloadavg()[0]
     with Sampler() as sampler:
         t0 = time.monotonic()
         if args.door == "streaming":
-            from runtime.jobs.streaming import run_streaming
+            from timeweave.jobs.streaming import run_streaming
 
             metrics = run_streaming(job_config(root, args.pad), spark, flush=True)
             rows_out = metrics["rows_out"]
         else:
-            import runtime
+            import timeweave
 
             left = spark.read.schema(LEFT_DDL).parquet(str(root / "left"))
             right = spark.read.schema(RIGHT_DDL + (", note STRING" if args.pad else "")).parquet(str(root / "right"))
-            joined = runtime.temporal_join(left, right, "order_time", key="currency", time="update_time", how="left")
+            joined = timeweave.temporal_join(left, right, "order_time", key="currency", time="update_time", how="left")
             joined.write.parquet(str(root / "out"))
             rows_out = spark.read.parquet(str(root / "out")).count()
         seconds = time.monotonic() - t0

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    import runtime
+    import timeweave
 
     spark = (SparkSession.builder.master(args.master).config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
@@ -79,9 +79,9 @@ def main(argv: list[str] | None = None) -> None:
     rows = ticker.count()
     clause = QUERIES[args.query]
     if args.door == "dataframe":
-        out = runtime.match_recognize(ticker, clause)
+        out = timeweave.match_recognize(ticker, clause)
     else:
-        runtime.register(spark)
+        timeweave.register(spark)
         ticker.createOrReplaceTempView("bench_ticker")
         literal = clause.replace("'", "\\'")
         out = spark.sql(f"SELECT * FROM timeweave_match_recognize(TABLE(bench_ticker), '{literal}')")

@@ -83,7 +83,7 @@ def config(root: Path, run: int, files_per_trigger: int | None = None) -> dict:
 
 def steady(spark: Any, root: Path, args: argparse.Namespace) -> None:
     """The ``--steady`` run: one file per micro-batch, per-batch figures and the marginal rate."""
-    from runtime.jobs.streaming import run_streaming
+    from timeweave.jobs.streaming import run_streaming
 
     recorder = BatchRecorder(str(root / "ticker"))
     metrics, load_before, cpu_before = recorder.record(
@@ -127,8 +127,8 @@ def main() -> int:
     os.environ.setdefault("TIMEWEAVE_SHUFFLE_PARTITIONS", args.shuffle_partitions)
     root = Path(tempfile.mkdtemp(prefix="tw-bench-mr-stream-"))
     generate(root, args.rows, args.symbols, args.price_max, args.files, by_time=args.steady)
-    from runtime.jobs.session import get_session
-    from runtime.jobs.streaming import run_streaming
+    from timeweave.jobs.session import get_session
+    from timeweave.jobs.streaming import run_streaming
 
     t0 = time.monotonic()
     spark = get_session()
@@ -157,7 +157,7 @@ def main() -> int:
             "load1_after": round(os.getloadavg()[0], 1), "durations_ms": metrics["durations_ms"],
         }), flush=True)
     if args.batch_door:
-        from runtime.spark.match_recognize import match_recognize
+        from timeweave.spark.match_recognize import match_recognize
 
         ticker = spark.read.schema(SCHEMA).parquet(str(root / "ticker"))
         cpu_before = sum(tree_cpu_split(os.getpid()).values())

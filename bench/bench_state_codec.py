@@ -23,11 +23,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runtime.core.pattern import PartitionMatcher, parse_clause
-from runtime.core.pattern.operator import HeldMatcher
-from runtime.core.state_codec import decode_cell, encode_cell
-from runtime.core.temporal_join import LeftBuffer, LeftRow
-from runtime.core.versioned import VersionEvent, VersionHistory
+from timeweave.core.pattern import PartitionMatcher, parse_clause
+from timeweave.core.pattern.operator import HeldMatcher
+from timeweave.core.state_codec import decode_cell, encode_cell
+from timeweave.core.temporal_join import LeftBuffer, LeftRow
+from timeweave.core.versioned import VersionEvent, VersionHistory
 
 T0 = 1_700_000_000_000_000
 _REDUCERS = copyreg.dispatch_table.copy()

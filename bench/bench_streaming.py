@@ -277,7 +277,7 @@ def steady_rate(batches: list[dict[str, Any]], cpu_before: dict[str, float], row
 
 def steady(spark: Any, root: Path, args: argparse.Namespace) -> None:
     """The ``--steady`` run: one file per side per batch, per-batch figures and the marginal rate."""
-    from runtime.jobs.streaming import run_streaming
+    from timeweave.jobs.streaming import run_streaming
 
     # A long-running query's JVM has compiled its hot code long ago; a fresh one spends most of its first
     # minutes compiling (C2 threads were a third of the JVM's CPU over batches 3..7 of a cold query).
@@ -324,8 +324,8 @@ def main() -> int:
     os.environ.setdefault("TIMEWEAVE_SHUFFLE_PARTITIONS", args.shuffle_partitions)
     root = Path(tempfile.mkdtemp(prefix="tw-bench-stream-"))
     generate(root, args.left, args.versions, args.keys, args.format, args.files)
-    from runtime.jobs.session import get_session
-    from runtime.jobs.streaming import run_streaming
+    from timeweave.jobs.session import get_session
+    from timeweave.jobs.streaming import run_streaming
 
     t0 = time.monotonic()
     spark = get_session()

@@ -117,16 +117,16 @@ def main() -> None:
 
     from pyspark.sql import SparkSession
 
-    import runtime
-    from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
-    from runtime.jobs.session import STATIC_CONFIGS
-    from runtime.spark.backfill import run_slices
+    import timeweave
+    from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+    from timeweave.jobs.session import STATIC_CONFIGS
+    from timeweave.spark.backfill import run_slices
 
     spark = (
         SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "6g")
-        .config(map=STATIC_CONFIGS).getOrCreate()  # the job session's static settings (runtime.jobs.session)
+        .config(map=STATIC_CONFIGS).getOrCreate()  # the job session's static settings (timeweave.jobs.session)
     )
     spark.sparkContext.setLogLevel("ERROR")
     orders = spark.read.parquet(str(data / "orders"))
@@ -153,13 +153,13 @@ def main() -> None:
     noop = lambda df: df.write.format("noop").mode("overwrite").save()  # noqa: E731
     bench("Spark scan only (4 order columns)", lambda: noop(orders))
     join = dict(key="currency", time="update_time", how="left", right_columns=["conversion_rate"])
-    bench("timeweave DataFrame door (LEFT, noop sink)", lambda: noop(runtime.temporal_join(orders, rates, "order_time", **join)))
+    bench("timeweave DataFrame door (LEFT, noop sink)", lambda: noop(timeweave.temporal_join(orders, rates, "order_time", **join)))
     if "sql" not in skip:
         orders.createOrReplaceTempView("orders")
-        runtime.register_versioned(spark, "rates", rates, VersionedTableSpec("currency", "update_time"))
+        timeweave.register_versioned(spark, "rates", rates, VersionedTableSpec("currency", "update_time"))
         query = ("SELECT o.order_id, o.price, o.currency, o.order_time, r.conversion_rate FROM orders o "
                  "LEFT JOIN rates FOR SYSTEM_TIME AS OF o.order_time AS r ON o.currency = r.currency")
-        bench("timeweave SQL door (FOR SYSTEM_TIME AS OF, noop sink)", lambda: noop(runtime.sql(spark, query)))
+        bench("timeweave SQL door (FOR SYSTEM_TIME AS OF, noop sink)", lambda: noop(timeweave.sql(spark, query)))
     if "naive" not in skip:
         rates.createOrReplaceTempView("rates_raw")
         orders.createOrReplaceTempView("orders")
@@ -179,7 +179,7 @@ def main() -> None:
         end_t = end_t + timedelta(seconds=1)
 
         def one_shot() -> None:
-            runtime.temporal_join(orders, rates, "order_time", **join).write.mode("overwrite").parquet(str(out / "one"))
+            timeweave.temporal_join(orders, rates, "order_time", **join).write.mode("overwrite").parquet(str(out / "one"))
 
         bench("timeweave DataFrame door -> parquet", one_shot)
         bench("timeweave backfill, 10 slices -> parquet (default: one probe job)", lambda: run_slices(

@@ -37,8 +37,8 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
-from runtime.spark import streaming as S
+from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+from timeweave.spark import streaming as S
 
 START_US = 1_704_067_200_000_000  # 2024-01-01 00:00:00 UTC
 LEFT_STEP_US = 10_000  # one left row every 10 ms

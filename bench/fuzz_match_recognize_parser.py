@@ -5,7 +5,7 @@
 Inputs are the peer suites' clauses (tests/helpers/mr_suites/) put through random mutations
 (tests/helpers/mr_parser_fuzz.py: token insertions, deletions, swaps, duplications, huge numbers, deep
 nesting, unicode, unbalanced quotes and parentheses, truncation).  Each is parsed once with
-``runtime.core.pattern.parse_clause``; prints the table: inputs, accepted, rejected (a positioned
+``timeweave.core.pattern.parse_clause``; prints the table: inputs, accepted, rejected (a positioned
 QuerySyntaxError), internal errors (any other exception), unpositioned errors, and the CPU seconds of
 the slowest input (thread CPU time: the machine may be shared, wall time would measure neighbours).
 Exits 1 when any internal or unpositioned error, or any input over 1 CPU-second, was found.

@@ -40,9 +40,9 @@ if __name__ == "__main__":
 import pendulum
 from airflow.sdk import DAG, CronDataIntervalTimetable, task
 
-from airflow_plugin.hooks.timeweave import utc_naive
-from airflow_plugin.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
-from runtime.jobs import example_pipeline as example
+from timeweave.airflow.hooks.timeweave import utc_naive
+from timeweave.airflow.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
+from timeweave.jobs import example_pipeline as example
 
 WORK = Path(
     os.environ.get("TIMEWEAVE_EXAMPLE_HOME")

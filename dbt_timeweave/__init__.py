@@ -3,14 +3,15 @@
 dbt-core discovers plugins by importing every top-level module whose name starts with ``dbt_`` and
 reading its ``plugins`` list (``dbt.plugins.manager.PluginManager.from_modules``).  Discovery walks
 ``sys.path`` with :func:`pkgutil.iter_modules`, which does NOT see packages of a setuptools *editable*
-install (they are served by an import hook, not a path entry): install timeweave normally, or editable
-with ``--config-settings editable_mode=compat``, or put the repository root on ``PYTHONPATH``.
+install in its default mode (they are served by an import hook, not a path entry): install timeweave
+normally, or editable with ``--config-settings editable_mode=strict`` (a link tree on ``sys.path``; the
+README's commands), or put the repository root on ``PYTHONPATH``.
 
 dbt-spark's ``method: session`` builds (or reuses) the process's SparkSession inside every
 ``Cursor.execute``, so there is no "connection opened" hook to attach to.  The plugin therefore wraps
 ``Cursor.execute`` once: before a statement runs it obtains the session exactly as dbt-spark does
 (``SparkSession.builder.enableHiveSupport()`` plus the profile's ``server_side_parameters``) and calls
-:func:`runtime.register` on it the first time it sees that session.  ``runtime.register`` is idempotent
+:func:`timeweave.register` on it the first time it sees that session.  ``timeweave.register`` is idempotent
 and this module additionally remembers the sessions it registered, so the cost is paid once per session.
 
 Registering also settles which interpreter runs the session's Python workers (timeweave's SQL functions run
@@ -51,7 +52,7 @@ def ensure_registered(server_side_parameters: dict[str, Any] | None = None) -> A
     """
     from pyspark.sql import SparkSession
 
-    from runtime.spark.registration import register
+    from timeweave.spark.registration import register
 
     # Fast path, taken by every statement after the first: the process's session is already registered.
     # (_instantiatedSession is pyspark's own "the session getOrCreate would return"; reading it avoids
@@ -111,7 +112,7 @@ class TimeweavePlugin(dbtPlugin):
     """
 
     def initialize(self) -> None:
-        import runtime.spark.registration  # noqa: F401 - fail fast when timeweave's runtime is missing
+        import timeweave.spark.registration  # noqa: F401 - fail fast when timeweave's runtime is missing
 
         self.hooked = install_session_hook()
 

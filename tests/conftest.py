@@ -10,7 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from runtime.jobs.session import STATIC_CONFIGS
+from tests.helpers import checkout_path
+
+checkout_path.ensure()  # before the first `import timeweave`: this checkout's code, not another worktree's
+
+from timeweave.jobs.session import STATIC_CONFIGS  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

@@ -2,7 +2,7 @@
 
 Two launchers, one result shape:
 
-* ``local`` runs the job in this process through :func:`runtime.jobs.run` on the embedded (or an
+* ``local`` runs the job in this process through :func:`timeweave.jobs.run` on the embedded (or an
   already active) SparkSession.  Good for a laptop, CI and the example DAG.
 * ``spark-submit`` is the Apache Spark provider's ``SparkSubmitHook`` (this hook subclasses it): the
   connection (``host``/``port`` = master; extras ``deploy-mode``, ``spark-binary``, ``queue``,
@@ -11,10 +11,10 @@ Two launchers, one result shape:
   ``properties_file``, ...), its process handling, driver tracking in standalone cluster mode and its
   ``on_kill`` (standalone driver kill, ``yarn application -kill``, Kubernetes driver pod delete).  The
   application is the job CLI; its arguments an argument list, never a shell string.  The metrics come
-  from the status file the job writes (``--metrics-file``, :mod:`runtime.jobs.metrics_file`), so cluster
+  from the status file the job writes (``--metrics-file``, :mod:`timeweave.jobs.metrics_file`), so cluster
   deploy mode works; in client mode without one, from the ``TIMEWEAVE_METRICS {json}`` line of stdout.
 
-Both accept the job config of :mod:`runtime.jobs.config` as a dict, a JSON string or a path to a JSON
+Both accept the job config of :mod:`timeweave.jobs.config` as a dict, a JSON string or a path to a JSON
 file, and validate it before anything starts.  ``kill()`` stops a running job from another thread or
 a signal handler (the operator's ``on_kill``).
 """
@@ -43,16 +43,16 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_plugin.utils.metrics_file import clear_status, read_status
-from runtime.jobs.cli import METRICS_PREFIX as _CLI_METRICS_PREFIX
-from runtime.jobs.config import load_job_config as load_runtime_job_config
+from timeweave.airflow.utils.metrics_file import clear_status, read_status
+from timeweave.jobs.cli import METRICS_PREFIX as _CLI_METRICS_PREFIX
+from timeweave.jobs.config import load_job_config as load_runtime_job_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 #: The prefix of the one line the job CLI prints with its metrics as JSON (the CLI's own constant).
 METRICS_PREFIX = _CLI_METRICS_PREFIX.strip()
-#: The job kinds ``runtime.jobs.run`` and the job CLI understand.
+#: The job kinds ``timeweave.jobs.run`` and the job CLI understand.
 JOB_KINDS = ("streaming", "backfill")
 #: The launchers this hook knows.
 LAUNCHERS = ("local", "spark-submit")
@@ -63,7 +63,7 @@ DEPLOY_MODES = ("client", "cluster")
 #: Spark properties that make spark-submit return once a cluster-mode application is accepted (a deferred
 #: task watches the status file instead of holding a worker while the application runs).
 _NO_WAIT_CONF = {"spark.yarn.submit.waitAppCompletion": "false", "spark.kubernetes.submission.waitAppCompletion": "false"}
-#: Job arguments per kind (those of ``runtime.jobs.run`` / the job CLI); anything else is a mistake the
+#: Job arguments per kind (those of ``timeweave.jobs.run`` / the job CLI); anything else is a mistake the
 #: user should hear about before a job starts.
 _JOB_ARGUMENTS: Mapping[str, frozenset[str]] = {
     "streaming": frozenset({"flush", "heartbeat", "timeout_seconds", "until_idle"}),
@@ -78,7 +78,7 @@ class TimeweaveJobError(AirflowException):
 
 
 def load_job_config(config: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str, Any]:
-    """The job config as a plain JSON-able dict, validated by :func:`runtime.jobs.config.load_job_config`.
+    """The job config as a plain JSON-able dict, validated by :func:`timeweave.jobs.config.load_job_config`.
 
     ``config`` is a dict, a JSON string (starting with ``{``) or a path to a JSON file.
 
@@ -226,7 +226,7 @@ def _resolve_binary(name: str) -> str:
 
 def default_application() -> str:
     """The Python file spark-submit runs: a launcher alone in its directory (see ``spark_app/``)."""
-    spec = find_spec("airflow_plugin.spark_app.timeweave_job")
+    spec = find_spec("timeweave.airflow.spark_app.timeweave_job")
     if spec is None or spec.origin is None:  # pragma: no cover - the file ships with the package
         raise TimeweaveJobError("cannot locate airflow_plugin/spark_app/timeweave_job.py")
     return spec.origin
@@ -272,7 +272,7 @@ class TimeweaveHook(SparkSubmitHook):
         ``spark-binary``, ``queue``, ``namespace``, ``principal``, ``keytab`` (as the Spark provider reads
         them) and ``metrics-dir`` (a directory or URI, reachable by driver and worker, for the jobs'
         status files).  None: the master is ``spark_conf["spark.master"]`` or ``local[*]``.
-    :param launcher: ``"local"`` (in-process, via ``runtime.jobs.run``) or ``"spark-submit"``.
+    :param launcher: ``"local"`` (in-process, via ``timeweave.jobs.run``) or ``"spark-submit"``.
     :param spark_conf: Spark properties: ``--conf`` pairs for spark-submit; builder options locally.
     :param application: the Python file spark-submit runs; defaults to the packaged launcher (in
         Kubernetes cluster mode, a ``local://`` path inside the image).
@@ -428,7 +428,7 @@ class TimeweaveHook(SparkSubmitHook):
     def run(self, kind: str, config: Mapping[str, Any] | str | os.PathLike[str], **job_args: Any) -> dict[str, Any]:
         """Run a ``kind`` job (``"streaming"`` or ``"backfill"``) and return its metrics as plain JSON values.
 
-        ``job_args`` are those of ``runtime.jobs.run``: ``flush``, ``heartbeat``, ``timeout_seconds``,
+        ``job_args`` are those of ``timeweave.jobs.run``: ``flush``, ``heartbeat``, ``timeout_seconds``,
         ``until_idle`` for streaming; ``start``, ``end``, ``slices``, ``only``, ``slices_per_job`` for backfill.
         """
         _check_job_arguments(kind, job_args)
@@ -439,8 +439,8 @@ class TimeweaveHook(SparkSubmitHook):
         return self.submit_job(kind, job, **job_args)
 
     def run_in_process(self, kind: str, config: Mapping[str, Any], **job_args: Any) -> dict[str, Any]:
-        """Run the job on this process's SparkSession via ``runtime.jobs.run``."""
-        from runtime import jobs
+        """Run the job on this process's SparkSession via ``timeweave.jobs.run``."""
+        from timeweave import jobs
 
         spark = self.get_conn()
         tag = f"timeweave-{kind}-{uuid.uuid4().hex[:12]}"

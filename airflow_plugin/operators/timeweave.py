@@ -5,14 +5,14 @@
   of input), or a long-running ``processingTime`` job.
 * :class:`TimeweaveBackfillOperator` recomputes the run's data interval in N slices.
 
-Both hand the work to :class:`~airflow_plugin.hooks.timeweave.TimeweaveHook` (in-process, or
+Both hand the work to :class:`~timeweave.airflow.hooks.timeweave.TimeweaveHook` (in-process, or
 spark-submit through the Spark provider's hook with every one of its options: ``jars``, ``packages``,
 ``files``, executor resources, ``keytab``/``principal``, ``deploy_mode="cluster"``, ...) and return the
 job's metrics dict (``rows_in_left``, ``rows_in_right``, ``rows_out``, ``late``, ``dead_letter``,
 ``watermark``, ...), which Airflow stores as the ``return_value`` XCom.  ``on_kill`` stops the Spark job.
 
 With ``deferrable=True`` (spark-submit only) the task starts the job and defers to
-:class:`~airflow_plugin.triggers.timeweave.TimeweaveJobTrigger`, which watches the job's status file from
+:class:`~timeweave.airflow.triggers.timeweave.TimeweaveJobTrigger`, which watches the job's status file from
 the triggerer: no worker slot is held while a long streaming job runs.
 
 Both name their datasets to OpenLineage (``get_openlineage_facets_on_start`` / ``_on_complete``): inputs
@@ -34,11 +34,11 @@ from typing import Any, ClassVar
 
 from airflow.sdk import BaseOperator, Context
 
-from airflow_plugin.hooks.timeweave import TimeweaveHook, TimeweaveJobError, load_job_config, utc_naive
-from airflow_plugin.triggers.timeweave import TimeweaveJobTrigger
-from airflow_plugin.utils.metrics_file import dataset_uri
-from runtime.jobs.config import load_job_config as load_runtime_job_config
-from runtime.jobs.config import parse_duration
+from timeweave.airflow.hooks.timeweave import TimeweaveHook, TimeweaveJobError, load_job_config, utc_naive
+from timeweave.airflow.triggers.timeweave import TimeweaveJobTrigger
+from timeweave.airflow.utils.metrics_file import dataset_uri
+from timeweave.jobs.config import load_job_config as load_runtime_job_config
+from timeweave.jobs.config import parse_duration
 
 ConfigSource = Mapping[str, Any] | str
 #: ``SparkSubmitHook`` arguments the operators pass on to the hook unchanged (see ``TimeweaveHook``).

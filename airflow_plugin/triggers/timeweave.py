@@ -1,9 +1,9 @@
 """The trigger of a deferred timeweave job: watches the job's status file from the triggerer.
 
-A deferrable :class:`~airflow_plugin.operators.timeweave.TimeweaveStreamingOperator` starts its job through
+A deferrable :class:`~timeweave.airflow.operators.timeweave.TimeweaveStreamingOperator` starts its job through
 spark-submit and hands it to :class:`TimeweaveJobTrigger`; the task then holds no worker slot while the
 job runs.  The trigger polls the status file the job keeps (``timeweave-job --metrics-file``,
-:mod:`runtime.jobs.metrics_file`), logs each new progress update, and fires one event when the job is
+:mod:`timeweave.jobs.metrics_file`), logs each new progress update, and fires one event when the job is
 done: ``{"status": "success", "metrics": {...}}`` or ``{"status": "error", "error": "..."}`` (the job's
 own error, a driver that died without a final state, or a job that never started).
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_plugin.utils.metrics_file import read_status
+from timeweave.airflow.utils.metrics_file import read_status
 
 
 def _process_alive(pid: int) -> bool:

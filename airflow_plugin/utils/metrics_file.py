@@ -1,4 +1,4 @@
-"""Reading a job's status file (written by ``timeweave-job --metrics-file``, :mod:`runtime.jobs.metrics_file`).
+"""Reading a job's status file (written by ``timeweave-job --metrics-file``, :mod:`timeweave.jobs.metrics_file`).
 
 Light on purpose (no Spark, no hook): the triggerer imports it to watch a deferred job.  A local path or
 ``file://`` URI is read directly; any other URI through Airflow's ``ObjectStoragePath`` (fsspec), with

@@ -3,11 +3,11 @@
   and its arguments documented in schema.yml): argument validation with the same rules and messages as runtime/core/spec.py, relation introspection,
   and the rendering of each side.  The SQL plan itself lives in timeweave_sql.sql, shared with Python.
 
-  Why validate here again: dbt's Jinja cannot import runtime.core, so the rules of VersionedTableSpec /
+  Why validate here again: dbt's Jinja cannot import timeweave.core, so the rules of VersionedTableSpec /
   TemporalJoinSpec are restated; tests/dbt/test_dbt_models.py checks both doors reject the same input.
 -#}
 
-{#- Raise "<model>: <where>: argument '<argument>': <message>", the format of runtime.core.errors.SpecError. -#}
+{#- Raise "<model>: <where>: argument '<argument>': <message>", the format of timeweave.core.errors.SpecError. -#}
 {% macro _spec_error(where, argument, message) -%}
   {%- set owner = (model.name ~ ': ') if model is defined and model and model.name is defined else '' -%}
   {{ exceptions.raise_compiler_error(owner ~ where ~ ": argument '" ~ argument ~ "': " ~ message) }}

@@ -1,6 +1,6 @@
 {#-
   timeweave.default_delete_ops(): the op codes read as "no version from here on" (Flink's -D / -U,
-  Debezium's d, ...): runtime.core.changelog.DELETE_OPS, which a test keeps equal.  -U counts as a delete;
+  Debezium's d, ...): timeweave.core.changelog.DELETE_OPS, which a test keeps equal.  -U counts as a delete;
   the +U at the same time wins.  The default of the `delete_ops` argument of temporal_join, versioned_view
   and temporal_join_dead_letter.
 

@@ -1,6 +1,6 @@
 {#-
   timeweave.default_upsert_ops(): the op codes read as "a version starts here" (Flink's +I / +U, Debezium's
-  c / r / u, ...): runtime.core.changelog.UPSERT_OPS, which a test keeps equal.  The default of the
+  c / r / u, ...): timeweave.core.changelog.UPSERT_OPS, which a test keeps equal.  The default of the
   `upsert_ops` argument of temporal_join, versioned_view and temporal_join_dead_letter.
 
   Example:

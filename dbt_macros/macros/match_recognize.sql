@@ -2,7 +2,7 @@
   timeweave.match_recognize: SQL:2016 row pattern recognition (Flink's MATCH_RECOGNIZE, with WITHIN)
       SELECT * FROM <relation> MATCH_RECOGNIZE ( <clause> )
   as one SELECT over the session UDTF timeweave_match_recognize, which the dbt_timeweave plugin registers
-  (runtime.register) and which runs the same engine-free core as runtime.match_recognize.  `clause` is the
+  (timeweave.register) and which runs the same engine-free core as timeweave.match_recognize.  `clause` is the
   text between the parentheses; the UDTF partitions and orders its input as the clause says, and checks
   the clause and its columns when Spark analyzes the model (errors give the line and column in `clause`).
   Output: ONE ROW PER MATCH -> PARTITION BY columns + measures; ALL ROWS PER MATCH -> PARTITION BY, ORDER BY

@@ -36,7 +36,7 @@
     everywhere.  The cast of a binary literal is foldable, so it is accepted where Spark wants a constant
     (named_struct field names, a UDTF's constant argument).  Plain text ([A-Za-z0-9_ ]) stays a readable
     '...' literal: those characters are inert in a literal under every setting.
-    runtime.spark.render.sql_string renders this macro for Python, so both doors share the one rule. -#}
+    timeweave.spark.render.sql_string renders this macro for Python, so both doors share the one rule. -#}
 {%- macro timeweave__str(text) -%}
 {%- set s = text | string -%}
 {%- if s | list | reject('in', 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_ ') | list | length == 0 -%}

@@ -1,8 +1,8 @@
 """The engine-free operator core: specs, version histories, keyed operators.  Never imports pyspark."""
 
-from runtime.core.changelog import ChangeKind, classify_op
-from runtime.core.errors import QuerySyntaxError, SpecError, TimeweaveError
-from runtime.core.spec import (
+from timeweave.core.changelog import ChangeKind, classify_op
+from timeweave.core.errors import QuerySyntaxError, SpecError, TimeweaveError
+from timeweave.core.spec import (
     JoinType,
     StateRetention,
     TemporalJoinSpec,
@@ -10,15 +10,15 @@ from runtime.core.spec import (
     VersionedTableSpec,
     VersionFormat,
 )
-from runtime.core.state import NO_WATERMARK, InMemoryKeyContext, KeyContext
-from runtime.core.temporal_join import (
+from timeweave.core.state import NO_WATERMARK, InMemoryKeyContext, KeyContext
+from timeweave.core.temporal_join import (
     EventTimeTemporalJoin,
     Joined,
     Late,
     LeftRow,
     ProcessingTimeTemporalJoin,
 )
-from runtime.core.versioned import Match, VersionEvent, VersionHistory
+from timeweave.core.versioned import Match, VersionEvent, VersionHistory
 
 __all__ = [
     "NO_WATERMARK",

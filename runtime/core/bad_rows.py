@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from runtime.core.errors import SpecError
+from timeweave.core.errors import SpecError
 
 #: The key of the raw record in a malformed record's dead-letter ``row`` JSON.
 RAW_FIELD = "_corrupt_record"
@@ -53,7 +53,7 @@ def check_reader_options(file_format: str, options: Mapping[str, str], where: st
     >>> check_reader_options("csv", {"mode": "DROPMALFORMED"}, "left source")
     Traceback (most recent call last):
     ...
-    runtime.core.errors.SpecError: left source: argument 'options.mode': mode 'DROPMALFORMED' is not supported: ...
+    timeweave.core.errors.SpecError: left source: argument 'options.mode': mode 'DROPMALFORMED' is not supported: ...
     """
     if file_format not in TEXT_FORMATS:
         return

@@ -1,6 +1,6 @@
 """Durations as job configs and doors write them (``"90 seconds"``, ``"2 hours"``), read as microseconds.
 
-Engine-free: the streaming adapters (``runtime.spark``) and the job configs (``runtime.jobs``) read watermark
+Engine-free: the streaming adapters (``timeweave.spark``) and the job configs (``timeweave.jobs``) read watermark
 delays and retention times with the one rule here.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from runtime.core.errors import SpecError
+from timeweave.core.errors import SpecError
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(microseconds?|milliseconds?|ms|seconds?|s|minutes?|min|hours?|h|days?|d)\s*$", re.I)
 _UNIT_US = {

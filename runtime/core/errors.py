@@ -43,7 +43,7 @@ class QuerySyntaxError(TimeweaveError, ValueError):
 
 class StateFormatError(TimeweaveError, ValueError):
     """Stored state (a checkpoint cell, a backfill state file) that is not this release's state format, or is
-    damaged; nothing of it was executed (:mod:`runtime.core.state_codec` only rebuilds plain data).
+    damaged; nothing of it was executed (:mod:`timeweave.core.state_codec` only rebuilds plain data).
 
     ``where`` names the state when known.
 

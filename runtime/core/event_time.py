@@ -3,7 +3,7 @@
 The core counts event time in µs since the epoch (a Python int): TIMESTAMP's whole range,
 0001-01-01 00:00:00 (:data:`MIN_TIME_US`) to 9999-12-31 23:59:59.999999 (:data:`MAX_TIME_US`), 1970 no
 boundary.  Watermarks add two values outside that range: ``NO_WATERMARK`` (none yet) and
-``END_OF_TIME`` (end of input: every time has passed), both in :mod:`runtime.core.state`.
+``END_OF_TIME`` (end of input: every time has passed), both in :mod:`timeweave.core.state`.
 
 Spark's event-time watermark and timers are milliseconds, and Spark's watermark cannot reach either end:
 
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from runtime.core.state import END_OF_TIME, NO_WATERMARK
+from timeweave.core.state import END_OF_TIME, NO_WATERMARK
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: 0001-01-01 00:00:00 UTC in µs since the epoch: TIMESTAMP's first value.

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.pattern import ClauseSpec, parse_clause
-from runtime.core.sql_tokens import Token, TokenType, tokenize
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.pattern import ClauseSpec, parse_clause
+from timeweave.core.sql_tokens import Token, TokenType, tokenize
 
 _NOT_ALIAS = {
     "WHERE", "GROUP", "ORDER", "HAVING", "LIMIT", "UNION", "INTERSECT", "EXCEPT", "MINUS", "JOIN", "LEFT", "RIGHT",

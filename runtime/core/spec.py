@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from runtime.core.errors import SpecError
+from timeweave.core.errors import SpecError
 
 #: Column kinds the specs reason about; adapters map engine types onto these.
 TIMESTAMP = "timestamp"
@@ -128,7 +128,7 @@ class VersionedTableSpec:
         >>> VersionedTableSpec("k", "t").bind({"k": "string", "t": "string"})
         Traceback (most recent call last):
         ...
-        runtime.core.errors.SpecError: versioned: argument 'time': column 't' must be a timestamp, found string
+        timeweave.core.errors.SpecError: versioned: argument 'time': column 't' must be a timestamp, found string
         """
         _require_columns(schema, self.key, "key", self.where)
         _require_columns(schema, [self.time], "time", self.where)

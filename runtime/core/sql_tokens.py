@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from runtime.core.errors import QuerySyntaxError
+from timeweave.core.errors import QuerySyntaxError
 
 
 class TokenType(IntEnum):

@@ -13,9 +13,9 @@ The payload is MessagePack.  Plain values (``None``, bools, ints, floats, str, b
 are MessagePack's own; everything else is an extension type with an explicit tag: tuples, sets,
 ``Decimal`` (its exact text), ``datetime``/``date``/``time``/``timedelta`` (their fields; aware datetimes
 with a fixed offset or a ``zoneinfo`` key), integers beyond 64 bits (decimal text), ``ARRAY_AGG`` chains,
-and the core's state objects (:class:`~runtime.core.temporal_join.LeftBuffer`,
-:class:`~runtime.core.versioned.VersionHistory`, :class:`~runtime.core.versioned.VersionEvent`,
-:class:`~runtime.core.pattern.operator.HeldMatcher`), each rebuilt by its own ``from_state`` from the
+and the core's state objects (:class:`~timeweave.core.temporal_join.LeftBuffer`,
+:class:`~timeweave.core.versioned.VersionHistory`, :class:`~timeweave.core.versioned.VersionEvent`,
+:class:`~timeweave.core.pattern.operator.HeldMatcher`), each rebuilt by its own ``from_state`` from the
 plain data its ``to_state`` gave.  An unknown version, a wrong magic, a bad checksum, an unknown tag or
 a malformed structure raise :class:`StateFormatError` naming the state.  State written by releases
 before this format (pickles) is refused with the same error, saying how to rebuild it.
@@ -28,7 +28,7 @@ True
 >>> decode(b"TWst\\x07" + bytes(4), where="my state")
 Traceback (most recent call last):
 ...
-runtime.core.errors.StateFormatError: my state: unknown state format version 7 (this release reads version 1); ...
+timeweave.core.errors.StateFormatError: my state: unknown state format version 7 (this release reads version 1); ...
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgpack
 
-from runtime.core.errors import StateFormatError
+from timeweave.core.errors import StateFormatError
 
 MAGIC = b"TWst"
 #: The format version this release writes and the only one it reads.
@@ -117,10 +117,10 @@ def _default(value: Any) -> msgpack.ExtType:
         return msgpack.ExtType(_SET if cls is set else _FROZENSET, _pack(list(value)))
     if cls is int:  # beyond MessagePack's 64 bits (a SUM may grow there)
         return msgpack.ExtType(_BIGINT, str(value).encode())
-    from runtime.core.pattern.aggregates import ArrayChain
-    from runtime.core.pattern.operator import HeldMatcher
-    from runtime.core.temporal_join import LeftBuffer
-    from runtime.core.versioned import VersionEvent, VersionHistory
+    from timeweave.core.pattern.aggregates import ArrayChain
+    from timeweave.core.pattern.operator import HeldMatcher
+    from timeweave.core.temporal_join import LeftBuffer
+    from timeweave.core.versioned import VersionEvent, VersionHistory
 
     if cls is LeftBuffer:
         return msgpack.ExtType(_LEFT_BUFFER, _pack(value.to_state()))
@@ -197,23 +197,23 @@ def _ext(tag: int, data: bytes) -> Any:
     if tag == _FROZENSET:
         return frozenset(_list(value, "frozenset"))
     if tag == _ARRAY_CHAIN:
-        from runtime.core.pattern.aggregates import ArrayChain
+        from timeweave.core.pattern.aggregates import ArrayChain
 
         return ArrayChain.of(_list(value, "ARRAY_AGG state"))
     if tag == _LEFT_BUFFER:
-        from runtime.core.temporal_join import LeftBuffer
+        from timeweave.core.temporal_join import LeftBuffer
 
         return LeftBuffer.from_state(value)
     if tag == _VERSION_HISTORY:
-        from runtime.core.versioned import VersionHistory
+        from timeweave.core.versioned import VersionHistory
 
         return VersionHistory.from_state(value)
     if tag == _VERSION_EVENT:
-        from runtime.core.versioned import VersionEvent
+        from timeweave.core.versioned import VersionEvent
 
         return VersionEvent.from_state(value)
     if tag == _HELD_MATCHER:
-        from runtime.core.pattern.operator import HeldMatcher
+        from timeweave.core.pattern.operator import HeldMatcher
 
         return HeldMatcher.from_state(value)
     raise _malformed(f"unknown value tag {tag}")
@@ -246,7 +246,7 @@ def expect(condition: bool, message: str) -> None:
     >>> expect(False, "left buffer: columns of unequal length")
     Traceback (most recent call last):
     ...
-    runtime.core.errors.StateFormatError: malformed state: left buffer: columns of unequal length
+    timeweave.core.errors.StateFormatError: malformed state: left buffer: columns of unequal length
     """
     if not condition:
         raise _malformed(message)
@@ -282,7 +282,7 @@ def decode(blob: bytes | bytearray | memoryview, *, where: str | None = None) ->
     >>> decode(b"\\x80\\x05K\\x01.", where="checkpoint cell of key 'k'")
     Traceback (most recent call last):
     ...
-    runtime.core.errors.StateFormatError: checkpoint cell of key 'k': state written by an earlier timeweave release ...
+    timeweave.core.errors.StateFormatError: checkpoint cell of key 'k': state written by an earlier timeweave release ...
     """
     data = blob if blob.__class__ is bytes else bytes(blob)  # (no copy of a hot key's cell of 100s of MB)
     if data[:1] == b"\x80":  # a pickle (protocol 2 and later): every earlier release's state
@@ -363,9 +363,9 @@ def _cell_value(value: Any, column: bool = False) -> list[Any]:
 
 
 def _cell_kinds() -> dict[type, int]:
-    from runtime.core.pattern.operator import HeldMatcher
-    from runtime.core.temporal_join import LeftBuffer
-    from runtime.core.versioned import VersionEvent, VersionHistory
+    from timeweave.core.pattern.operator import HeldMatcher
+    from timeweave.core.temporal_join import LeftBuffer
+    from timeweave.core.versioned import VersionEvent, VersionHistory
 
     return {LeftBuffer: _CELL_LEFT_BUFFER, VersionHistory: _CELL_VERSION_HISTORY, VersionEvent: _CELL_VERSION_EVENT,
             HeldMatcher: _CELL_MATCHER}
@@ -398,19 +398,19 @@ def _cell_from(item: Any) -> Any:
             raise _malformed("tuple columns of unequal length")
         return list(zip(*columns, strict=True))
     if kind == _CELL_LEFT_BUFFER:
-        from runtime.core.temporal_join import LeftBuffer
+        from timeweave.core.temporal_join import LeftBuffer
 
         return LeftBuffer.from_state(data)
     if kind == _CELL_VERSION_HISTORY:
-        from runtime.core.versioned import VersionHistory
+        from timeweave.core.versioned import VersionHistory
 
         return VersionHistory.from_state(data)
     if kind == _CELL_VERSION_EVENT:
-        from runtime.core.versioned import VersionEvent
+        from timeweave.core.versioned import VersionEvent
 
         return VersionEvent.from_state(data)
     if kind == _CELL_MATCHER:
-        from runtime.core.pattern.operator import HeldMatcher
+        from timeweave.core.pattern.operator import HeldMatcher
 
         return HeldMatcher.from_state(data)
     raise _malformed(f"unknown cell value kind {kind}")
@@ -481,7 +481,7 @@ def join(manifest: bytes, piece: Any, *, where: str | None = None) -> bytes:
     >>> join(manifest, {0: pieces[0], 1: pieces[2], 2: pieces[1]}.get, where="cell of key 'k'")
     Traceback (most recent call last):
     ...
-    runtime.core.errors.StateFormatError: cell of key 'k': malformed state: piece 1 of 3 is piece 2 of 3
+    timeweave.core.errors.StateFormatError: cell of key 'k': malformed state: piece 1 of 3 is piece 2 of 3
     """
     info = decode(manifest, where=where)
     if not (isinstance(info, dict) and set(info) == {"pieces", "bytes", "crc"}

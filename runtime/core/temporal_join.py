@@ -17,7 +17,7 @@
 * the operator matches only: the join type, the extra predicate and the projection are applied
   after it, by the same finalize step the batch plan uses, so streaming and batch cannot disagree.
 
-Idle-state retention (:class:`~runtime.core.spec.StateRetention`) runs on event-time timers: every
+Idle-state retention (:class:`~timeweave.core.spec.StateRetention`) runs on event-time timers: every
 element pushes the key's cleanup time to ``watermark + max_idle`` unless it is already beyond
 ``watermark + min_idle``; when the watermark reaches it the key's state is dropped after its
 buffered rows are emitted, so no row is lost.
@@ -32,11 +32,11 @@ from itertools import islice
 from operator import le, lt
 from typing import Any
 
-from runtime.core.errors import SpecError
-from runtime.core.spec import StateRetention, TemporalJoinSpec
-from runtime.core.state import NO_WATERMARK, KeyContext
-from runtime.core.state_codec import expect, from_int64s, int64s
-from runtime.core.versioned import Match, VersionEvent, VersionHistory
+from timeweave.core.errors import SpecError
+from timeweave.core.spec import StateRetention, TemporalJoinSpec
+from timeweave.core.state import NO_WATERMARK, KeyContext
+from timeweave.core.state_codec import expect, from_int64s, int64s
+from timeweave.core.versioned import Match, VersionEvent, VersionHistory
 
 # State names, declared once (Flink declares its state handles in open()).
 LEFT = "left"  # LeftBuffer: probe rows waiting for the watermark, column-wise, in (time, seq) order
@@ -81,7 +81,7 @@ class LeftBuffer:
         return (LeftBuffer, (self.times, self.seqs, self.payloads))
 
     def to_state(self) -> list[list[Any]]:
-        """The buffer as plain data for :mod:`runtime.core.state_codec`: its three columns.
+        """The buffer as plain data for :mod:`timeweave.core.state_codec`: its three columns.
 
         >>> b = LeftBuffer([1, 2], [0, 1], ["x", "y"]); LeftBuffer.from_state(b.to_state()) == b
         True
@@ -213,8 +213,8 @@ class JoinedRows:
 class EventTimeTemporalJoin:
     """Event-time temporal join of one key; see the module docstring for the rules.
 
-    >>> from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
-    >>> from runtime.core.state import InMemoryKeyContext
+    >>> from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+    >>> from timeweave.core.state import InMemoryKeyContext
     >>> op = EventTimeTemporalJoin(TemporalJoinSpec(VersionedTableSpec("k", "t"), left_time="t"))
     >>> ctx = InMemoryKeyContext()
     >>> list(op.process_right(ctx, VersionEvent(10, 0, False, "v1")))
@@ -246,8 +246,8 @@ class EventTimeTemporalJoin:
         same state, with one state update (adapters feeding micro-batches call this; per row, the
         buffering costs more than the rule).
 
-        >>> from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
-        >>> from runtime.core.state import InMemoryKeyContext
+        >>> from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+        >>> from timeweave.core.state import InMemoryKeyContext
         >>> op = EventTimeTemporalJoin(TemporalJoinSpec(VersionedTableSpec("k", "t"), left_time="t"))
         >>> ctx = InMemoryKeyContext(current_watermark=10)
         >>> [o.left.payload for o in op.process_left_rows(ctx, [LeftRow(12, 0, "a"), LeftRow(5, 1, "late")])]
@@ -265,8 +265,8 @@ class EventTimeTemporalJoin:
         """:meth:`process_left_rows` over parallel sequences (time, seq, payload of each row, in arrival
         order): no object per row.  Returns the late rows' outputs.
 
-        >>> from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
-        >>> from runtime.core.state import InMemoryKeyContext
+        >>> from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+        >>> from timeweave.core.state import InMemoryKeyContext
         >>> op = EventTimeTemporalJoin(TemporalJoinSpec(VersionedTableSpec("k", "t"), left_time="t"))
         >>> ctx = InMemoryKeyContext(current_watermark=10)
         >>> [o.reason for o in op.process_left_columns(ctx, [12, 5], [0, 1], ["a", "late"])]
@@ -310,8 +310,8 @@ class EventTimeTemporalJoin:
         """:meth:`on_watermark`'s work with its joined rows column-wise (None when no row is emitted): no
         object per row.  The state changes are on_watermark's.
 
-        >>> from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
-        >>> from runtime.core.state import InMemoryKeyContext
+        >>> from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+        >>> from timeweave.core.state import InMemoryKeyContext
         >>> op = EventTimeTemporalJoin(TemporalJoinSpec(VersionedTableSpec("k", "t"), left_time="t"))
         >>> ctx = InMemoryKeyContext()
         >>> _ = op.process_left_columns(ctx, [15, 30], [0, 1], ["o1", "o2"])

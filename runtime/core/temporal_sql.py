@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.sql_tokens import Token, TokenType, tokenize
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.sql_tokens import Token, TokenType, tokenize
 
 _END_WORDS = {
     "WHERE", "GROUP", "ORDER", "HAVING", "LIMIT", "UNION", "INTERSECT", "EXCEPT", "MINUS", "JOIN", "LEFT", "RIGHT",

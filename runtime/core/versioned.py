@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from runtime.core.state_codec import expect
+from timeweave.core.state_codec import expect
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +30,7 @@ class VersionEvent:
     payload: Any = None
 
     def to_state(self) -> list[Any]:
-        """The event as plain data for :mod:`runtime.core.state_codec`.
+        """The event as plain data for :mod:`timeweave.core.state_codec`.
 
         >>> VersionEvent.from_state(VersionEvent(5, 1, False, "a").to_state())
         VersionEvent(time=5, seq=1, deleted=False, payload='a')
@@ -143,7 +143,7 @@ class VersionHistory:
         return len(self.events)
 
     def to_state(self) -> list[list[Any]]:
-        """The history as plain data for :mod:`runtime.core.state_codec`: its events column-wise.
+        """The history as plain data for :mod:`timeweave.core.state_codec`: its events column-wise.
 
         >>> h = VersionHistory.of([VersionEvent(10, 0, False, "a"), VersionEvent(20, 1, True)])
         >>> VersionHistory.from_state(h.to_state()) == h

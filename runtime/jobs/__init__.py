@@ -1,9 +1,9 @@
-"""Job entry points: the streaming job and the backfill job, one JSON config (:mod:`runtime.jobs.config`).
+"""Job entry points: the streaming job and the backfill job, one JSON config (:mod:`timeweave.jobs.config`).
 
 The config decides what runs: a temporal join, or a MATCH_RECOGNIZE when it has a ``match_recognize``
-section (:func:`runtime.jobs.config.load_job_config`).
+section (:func:`timeweave.jobs.config.load_job_config`).
 
-``python -m runtime.jobs streaming --config job.json`` / ``python -m runtime.jobs backfill ...`` on the
+``python -m timeweave.jobs streaming --config job.json`` / ``python -m timeweave.jobs backfill ...`` on the
 command line (spark-submit-able), :func:`run` in-process.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from runtime.core.errors import SpecError
+from timeweave.core.errors import SpecError
 
 KINDS = ("streaming", "backfill")
 
@@ -21,21 +21,21 @@ KINDS = ("streaming", "backfill")
 def run(kind: str, config: Any | Mapping[str, Any] | str | Path, spark=None, **kw: Any) -> dict:
     """Run a job of ``kind`` (``streaming`` or ``backfill``) on ``config``; returns its metrics.
 
-    ``kw`` goes to :func:`runtime.jobs.streaming.run_streaming` (``flush``, ``heartbeat``,
-    ``timeout_seconds``, ``until_idle``) or :func:`runtime.jobs.backfill.run_backfill` (``start``,
-    ``end``, ``slices``, ``only``); both take ``run_dir`` (:mod:`runtime.jobs.run_dir`, for the run report).
+    ``kw`` goes to :func:`timeweave.jobs.streaming.run_streaming` (``flush``, ``heartbeat``,
+    ``timeout_seconds``, ``until_idle``) or :func:`timeweave.jobs.backfill.run_backfill` (``start``,
+    ``end``, ``slices``, ``only``); both take ``run_dir`` (:mod:`timeweave.jobs.run_dir`, for the run report).
 
     >>> run("nightly", {})
     Traceback (most recent call last):
     ...
-    runtime.core.errors.SpecError: jobs: argument 'kind': unknown job kind 'nightly'; use one of ['streaming', 'backfill']
+    timeweave.core.errors.SpecError: jobs: argument 'kind': unknown job kind 'nightly'; use one of ['streaming', 'backfill']
     """
     if kind == "streaming":
-        from runtime.jobs.streaming import run_streaming
+        from timeweave.jobs.streaming import run_streaming
 
         return run_streaming(config, spark=spark, **kw)
     if kind == "backfill":
-        from runtime.jobs.backfill import run_backfill
+        from timeweave.jobs.backfill import run_backfill
 
         return run_backfill(config, spark=spark, **kw)
     raise SpecError("kind", f"unknown job kind {kind!r}; use one of {list(KINDS)}", where="jobs")

@@ -1,6 +1,6 @@
-"""``python -m runtime.jobs <kind> --config job.json ...`` (see :mod:`runtime.jobs.cli`)."""
+"""``python -m timeweave.jobs <kind> --config job.json ...`` (see :mod:`timeweave.jobs.cli`)."""
 
-from runtime.jobs.cli import main
+from timeweave.jobs.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

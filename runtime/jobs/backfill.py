@@ -1,12 +1,12 @@
 """The backfill job: a time range of file sources through the temporal join or MATCH_RECOGNIZE in N slices.
 
-``python -m runtime.jobs backfill --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3``
+``python -m timeweave.jobs backfill --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3``
 or in-process :func:`run_backfill`.  A temporal-join job keeps its state in ``<checkpoint>/backfill_state``
 (or ``<output.path>_state``); a MATCH_RECOGNIZE job (a config with a ``match_recognize`` section) keeps
-its matcher state under ``<output.path>/_state`` (:mod:`runtime.spark.match_recognize_backfill`).  Either
+its matcher state under ``<output.path>/_state`` (:mod:`timeweave.spark.match_recognize_backfill`).  Either
 way a re-run of any slice finds the state at its start edge.
 
-CSV / JSON records that do not fit the source's schema (:mod:`runtime.spark.sources`) belong to no slice:
+CSV / JSON records that do not fit the source's schema (:mod:`timeweave.spark.sources`) belong to no slice:
 every run rewrites them under ``<dead_letter>/slice=malformed`` (``side``, ``reason``, ``row``: the reason
 names the column and type, or the wrong field count; ``row`` holds the text read and the raw record) and
 counts them in ``malformed`` and ``dead_letter`` (and, as the streaming job does, in the rows in).
@@ -21,9 +21,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from runtime.core.errors import SpecError
-from runtime.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig, load_job_config, parse_utc_timestamp
-from runtime.jobs.run_dir import run_recorded
+from timeweave.core.errors import SpecError
+from timeweave.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig, load_job_config, parse_utc_timestamp
+from timeweave.jobs.run_dir import run_recorded
 
 _log = logging.getLogger("timeweave.backfill")
 
@@ -34,15 +34,15 @@ MALFORMED_SLICE = "malformed"
 
 def read_batch(spark, source: SourceConfig):
     """A file source as a batch DataFrame with the configured schema; CSV / JSON records tagged malformed or
-    not (:func:`runtime.spark.sources.read_source`)."""
-    from runtime.spark.sources import read_source
+    not (:func:`timeweave.spark.sources.read_source`)."""
+    from timeweave.spark.sources import read_source
 
     return read_source(spark.read, source.format, source.schema, source.options, source.path)
 
 
 def _sources(spark, sources: Mapping[str, SourceConfig]) -> tuple[dict[str, Any], Any]:
     """Each side's well-formed rows, and the malformed records of all sides (None when no source is CSV / JSON)."""
-    from runtime.spark.sources import is_tagged, split_malformed
+    from timeweave.spark.sources import is_tagged, split_malformed
 
     rows, dead = {}, None
     for side, source in sources.items():
@@ -79,14 +79,14 @@ def run_backfill(
 ) -> dict:
     """Run the backfill of ``config`` over ``[start, end)`` (UTC) in ``slices`` slices; returns metrics.
 
-    ``config`` is either job shape (:func:`runtime.jobs.config.load_job_config`): a temporal join, or a
+    ``config`` is either job shape (:func:`timeweave.jobs.config.load_job_config`): a temporal join, or a
     MATCH_RECOGNIZE sliced on the clause's first ORDER BY column.  ``slices_per_job`` (temporal joins
     only; default: all the run's slices) is how many contiguous slices one Spark job writes
-    (:func:`runtime.spark.backfill.run_slices`; 1: one job per slice).
+    (:func:`timeweave.spark.backfill.run_slices`; 1: one job per slice).
 
     Each slice is reported as it is written: a log line (rows, seconds), a progress bar on a terminal
     (``progress_bar``: default when stderr is a terminal and ``rich`` is installed) and, with ``run_dir``,
-    a ``slice`` event there for the run report (:mod:`runtime.jobs.run_dir`).  The metrics' ``per_slice``
+    a ``slice`` event there for the run report (:mod:`timeweave.jobs.run_dir`).  The metrics' ``per_slice``
     lists the same figures.
 
     Example::
@@ -98,7 +98,7 @@ def run_backfill(
     operator = "match_recognize" if isinstance(job, MatchRecognizeJobConfig) else "temporal_join"
     recorder = None
     if run_dir is not None:
-        from runtime.jobs.run_dir import RunRecorder
+        from timeweave.jobs.run_dir import RunRecorder
 
         recorder = RunRecorder(
             run_dir, "backfill", operator, job.raw,
@@ -120,7 +120,7 @@ def _run_backfill(
     only: Sequence[int] | None, slices_per_job: int | None, progress: SliceProgress,
 ) -> dict:
     if spark is None:
-        from runtime.jobs.session import get_session
+        from timeweave.jobs.session import get_session
 
         spark = get_session()
     kind = "MATCH_RECOGNIZE" if isinstance(job, MatchRecognizeJobConfig) else "temporal join"
@@ -129,7 +129,7 @@ def _run_backfill(
     if isinstance(job, MatchRecognizeJobConfig):
         if slices_per_job not in (None, 1):
             raise SpecError("slices_per_job", "applies to temporal-join backfills only", where="backfill")
-        from runtime.spark.match_recognize_backfill import backfill_match_recognize
+        from timeweave.spark.match_recognize_backfill import backfill_match_recognize
 
         rows, dead = _sources(spark, {"input": job.input})
         metrics = backfill_match_recognize(
@@ -142,7 +142,7 @@ def _run_backfill(
         _log.info("backfill done: %s slice(s), rows in %s, out %s, dead letter %s", metrics.get("slices"),
                   metrics.get("rows_in"), metrics.get("rows_out"), metrics.get("dead_letter"))
         return metrics
-    from runtime.spark.backfill import run_slices
+    from timeweave.spark.backfill import run_slices
 
     state = f"{job.checkpoint}/backfill_state" if job.checkpoint else f"{job.output_path}_state"
     rows, dead = _sources(spark, {"left": job.left, "right": job.right})

@@ -1,4 +1,4 @@
-"""Command line of the timeweave jobs (``timeweave-job``, or ``python -m runtime.jobs``; spark-submit-able).
+"""Command line of the timeweave jobs (``timeweave-job``, or ``python -m timeweave.jobs``; spark-submit-able).
 
 ::
 
@@ -8,15 +8,15 @@
     timeweave-job report    RUN_DIR [--output report.html]
 
 ``--run-dir DIR`` (streaming, backfill) records the run in DIR (``events.jsonl``, ``config.json``:
-:mod:`runtime.jobs.run_dir`); ``report`` turns it into one self-contained HTML page.
+:mod:`timeweave.jobs.run_dir`); ``report`` turns it into one self-contained HTML page.
 
 The last line a job prints is ``TIMEWEAVE_METRICS {json}``.  With ``--metrics-file PATH_OR_URI`` the job
-also keeps a status file there (:mod:`runtime.jobs.metrics_file`: ``running`` at the start and after every
+also keeps a status file there (:mod:`timeweave.jobs.metrics_file`: ``running`` at the start and after every
 streaming micro-batch, then ``succeeded`` with the metrics or ``failed`` with the error), which a scheduler
 reads when the driver's stdout does not reach it (cluster deploy mode, a deferred Airflow task).
 A bad config or argument prints one line on stderr (no traceback) and exits 2; ``validate`` checks a
 config without starting Spark (exit 0 or 2).  A streaming job stopped by SIGTERM or SIGINT finishes
-its current micro-batch, stops, prints its metrics and exits 0 (:func:`runtime.jobs.streaming.request_stop`).
+its current micro-batch, stops, prints its metrics and exits 0 (:func:`timeweave.jobs.streaming.request_stop`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ examples:
   timeweave-job streaming --config job.json --flush --run-dir runs/orders
   timeweave-job report runs/orders            # writes runs/orders/report.html
   timeweave-job backfill --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3
-  spark-submit --master 'local[2]' -m runtime.jobs streaming --config job.json
+  spark-submit --master 'local[2]' -m timeweave.jobs streaming --config job.json
 
 The last line of a job's output is TIMEWEAVE_METRICS {json}.  Exit codes: 0 done (also after SIGTERM /
 SIGINT on a streaming job: it stops after the current micro-batch), 2 bad config or argument."""
@@ -159,7 +159,7 @@ def _error(message: str) -> int:
 
 
 def _describe(job: Any) -> str:
-    from runtime.jobs.config import MatchRecognizeJobConfig
+    from timeweave.jobs.config import MatchRecognizeJobConfig
 
     if isinstance(job, MatchRecognizeJobConfig):
         return f"MATCH_RECOGNIZE job: input {job.input.path} -> output {job.output_path}"
@@ -169,7 +169,7 @@ def _describe(job: Any) -> str:
 def _install_stop_handlers() -> None:
     """SIGTERM / SIGINT ask the streaming job to stop after its current micro-batch (instead of killing
     the driver mid-batch, which left Spark's state store errors and a NullPointerException on stderr)."""
-    from runtime.jobs.streaming import request_stop
+    from timeweave.jobs.streaming import request_stop
 
     def handler(signum: int, _frame: Any) -> None:
         request_stop(signal.Signals(signum).name)
@@ -202,8 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.log_level)
     if args.kind == "report":
         return _report(args.run_dir, args.output)
-    from runtime.core.errors import TimeweaveError
-    from runtime.jobs.config import load_job_config
+    from timeweave.core.errors import TimeweaveError
+    from timeweave.jobs.config import load_job_config
 
     status = _status_writer(args)
     # The config is read and checked before Spark starts: a bad one costs no JVM.
@@ -217,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(f"{args.config}: valid {_describe(job)}\n")
         return 0
 
-    from runtime.jobs import run
+    from timeweave.jobs import run
 
     if status is not None:
         status.running()
@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _report(run_dir: str, output: str | None) -> int:
     """``timeweave-job report``: write the page, print its path; a run directory without events is an error line."""
-    from runtime.jobs.report import write_report
+    from timeweave.jobs.report import write_report
 
     try:
         path = write_report(run_dir, output)
@@ -263,14 +263,14 @@ def _report(run_dir: str, output: str | None) -> int:
 
 
 def _status_writer(args: argparse.Namespace) -> Any:
-    """The job's :class:`~runtime.jobs.metrics_file.StatusWriter` (``--metrics-file``), or None."""
+    """The job's :class:`~timeweave.jobs.metrics_file.StatusWriter` (``--metrics-file``), or None."""
     target = getattr(args, "metrics_file", None)
     if not target:
         return None
-    from runtime.jobs.metrics_file import StatusWriter
+    from timeweave.jobs.metrics_file import StatusWriter
 
     def session() -> Any:
-        from runtime.jobs.session import get_session
+        from timeweave.jobs.session import get_session
 
         return get_session()
 
@@ -291,7 +291,7 @@ def _final_status(status: Any, error: str) -> None:
 
 def _config_message(error: BaseException) -> str:
     """One line for a config error; a clause syntax error is located in the clause."""
-    from runtime.core.errors import QuerySyntaxError
+    from timeweave.core.errors import QuerySyntaxError
 
     text = str(error).splitlines()[0]
     if isinstance(error, QuerySyntaxError) and not text.startswith("job config"):

@@ -48,11 +48,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runtime.core.bad_rows import check_reader_options
-from runtime.core.durations import parse_duration
-from runtime.core.errors import SpecError
-from runtime.core.pattern import ClauseSpec, MatchBudget, PatternValidationError, RowsPerMatch, parse_clause
-from runtime.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
+from timeweave.core.bad_rows import check_reader_options
+from timeweave.core.durations import parse_duration
+from timeweave.core.errors import SpecError
+from timeweave.core.pattern import ClauseSpec, MatchBudget, PatternValidationError, RowsPerMatch, parse_clause
+from timeweave.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
 
 SOURCE_FORMATS = ("csv", "json", "parquet")
 def _output_paths(data: Mapping[str, Any]) -> dict[str, str]:
@@ -129,7 +129,7 @@ TEMPORAL_JOIN_SCHEMA: Mapping[str, Key] = {
 MATCH_RECOGNIZE_SCHEMA: Mapping[str, Key] = {
     "match_recognize": Key((dict,), required=True, keys={
         "clause": Key((str,), required=True),
-        # the per-key matching budget (runtime.core.pattern.budget.MatchBudget); absent: the default
+        # the per-key matching budget (timeweave.core.pattern.budget.MatchBudget); absent: the default
         "budget": Key((dict,), keys={"max_threads": Key((int,)), "work_per_row": Key((int,)),
                                      "base_work": Key((int,))}),
     }),
@@ -146,7 +146,7 @@ def check_keys(data: Any, schema: Mapping[str, Key], path: str = "") -> None:
     >>> check_keys({"join": {"left_tme": "t"}}, {"join": Key((dict,), keys={"left_time": Key((str,))})})
     Traceback (most recent call last):
     ...
-    runtime.jobs.config.ConfigError: job config: join.left_tme: unknown key; did you mean 'left_time'?
+    timeweave.jobs.config.ConfigError: job config: join.left_tme: unknown key; did you mean 'left_time'?
     """
     if not isinstance(data, Mapping):
         raise ConfigError(path or "(top level)", f"expected an object, got {_shown(data)}")
@@ -301,7 +301,7 @@ def _read_json(source: str | Path | Mapping[str, Any]) -> Mapping[str, Any]:
     >>> _read_json('{"output": {"path": "out"},}')
     Traceback (most recent call last):
     ...
-    runtime.jobs.config.ConfigError: job config: (JSON): line 1 column 28: Expecting property name enclosed in double quotes
+    timeweave.jobs.config.ConfigError: job config: (JSON): line 1 column 28: Expecting property name enclosed in double quotes
     """
     if isinstance(source, Mapping):
         return source
@@ -333,14 +333,14 @@ def _trigger(data: Mapping[str, Any]) -> tuple[bool, str | None]:
 def streaming_clause(clause: str) -> ClauseSpec:
     """Parse ``clause`` for an event-time stream: ORDER BY must start with the event time, ascending.
 
-    Errors are positioned in the clause text (:class:`~runtime.core.errors.QuerySyntaxError`).
+    Errors are positioned in the clause text (:class:`~timeweave.core.errors.QuerySyntaxError`).
 
     >>> streaming_clause("PARTITION BY k ORDER BY t PATTERN (A) DEFINE A AS A.v > 0").order_by[0].column
     't'
     >>> streaming_clause("PARTITION BY k ORDER BY t DESC PATTERN (A) DEFINE A AS A.v > 0")
     Traceback (most recent call last):
     ...
-    runtime.core.pattern.errors.PatternValidationError: ORDER BY must start with the event time column ... (line 1, col 25)
+    timeweave.core.pattern.errors.PatternValidationError: ORDER BY must start with the event time column ... (line 1, col 25)
     ...
     """
     if not isinstance(clause, str) or not clause.strip():
@@ -378,7 +378,7 @@ def _budget(data: Mapping[str, Any] | None) -> MatchBudget | None:
     >>> _budget({"work_per_row": 0})
     Traceback (most recent call last):
     ...
-    runtime.jobs.config.ConfigError: job config: match_recognize.budget.work_per_row: must be a positive integer, got 0
+    timeweave.jobs.config.ConfigError: job config: match_recognize.budget.work_per_row: must be a positive integer, got 0
     """
     if data is None:
         return None

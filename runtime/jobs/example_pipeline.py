@@ -1,4 +1,4 @@
-"""The example pipeline, end to end on embedded Spark: ``python -m runtime.jobs.example_pipeline``.
+"""The example pipeline, end to end on embedded Spark: ``python -m timeweave.jobs.example_pipeline``.
 
 On the sample data (``dags/sample_data``: two days of orders and a currency-rate changelog) it runs
 the three ways timeweave computes the same event-time temporal join and checks they agree:
@@ -12,12 +12,12 @@ the three ways timeweave computes the same event-time temporal join and checks t
 It prints a table with each output's row count and checksum (order-independent, over the dbt
 model's columns) and exits 1 if they differ.  The streaming and backfill runs record their run
 directories (``<work>/runs/streaming``, ``<work>/runs/backfill``) and the pipeline ends by writing
-their run reports (``report.html`` there; :mod:`runtime.jobs.report`).  The example DAG (``dags/timeweave_example.py``) uses
+their run reports (``report.html`` there; :mod:`timeweave.jobs.report`).  The example DAG (``dags/timeweave_example.py``) uses
 the same helpers per data interval.
 
 Example::
 
-    python -m runtime.jobs.example_pipeline --work-dir /tmp/tw-example
+    python -m timeweave.jobs.example_pipeline --work-dir /tmp/tw-example
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def _as_date(value: datetime | date) -> date:
 
 
 def job_config(paths: ExamplePaths, kind: str) -> dict[str, Any]:
-    """The job config (``runtime.jobs.config`` JSON) of the ``streaming`` or ``backfill`` job.
+    """The job config (``timeweave.jobs.config`` JSON) of the ``streaming`` or ``backfill`` job.
 
     >>> cfg = job_config(ExamplePaths(Path("/w")), "backfill")
     >>> cfg["output"]["path"], cfg["versioned"]["format"]
@@ -219,10 +219,10 @@ def spark_session(paths: ExamplePaths, hive: bool = True) -> SparkSession:
 
 
 def dbt_macros_path() -> Path:
-    """The timeweave dbt package (``dbt_macros``) as installed with timeweave."""
-    spec = find_spec("dbt_macros")
+    """The timeweave dbt package (``dbt_macros/``, installed as ``timeweave.dbt_package``)."""
+    spec = find_spec("timeweave.dbt_package")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("the dbt_macros package is not installed; run pip install -e '.[all]'")
+        raise FileNotFoundError("timeweave's dbt package (timeweave.dbt_package) is not installed; see the README's install command")
     return Path(next(iter(spec.submodule_search_locations)))
 
 
@@ -370,7 +370,7 @@ def compare_outputs(
 
 def run_pipeline(paths: ExamplePaths, slices: int = 3, sample_data: Path = SAMPLE_DATA) -> tuple[list[OutputSummary], dict]:
     """Land the days one by one with a streaming run after each, then dbt and the backfill; compare."""
-    from runtime import jobs
+    from timeweave import jobs
 
     spark = spark_session(paths)
     days = sample_days(sample_data)
@@ -402,14 +402,14 @@ def write_reports(paths: ExamplePaths) -> list[Path]:
     if find_spec("matplotlib") is None:
         print("\nno run reports: they need matplotlib (pip install 'timeweave[report]')", file=sys.stderr)
         return []
-    from runtime.jobs.report import write_report
+    from timeweave.jobs.report import write_report
 
     return [write_report(run_dir) for run_dir in (paths.streaming_run, paths.backfill_run) if run_dir.is_dir()]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the example pipeline; print the summary table; 0 when the three outputs agree, else 1."""
-    parser = argparse.ArgumentParser(prog="python -m runtime.jobs.example_pipeline", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m timeweave.jobs.example_pipeline", description=__doc__.split("\n")[0])
     parser.add_argument("--work-dir", help="where input lands and outputs go (default: a new temp directory)")
     parser.add_argument("--slices", type=int, default=3, help="backfill slices (default 3)")
     parser.add_argument("--sample-data", default=str(SAMPLE_DATA), help="sample data directory")

@@ -84,7 +84,7 @@ def write_status(target: str, document: Mapping[str, Any], spark: Any = None) ->
 
 
 def _write_hadoop(spark: Any, target: str, text: str, *, atomic_put: bool) -> None:
-    from runtime.spark.hadoop import HadoopFiles
+    from timeweave.spark.hadoop import HadoopFiles
 
     files = HadoopFiles(spark)
     path = files.path(target)

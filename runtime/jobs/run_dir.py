@@ -1,6 +1,6 @@
 """A job's run directory: what a run did, recorded for the run report (``timeweave-job report RUN_DIR``).
 
-A job given a run directory (``--run-dir DIR``, or ``run_dir=`` of :func:`runtime.jobs.run`) writes there::
+A job given a run directory (``--run-dir DIR``, or ``run_dir=`` of :func:`timeweave.jobs.run`) writes there::
 
     <run_dir>/events.jsonl   one JSON object per line, appended (a restarted or repeated run appends)
     <run_dir>/config.json    the job config of the last run (rewritten whole)
@@ -9,7 +9,7 @@ Events (every one has ``event``, ``at`` -- the wall-clock time, ISO UTC -- and `
 
     run_started    job (streaming | backfill), operator (temporal_join | match_recognize), outputs {main, late,
                    dead_letter}, config, args (flush, heartbeat / start, end, slices, only)
-    batch          a streaming micro-batch: runtime.spark.progress.batch_figures (rows in/out, late,
+    batch          a streaming micro-batch: timeweave.spark.progress.batch_figures (rows in/out, late,
                    dead_letter, watermark, lag_ms, state_rows, duration_ms)
     slice          a backfill slice: slice, label, start, end, rows_out, seconds (rows_in, state_keys_out
                    for MATCH_RECOGNIZE; job: the slices written by one Spark job, for temporal joins)

@@ -1,10 +1,10 @@
 """The streaming job: file sources -> streaming temporal join or MATCH_RECOGNIZE -> parquet main / late /
 dead-letter outputs.
 
-``python -m runtime.jobs streaming --config job.json [--flush]`` or in-process :func:`run_streaming`.  The
-config decides the job (:func:`runtime.jobs.config.load_job_config`): a temporal join, or, with a
+``python -m timeweave.jobs streaming --config job.json [--flush]`` or in-process :func:`run_streaming`.  The
+config decides the job (:func:`timeweave.jobs.config.load_job_config`): a temporal join, or, with a
 ``match_recognize`` section, a streaming MATCH_RECOGNIZE over one input
-(:mod:`runtime.spark.match_recognize_streaming`); everything below holds for both.
+(:mod:`timeweave.spark.match_recognize_streaming`); everything below holds for both.
 
 Layout under the checkpoint directory (``checkpoint`` in the config, default ``<output.path>_checkpoint``)::
 
@@ -36,7 +36,7 @@ query keeps its own copy of the session's conf, and the caller's session gets it
 
 Late output: the left (MATCH_RECOGNIZE: input) columns + ``reason`` + ``watermark``.  Dead letter:
 ``side``, ``reason``, ``row`` (the original row as JSON), as the batch door's ``dead_letters``; a CSV / JSON
-record that does not fit the source's schema is one too (:mod:`runtime.spark.sources`: the reason names the
+record that does not fit the source's schema is one too (:mod:`timeweave.spark.sources`: the reason names the
 column and type or the wrong column count, ``row`` holds the fields as read and ``_corrupt_record``).  For
 MATCH_RECOGNIZE the flush is the end of input: every partition is closed as the batch door closes it,
 so a flushed job has written exactly the batch door's rows.
@@ -48,9 +48,9 @@ included), ``rows_out``,
 state operator's update and commit times: where a slow run spent its time).
 
 Per micro-batch the job logs one line and, with ``run_dir``, appends one ``batch`` event
-(:mod:`runtime.jobs.run_dir`) with :func:`runtime.spark.progress.batch_figures`: rows in / out, late,
+(:mod:`timeweave.jobs.run_dir`) with :func:`timeweave.spark.progress.batch_figures`: rows in / out, late,
 dead letters, watermark, lag, rows in state -- fed by a
-:class:`~runtime.spark.progress.TimeweaveProgressListener` it registers for its query.
+:class:`~timeweave.spark.progress.TimeweaveProgressListener` it registers for its query.
 """
 
 from __future__ import annotations
@@ -65,16 +65,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runtime.core.event_time import END_OF_INPUT_MS
-from runtime.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig, load_job_config, parse_utc_timestamp
-from runtime.spark.hadoop import HadoopFiles
+from timeweave.core.event_time import END_OF_INPUT_MS
+from timeweave.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig, load_job_config, parse_utc_timestamp
+from timeweave.spark.hadoop import HadoopFiles
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-    from runtime.spark.match_recognize_streaming import StreamingMatch
-    from runtime.spark.streaming import StreamingJoin
+    from timeweave.spark.match_recognize_streaming import StreamingMatch
+    from timeweave.spark.streaming import StreamingJoin
 
 _log = logging.getLogger("timeweave.streaming")
 #: Set by :func:`request_stop` (the CLI's SIGTERM / SIGINT handler): running queries stop after their batch.
@@ -83,7 +83,7 @@ _STOP_REASON: list[str] = []
 
 #: The heartbeat ``flush`` writes: TIMESTAMP's last millisecond, 9999-12-31 23:59:59.999 (UTC).  The watermark it
 #: produces (minus the watermark delay) reads as the end of input, past every event time up to
-#: 9999-12-31 23:59:59.999999 (:mod:`runtime.core.event_time`).
+#: 9999-12-31 23:59:59.999999 (:mod:`timeweave.core.event_time`).
 END_OF_INPUT = datetime(1970, 1, 1) + timedelta(milliseconds=END_OF_INPUT_MS)
 QUERY_DIR = "query"
 CONTROL_DIR = "control"
@@ -111,8 +111,8 @@ def checkpoint_root(job: JobConfig | MatchRecognizeJobConfig) -> str:
 
 def read_stream(spark: SparkSession, source: SourceConfig) -> DataFrame:
     """A file source as a streaming DataFrame with the configured schema and options; CSV / JSON records
-    tagged malformed or not (:func:`runtime.spark.sources.read_source`)."""
-    from runtime.spark.sources import read_source
+    tagged malformed or not (:func:`timeweave.spark.sources.read_source`)."""
+    from timeweave.spark.sources import read_source
 
     return read_source(spark.readStream, source.format, source.schema, source.options, source.path)
 
@@ -124,7 +124,7 @@ def _with_malformed(stream: Any, dead: Sequence[DataFrame], columns: Mapping[str
     The records join the operator's output after it, in the same query: the batch writer splits and counts
     them with the operator's own dead letters (they never reach the operator: their values are not the input's).
     """
-    from runtime.spark.sources import as_tagged_dead
+    from timeweave.spark.sources import as_tagged_dead
 
     tagged = stream.stream
     for one in dead:
@@ -170,7 +170,7 @@ class _BatchWriter:
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
-        from runtime.spark import streaming as S
+        from timeweave.spark import streaming as S
 
         # Persist: the late and dead-letter outputs read the batch again; recomputing would re-run the operator.
         # The cache lives for this call only and is mostly read by one write, so its columns are stored
@@ -257,13 +257,13 @@ class _BatchWriter:
 
 class _MatchWriter(_BatchWriter):
     """The ``foreachBatch`` function of a MATCH_RECOGNIZE job (the tagged stream of
-    :mod:`runtime.spark.match_recognize_streaming`)."""
+    :mod:`timeweave.spark.match_recognize_streaming`)."""
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
-        from runtime.spark import match_recognize_streaming as M
+        from timeweave.spark import match_recognize_streaming as M
 
         batch = batch.persist()
         try:
@@ -311,12 +311,12 @@ def run_streaming(
 ) -> dict[str, Any]:
     """Run the streaming job of ``config``; returns metrics (rows in/out, late, dead letters, watermark...).
 
-    ``config`` is a temporal-join or a MATCH_RECOGNIZE job config (:func:`~runtime.jobs.config.load_job_config`).
+    ``config`` is a temporal-join or a MATCH_RECOGNIZE job config (:func:`~timeweave.jobs.config.load_job_config`).
 
     With ``trigger.available_now`` the query processes what is there and stops.  With
     ``trigger.processing_time`` it runs until ``timeout_seconds`` (or forever when None), and with
     ``until_idle`` stops once all input is processed and no batch is pending (a bounded run).
-    ``run_dir``: record the run there for the run report (:mod:`runtime.jobs.run_dir`: the config, one
+    ``run_dir``: record the run there for the run report (:mod:`timeweave.jobs.run_dir`: the config, one
     event per micro-batch, the metrics); a restart appends.
     ``on_batch`` is called on the driver after every micro-batch with the run's counts so far (the job
     CLI's ``--metrics-file`` progress).
@@ -329,14 +329,14 @@ def run_streaming(
     job = load_job_config(config)
     recorder = None
     if run_dir is not None:
-        from runtime.jobs.run_dir import RunRecorder
+        from timeweave.jobs.run_dir import RunRecorder
 
         recorder = RunRecorder(
             run_dir, "streaming", "match_recognize" if isinstance(job, MatchRecognizeJobConfig) else "temporal_join",
             job.raw, {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path},
             {"flush": flush, "heartbeat": heartbeat, "timeout_seconds": timeout_seconds},
         )
-    from runtime.jobs.run_dir import run_recorded
+    from timeweave.jobs.run_dir import run_recorded
 
     return run_recorded(
         recorder, lambda: _run_streaming(job, spark, flush, heartbeat, timeout_seconds, until_idle, recorder, on_batch),
@@ -349,7 +349,7 @@ def _run_streaming(
     on_batch: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     if spark is None:
-        from runtime.jobs.session import get_session
+        from timeweave.jobs.session import get_session
 
         spark = get_session()
 
@@ -361,12 +361,12 @@ def _run_streaming(
     mark = END_OF_INPUT if flush else (_timestamp(heartbeat, "heartbeat") if heartbeat is not None else None)
     control = spark.readStream.format("json").schema(CONTROL_SCHEMA).load(f"{checkpoint}/{CONTROL_DIR}")
     paths = {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path}
-    from runtime.spark.sources import split_malformed
+    from timeweave.spark.sources import split_malformed
 
     stream: StreamingJoin | StreamingMatch
     if isinstance(job, MatchRecognizeJobConfig):
-        from runtime.spark import match_recognize_streaming as M
-        from runtime.spark.match_recognize_streaming import match_recognize_stream
+        from timeweave.spark import match_recognize_streaming as M
+        from timeweave.spark.match_recognize_streaming import match_recognize_stream
 
         rows, malformed = split_malformed(read_stream(spark, job.input), "input")
         stream = match_recognize_stream(rows, job.spec, watermark=_delay(job.input.watermark_delay), heartbeat=control,
@@ -376,8 +376,8 @@ def _run_streaming(
         metrics: dict[str, Any] = {"rows_in": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}
         batch_writer: _BatchWriter = _MatchWriter(spark, stream, paths, metrics)
     else:
-        from runtime.spark import streaming as S
-        from runtime.spark.streaming import temporal_join_stream
+        from timeweave.spark import streaming as S
+        from timeweave.spark.streaming import temporal_join_stream
 
         left, left_malformed = split_malformed(read_stream(spark, job.left), "left")
         right, right_malformed = split_malformed(read_stream(spark, job.right), "right")
@@ -462,9 +462,9 @@ def _start(spark: SparkSession, writer: Any) -> StreamingQuery:
 
 class _ProgressLog:
     """One ``timeweave.streaming`` log line (and, with a run directory, one ``batch`` event) per micro-batch:
-    the writer's counts and Spark's figures (:func:`runtime.spark.progress.batch_figures`).
+    the writer's counts and Spark's figures (:func:`timeweave.spark.progress.batch_figures`).
 
-    Fed by a :class:`~runtime.spark.progress.TimeweaveProgressListener` (each batch as it ends) and polled
+    Fed by a :class:`~timeweave.spark.progress.TimeweaveProgressListener` (each batch as it ends) and polled
     from the thread that waits for the query (:func:`_wait`, :func:`_await_processing_time`) and once when a
     query ends: Spark delivers listener events asynchronously, so the poll makes sure every batch is
     reported before the run returns; each batch is reported once.
@@ -478,7 +478,7 @@ class _ProgressLog:
 
     def listener(self, query_name: str) -> Any:
         """A listener reporting this job's query (``query_name``) through :meth:`report`."""
-        from runtime.spark.progress import TimeweaveProgressListener
+        from timeweave.spark.progress import TimeweaveProgressListener
 
         return TimeweaveProgressListener(self.report, query_name=query_name, counts=self._counts)
 
@@ -487,7 +487,7 @@ class _ProgressLog:
 
     def report(self, figures: dict[str, Any]) -> None:
         """Log and record one batch's figures, once."""
-        from runtime.spark.progress import format_figures
+        from timeweave.spark.progress import format_figures
 
         key = (figures.get("run_id"), int(figures["batch_id"]))
         with self._lock:
@@ -500,7 +500,7 @@ class _ProgressLog:
             self._recorder.batch(figures)
 
     def poll(self, query: StreamingQuery, everything: bool = False) -> None:
-        from runtime.spark.progress import batch_figures
+        from timeweave.spark.progress import batch_figures
 
         progresses = query.recentProgress if everything else [query.lastProgress] if query.lastProgress else []
         for progress in progresses:
@@ -674,13 +674,13 @@ def _hadoop_mkdirs(spark: SparkSession, path: str) -> None:
 
 
 def _delay(text: str) -> str:
-    from runtime.jobs.config import parse_duration
+    from timeweave.jobs.config import parse_duration
 
     return f"{parse_duration(text, 'watermark_delay') // 1000} milliseconds"
 
 
 def _interval_seconds(text: str | None) -> float:
-    from runtime.jobs.config import parse_duration
+    from timeweave.jobs.config import parse_duration
 
     return parse_duration(text or "1 second", "trigger.processing_time") / 1e6
 
@@ -689,7 +689,7 @@ def _config_timeout(job: JobConfig | MatchRecognizeJobConfig) -> float | None:
     value = (job.raw.get("trigger") or {}).get("timeout")
     if value is None:
         return None
-    from runtime.jobs.config import parse_duration
+    from timeweave.jobs.config import parse_duration
 
     return parse_duration(value, "trigger.timeout") / 1e6
 

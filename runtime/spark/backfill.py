@@ -14,7 +14,7 @@ its slices' left rows against it: inside the one probe job when all the run's sl
 default), written once for the run's jobs otherwise.  The union of the slices
 equals one batch run over ``[start, end)``.
 
-A LEFT join keeps every left row (:attr:`~runtime.core.spec.TemporalJoinSpec.keeps_unmatchable_left`): a
+A LEFT join keeps every left row (:attr:`~timeweave.core.spec.TemporalJoinSpec.keeps_unmatchable_left`): a
 row with a NULL key is output unmatched in its slice; a row with a NULL time belongs to no slice and is
 output unmatched under ``slice=none`` (the label its dead letter has in an INNER join), which every run
 rewrites, so reading ``output`` whole gives the DataFrame door's rows over ``[start, end)`` plus the
@@ -45,14 +45,14 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.storagelevel import StorageLevel
 
-from runtime.core.errors import SpecError
-from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
-from runtime.spark import render
-from runtime.spark.dataframe import dead_letters
-from runtime.spark.hadoop import HadoopFiles
-from runtime.spark.plan import reject_reason
-from runtime.spark.schema import column as named
-from runtime.spark.schema import schema_kinds
+from timeweave.core.errors import SpecError
+from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+from timeweave.spark import render
+from timeweave.spark.dataframe import dead_letters
+from timeweave.spark.hadoop import HadoopFiles
+from timeweave.spark.plan import reject_reason
+from timeweave.spark.schema import column as named
+from timeweave.spark.schema import schema_kinds
 
 SEQ = "__tw_seq"
 SLICE = "__tw_slice"  # the intervals' partition column: the index of a slice they overlap

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from runtime.core.spec import TemporalJoinSpec, ValidityColumns, VersionedTableSpec
-from runtime.spark import render
-from runtime.spark.plan import reject_reason
-from runtime.spark.schema import schema_kinds
+from timeweave.core.spec import TemporalJoinSpec, ValidityColumns, VersionedTableSpec
+from timeweave.spark import render
+from timeweave.spark.plan import reject_reason
+from timeweave.spark.schema import schema_kinds
 
 _SOURCE_ATTR = "_timeweave_versioned_source"
 
@@ -47,12 +47,12 @@ def versioned_table(
 
     Deletes end a version and do not appear; ties at one time keep the last row in input order (or the
     highest ``sequence``).  The returned DataFrame remembers its source, so it can be passed as the
-    right side of :func:`temporal_join`; with ``name`` it is also registered for ``runtime.sql``'s
+    right side of :func:`temporal_join`; with ``name`` it is also registered for ``timeweave.sql``'s
     ``FOR SYSTEM_TIME AS OF``.
 
     Example (``spark`` is a SparkSession)::
 
-        rates = runtime.versioned_table(rates_changelog, key="currency", time="update_time",
+        rates = timeweave.versioned_table(rates_changelog, key="currency", time="update_time",
                                         format="changelog", op="op", name="currency_rates")
         rates.show()
     """
@@ -63,7 +63,7 @@ def versioned_table(
     history = _session(df).sql(render.formattable(sql), source=df)
     setattr(history, _SOURCE_ATTR, VersionedSource(df, spec))
     if name:
-        from runtime.spark.registration import register_versioned
+        from timeweave.spark.registration import register_versioned
 
         register_versioned(_session(df), name, df, spec)
     return history
@@ -127,7 +127,7 @@ def temporal_join(
 
     Example::
 
-        enriched = runtime.temporal_join(orders, rates, "order_time", key="currency",
+        enriched = timeweave.temporal_join(orders, rates, "order_time", key="currency",
                                          time="update_time", how="left")
     """
     spec, source = _spec_and_sides(
@@ -151,7 +151,7 @@ def temporal_join_with_rejects(left: DataFrame, right: DataFrame, left_time: str
 
     Example::
 
-        joined, rejected = runtime.temporal_join_with_rejects(orders, rates, "order_time", key="currency",
+        joined, rejected = timeweave.temporal_join_with_rejects(orders, rates, "order_time", key="currency",
                                                               time="update_time", how="inner")
         rejected.groupBy("side", "reason").count().show()
     """

@@ -7,7 +7,7 @@ wrapped (``pyspark.sql.udf._wrap_function``).  ``spark.pyspark.python`` only rea
 ``spark-submit`` launches the driver.  So a user's own session started from an un-activated virtualenv
 (``.venv/bin/python script.py``, ``.venv/bin/dbt run``) runs its workers with whatever ``python3`` is first on
 ``PATH`` -- an interpreter without timeweave, which fails inside the worker with ``ModuleNotFoundError: No
-module named 'runtime'`` (``TABLE_VALUED_FUNCTION_FAILED_TO_ANALYZE_IN_PYTHON`` from SQL and dbt).
+module named 'timeweave'`` (``TABLE_VALUED_FUNCTION_FAILED_TO_ANALYZE_IN_PYTHON`` from SQL and dbt).
 
 :func:`ensure_worker_python` is called by every door that ships Python code to workers, before it wraps
 any: when the user chose no executable (no ``PYSPARK_PYTHON`` in the environment, no ``spark.pyspark.python``
@@ -26,7 +26,7 @@ import re
 import sys
 from typing import Any
 
-from runtime.core.errors import TimeweaveError
+from timeweave.core.errors import TimeweaveError
 
 #: The session conf naming the workers' executable (Spark's own key).
 PYTHON_CONF = "spark.pyspark.python"

@@ -8,12 +8,12 @@ driver (errors point into the clause text, before any Spark job), computes the o
    contiguous, ordered run of rows inside one Spark partition;
 2. ``mapInArrow``: every Arrow batch is converted once per column (timestamps and dates through
    numpy, ~20x faster than Arrow's own conversion), turned into dict rows, and each run of one
-   partition key is pushed into a :class:`~runtime.core.pattern.PartitionMatcher` at once
+   partition key is pushed into a :class:`~timeweave.core.pattern.PartitionMatcher` at once
    (``push_many``); a change of partition key finishes the matcher.  Memory is bounded by one Arrow
    batch plus the rows the core still needs (it releases the rest), so a 10 M-row partition never
    exists as 10 M Python objects.
 
-The UDTF ``timeweave_match_recognize(TABLE(t), '<clause>')`` (registered by ``runtime.register``)
+The UDTF ``timeweave_match_recognize(TABLE(t), '<clause>')`` (registered by ``timeweave.register``)
 runs the same core from SQL and dbt; its ``analyze`` asks Catalyst for the partitioning and order
 the clause needs, so the call itself carries no PARTITION BY / ORDER BY.
 
@@ -44,8 +44,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from runtime.core.errors import QuerySyntaxError, SpecError
-from runtime.core.pattern import (
+from timeweave.core.errors import QuerySyntaxError, SpecError
+from timeweave.core.pattern import (
     ClauseSpec,
     MatchBudget,
     PartitionMatcher,
@@ -53,23 +53,23 @@ from runtime.core.pattern import (
     parse_clause,
     subqueries,
 )
-from runtime.core.pattern import expr as E
-from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS
-from runtime.core.pattern.fast import dict_rows
-from runtime.core.pattern.functions import SCALAR_FUNCTIONS
-from runtime.core.pattern.partition import OutputBlock, as_dicts, null_event_time_reason
-from runtime.spark.environment import ensure_worker_python
-from runtime.spark.render import quote
-from runtime.spark.render import sql_string as render_sql_string
-from runtime.spark.schema import column as named
-from runtime.spark.schema import map_in_arrow
-from runtime.spark.subqueries import inline_subqueries
+from timeweave.core.pattern import expr as E
+from timeweave.core.pattern.aggregates import AGGREGATE_FUNCTIONS
+from timeweave.core.pattern.fast import dict_rows
+from timeweave.core.pattern.functions import SCALAR_FUNCTIONS
+from timeweave.core.pattern.partition import OutputBlock, as_dicts, null_event_time_reason
+from timeweave.spark.environment import ensure_worker_python
+from timeweave.spark.render import quote
+from timeweave.spark.render import sql_string as render_sql_string
+from timeweave.spark.schema import column as named
+from timeweave.spark.schema import map_in_arrow
+from timeweave.spark.subqueries import inline_subqueries
 
 UDTF_NAME = "timeweave_match_recognize"
 #: The UDTF's one column when the clause has none (no PARTITION BY, no MEASURES, ONE ROW PER MATCH): Spark
 #: cannot analyze a table function of zero columns (an internal assertion fails), so the UDTF outputs this
 #: BOOLEAN column, always NULL, keeping one row per match (``SELECT count(*)`` counts the matches, as in
-#: Trino).  The DataFrame door and ``runtime.sql`` over a resolvable relation give the zero-column rows.
+#: Trino).  The DataFrame door and ``timeweave.sql`` over a resolvable relation give the zero-column rows.
 UDTF_NO_COLUMNS = "__tw_no_columns"
 _OUTPUT_BATCH_ROWS = 4096  # rows per Arrow batch handed back to Spark
 #: match_recognize_with_rejects: the input row's to_json, carried through matching for the budget's dead letter,
@@ -282,7 +282,7 @@ def _nullable(data_type: T.DataType) -> T.DataType:
 def plan(spec: ClauseSpec | str, schema: T.StructType) -> MatchPlan:
     """Bind ``spec`` to an input ``schema``: check every column, compute the output schema.
 
-    Raises :class:`~runtime.core.pattern.PatternValidationError` positioned in the clause text.
+    Raises :class:`~timeweave.core.pattern.PatternValidationError` positioned in the clause text.
 
     >>> s = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.LongType()),
     ...                   T.StructField("p", T.IntegerType())])
@@ -293,7 +293,7 @@ def plan(spec: ClauseSpec | str, schema: T.StructType) -> MatchPlan:
     """
     if isinstance(spec, str):
         spec = parse_clause(spec)
-    subqueries.reject(spec, "this door")  # runtime.sql and runtime.match_recognize inline them first
+    subqueries.reject(spec, "this door")  # timeweave.sql and timeweave.match_recognize inline them first
     typer = _Typer(spec, schema)
     partition_fields = [_field(spec, schema, c, _name_position(spec, "PARTITION", c)) for c in spec.partition_by]
     order_fields = [_field(spec, schema, k.column, k.start) for k in spec.order_by]
@@ -357,15 +357,15 @@ def match_recognize(df: DataFrame, clause: str | ClauseSpec, *, budget: MatchBud
     """Run ``MATCH_RECOGNIZE (clause)`` over ``df``; ``clause`` is the text between the parentheses.
 
     The clause and every column it names are checked before any Spark job runs; errors are
-    :class:`~runtime.core.pattern.PatternValidationError` with the line/column in ``clause``.
+    :class:`~timeweave.core.pattern.PatternValidationError` with the line/column in ``clause``.
     The AFTER MATCH SKIP default is the SQL standard's PAST LAST ROW (Flink's is TO NEXT ROW).
-    ``budget`` bounds each partition's matching (:class:`~runtime.core.pattern.MatchBudget` or a dict of its
+    ``budget`` bounds each partition's matching (:class:`~timeweave.core.pattern.MatchBudget` or a dict of its
     fields; None: the default): a partition that runs out keeps the matches decided before, and its other rows
     are left out, as the streaming door dead-letters them (:func:`match_recognize_with_rejects` lists them).
 
     Example (``ticker`` has columns symbol, rowtime, price)::
 
-        runtime.match_recognize(ticker, '''
+        timeweave.match_recognize(ticker, '''
             PARTITION BY symbol ORDER BY rowtime
             MEASURES FIRST(A.rowtime) AS start_t, LAST(A.rowtime) AS end_t, AVG(A.price) AS avg_price
             ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
@@ -420,7 +420,7 @@ def match_recognize_with_rejects(df: DataFrame, clause: str | ClauseSpec, *,
 
     Example::
 
-        matches, rejected = runtime.match_recognize_with_rejects(ticker, "PARTITION BY symbol ORDER BY rowtime ...")
+        matches, rejected = timeweave.match_recognize_with_rejects(ticker, "PARTITION BY symbol ORDER BY rowtime ...")
         rejected.show()
     """
     spec = inline_subqueries(df.sparkSession, clause)
@@ -466,7 +466,7 @@ def _needed_columns(bound: MatchPlan) -> list[str]:
 
 
 def sql_string(text: str) -> str:
-    """``text`` (a clause) as a constant SQL STRING for the UDTF: :func:`runtime.spark.render.sql_string`'s rule.
+    """``text`` (a clause) as a constant SQL STRING for the UDTF: :func:`timeweave.spark.render.sql_string`'s rule.
 
     The clause can name any column (`` `k'x` ``); its text never appears in the SQL, so no escaping
     rule (nor ``spark.sql.parser.escapedStringLiterals``) can change what the UDTF receives.
@@ -489,8 +489,8 @@ def rewrite_match_recognize(spark: Any, query: str) -> str:
 
         print(rewrite_match_recognize(spark, "SELECT * FROM ticker MATCH_RECOGNIZE (...) AS m"))
     """
-    from runtime.core.match_sql import find_match_recognize, reposition
-    from runtime.spark.sql_door import sql as door_sql
+    from timeweave.core.match_sql import find_match_recognize, reposition
+    from timeweave.spark.sql_door import sql as door_sql
 
     for found in reversed(find_match_recognize(query)):
         prefix = "SELECT * FROM "
@@ -881,7 +881,7 @@ def _udtf_class() -> type:
             if self.matcher is None:
                 bound = _bound_for_row(clause, tuple(row.__fields__))
                 # over budget: the partition's other rows are left out, as the DataFrame door leaves them
-                # (match_recognize_with_rejects and runtime.dead_letters list them)
+                # (match_recognize_with_rejects and timeweave.dead_letters list them)
                 self.matcher = PartitionMatcher(bound.spec, dead_letter=True)
                 self.keys = bound.keys
                 self.time = bound.order_columns[0][0] if bound.order_columns else None
@@ -926,7 +926,7 @@ def register_udtf(spark: Any) -> list[str]:
 
     Example::
 
-        runtime.register(spark)
+        timeweave.register(spark)
         spark.sql("SELECT * FROM timeweave_match_recognize(TABLE(ticker), 'PARTITION BY symbol ...')")
     """
     ensure_worker_python(spark)  # the UDTF is wrapped (its worker executable fixed) when it is registered

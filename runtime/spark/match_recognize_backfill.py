@@ -1,7 +1,7 @@
 """The sliced MATCH_RECOGNIZE backfill: ``[start, end)`` of the event time in N slices, matcher state carried.
 
 MATCH_RECOGNIZE over a partition is one left-to-right pass: a
-:class:`~runtime.core.pattern.PartitionMatcher` takes the partition's rows in ORDER BY order and
+:class:`~timeweave.core.pattern.PartitionMatcher` takes the partition's rows in ORDER BY order and
 emits each output row once it is decided.  Pausing that pass at a time edge and resuming it later
 gives the same rows as one pass, as long as the matcher's state travels across the edge.  So each
 slice (sequentially):
@@ -17,7 +17,7 @@ slice (sequentially):
 
 The core decides everything (attempts, skips, what is decided before the edge, the end); the adapter
 only arranges rows and moves bytes.  Hence the union of the slices equals
-:func:`runtime.spark.match_recognize.match_recognize` over the rows in ``[start, end)``.
+:func:`timeweave.spark.match_recognize.match_recognize` over the rows in ``[start, end)``.
 
 Layout (all overwritten per slice, so re-running slice k from state k-1 replaces exactly its files):
 
@@ -32,10 +32,10 @@ Layout (all overwritten per slice, so re-running slice k from state k-1 replaces
   it, so its rows of later slices go there too.
 
 Memory per Spark task: one Arrow batch in, one output batch, and per key only the rows the core still
-needs (it releases the rest).  The state is data (:mod:`runtime.core.state_codec`: versioned, checksummed
+needs (it releases the rest).  The state is data (:mod:`timeweave.core.state_codec`: versioned, checksummed
 MessagePack; never a pickle), because output locations are usually shared: a state file that is not this
 release's format (a pickle an earlier release wrote, damaged or crafted bytes) fails the slice with a
-:class:`~runtime.core.errors.StateFormatError` naming the state directory, and nothing of it is executed.
+:class:`~timeweave.core.errors.StateFormatError` naming the state directory, and nothing of it is executed.
 State an earlier release wrote must be rebuilt: re-run the backfill from slice 0.
 """
 
@@ -52,12 +52,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from runtime.core.errors import SpecError, StateFormatError
-from runtime.core.pattern import ClauseSpec, MatchBudget, PartitionMatcher
-from runtime.core.pattern.operator import HeldMatcher
-from runtime.core.state_codec import decode, encode
-from runtime.spark.backfill import Slice, slice_label, slices_of
-from runtime.spark.match_recognize import (
+from timeweave.core.errors import SpecError, StateFormatError
+from timeweave.core.pattern import ClauseSpec, MatchBudget, PartitionMatcher
+from timeweave.core.pattern.operator import HeldMatcher
+from timeweave.core.state_codec import decode, encode
+from timeweave.spark.backfill import Slice, slice_label, slices_of
+from timeweave.spark.match_recognize import (
     _OUTPUT_BATCH_ROWS,
     REJECT_REASON,
     REJECT_ROW,
@@ -70,9 +70,9 @@ from runtime.spark.match_recognize import (
     plan,
     rejected_rows,
 )
-from runtime.spark.schema import column as named
-from runtime.spark.schema import map_in_arrow
-from runtime.spark.subqueries import inline_subqueries
+from timeweave.spark.schema import column as named
+from timeweave.spark.schema import map_in_arrow
+from timeweave.spark.subqueries import inline_subqueries
 
 STATE = "__tw_state"  # BINARY: one key's PartitionMatcher as data (:func:`freeze`; state rows only)
 _WHERE = "match_recognize backfill"
@@ -92,7 +92,7 @@ def time_bounds(data_type: T.DataType, start: datetime, end: datetime, column: s
     >>> time_bounds(T.StringType(), datetime(1970, 1, 1), datetime(1970, 1, 2), "t")
     Traceback (most recent call last):
     ...
-    runtime.core.errors.SpecError: match_recognize backfill: argument 'order_by': the event time t (the first ORDER BY column) must be a TIMESTAMP or an integer (µs since the epoch) to be sliced, got string
+    timeweave.core.errors.SpecError: match_recognize backfill: argument 'order_by': the event time t (the first ORDER BY column) must be a TIMESTAMP or an integer (µs since the epoch) to be sliced, got string
     """
     if isinstance(data_type, (T.TimestampType, T.TimestampNTZType)):
         kind = "timestamp" if isinstance(data_type, T.TimestampType) else "timestamp_ntz"
@@ -212,10 +212,10 @@ class _SliceRunner:
 
 
 def freeze(matcher: PartitionMatcher) -> bytes:
-    """One key's carried state: the matcher as data (:mod:`runtime.core.state_codec`: versioned, checksummed
+    """One key's carried state: the matcher as data (:mod:`timeweave.core.state_codec`: versioned, checksummed
     MessagePack, never pickle), without the clause every key shares (:func:`thaw` puts it back).
 
-    >>> from runtime.core.pattern import parse_clause
+    >>> from timeweave.core.pattern import parse_clause
     >>> spec = parse_clause("MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE B AS B.x > PREV(B.x)")
     >>> matcher = PartitionMatcher(spec)
     >>> matcher.push_many([{"x": 1}, {"x": 2}])
@@ -232,12 +232,12 @@ def thaw(blob: bytes, spec: ClauseSpec, where: str | None = None, budget: MatchB
 
     The bytes come from storage others may write to: they are decoded as data only, and anything that
     is not this release's state format (a pickle an earlier release wrote, damaged or modified bytes)
-    raises :class:`~runtime.core.errors.StateFormatError` naming ``where``.
+    raises :class:`~timeweave.core.errors.StateFormatError` naming ``where``.
 
     >>> thaw(b"\\x80\\x04K\\x01.", None, where="backfill state out/_state/slice=0")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    runtime.core.errors.StateFormatError: backfill state out/_state/slice=0: state written by an earlier ...
+    timeweave.core.errors.StateFormatError: backfill state out/_state/slice=0: state written by an earlier ...
     """
     held = decode(blob, where=where)
     if not isinstance(held, HeldMatcher):
@@ -354,14 +354,14 @@ def backfill_match_recognize(
 ) -> dict[str, Any]:
     """Run ``MATCH_RECOGNIZE (clause)`` over the rows of ``df`` with event time in ``[start, end)``, in ``slices``
     sequential slices; returns metrics.  The union of ``<output>/slice=*`` equals
-    ``runtime.match_recognize(df.where(start <= time < end), clause)``.
+    ``timeweave.match_recognize(df.where(start <= time < end), clause)``.
 
     The event time is the clause's first ORDER BY column (ascending; TIMESTAMP, or integer µs since the
     epoch); ``start``/``end`` are naive UTC (aware ones are converted).  ``only`` re-runs the given slice
     indexes from the state the previous slice left (it must exist), replacing exactly their output
     and state.  Rows with a NULL event time go to ``<dead_letter>/slice=none`` (default
     ``<output>_dead_letter``), the rows of keys over their match ``budget`` (None: the default
-    :class:`~runtime.core.pattern.MatchBudget`) to ``<dead_letter>/slice=<label>``.  Errors in the clause or
+    :class:`~timeweave.core.pattern.MatchBudget`) to ``<dead_letter>/slice=<label>``.  Errors in the clause or
     its columns raise before any Spark job.
 
     Metrics: ``rows_in`` / ``rows_out`` / ``state_keys_out`` / ``seconds`` per slice under ``per_slice``,

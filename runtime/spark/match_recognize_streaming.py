@@ -1,9 +1,9 @@
-"""Streaming MATCH_RECOGNIZE: the core :class:`~runtime.core.pattern.MatchRecognizeOperator` per PARTITION BY
+"""Streaming MATCH_RECOGNIZE: the core :class:`~timeweave.core.pattern.MatchRecognizeOperator` per PARTITION BY
 key inside ``transformWithStateInPandas`` (event time).
 
 The adapter translates and decides nothing: lateness, the order rows are matched in, WITHIN pruning and
 the end of input are the core operator's; the output schema is the batch door's
-(:func:`runtime.spark.match_recognize.plan`).  What the adapter does:
+(:func:`timeweave.spark.match_recognize.plan`).  What the adapter does:
 
 1. **Internal schema.**  Every input row becomes ``tw_b`` (the key's hash bucket: the grouping key),
    ``tw_key`` (the PARTITION BY values as one canonical string; NULL is an ordinary key, as in batch),
@@ -16,25 +16,25 @@ the end of input are the core operator's; the output schema is the batch door's
    with ``pd.DataFrame(rows)``: ~28 % of the job's Python CPU at 250 k rows per micro-batch).  So the
    rows never reach the operator one by one: a ``mapInArrow`` step in the source stage (:func:`pack_rows`)
    sorts each source partition's rows by bucket (stable: each key's rows keep their order) and emits one
-   row per bucket and up to :data:`~runtime.spark.streaming.PACK_ROWS` rows, ``tw_pack`` holding those rows' four columns as one
+   row per bucket and up to :data:`~timeweave.spark.streaming.PACK_ROWS` rows, ``tw_pack`` holding those rows' four columns as one
    Arrow IPC stream (numpy and Arrow only, no Python step per row) and ``tw_pack_time`` their largest
    event time; the processor opens the packs of an invocation with :func:`unpack`.  Both are
-   :mod:`runtime.spark.streaming`'s (the temporal join packs its rows the same way).  The shuffle and the
+   :mod:`timeweave.spark.streaming`'s (the temporal join packs its rows the same way).  The shuffle and the
    sort in front of the operator then move a few large rows instead of every input row.  The state
    layout does not change (a checkpoint of the unpacked plan resumes).
 2. **Watermark.**  ``withWatermark`` on the packs' largest event time (``watermark_delay`` = allowed
-   out-of-orderness; Spark's watermark is the maximum over rows, so over packs it is the same); heartbeat rows (:mod:`runtime.spark.streaming`'s mechanism) are unioned in before it, so they move
+   out-of-orderness; Spark's watermark is the maximum over rows, so over packs it is the same); heartbeat rows (:mod:`timeweave.spark.streaming`'s mechanism) are unioned in before it, so they move
    the watermark; the processor drops them.  As in the temporal join, the operator receives the time as
    ``BIGINT`` inside the packs only, so Spark's silent ``event_time <= watermark`` filter does not apply and the core
    reports late rows itself (late output, counted).
-3. **Buckets and the state bridge.**  As in the temporal join (:mod:`runtime.spark.streaming`,
+3. **Buckets and the state bridge.**  As in the temporal join (:mod:`timeweave.spark.streaming`,
    "Buckets"), the operator is grouped by ``tw_b = pmod(xxhash64(PARTITION BY values), buckets)``:
    an invocation costs a fixed amount (state-server round trips, a pandas frame in, an Arrow batch
    out), so one per bucket and micro-batch instead of one per key.  Inside a bucket the rows are split
    by ``tw_key`` and each key runs its own core operator over its own state, exactly as before: a
-   :class:`~runtime.spark.streaming.SparkKeyContext` over the key's entry of the bucket's MapState
+   :class:`~timeweave.spark.streaming.SparkKeyContext` over the key's entry of the bucket's MapState
    ``timeweave_mr_keys`` (buffered rows, matcher, counters and core timers in one cell, encoded as data by
-   :mod:`runtime.core.state_codec` (versioned, checksummed MessagePack; never pickle): one
+   :mod:`timeweave.core.state_codec` (versioned, checksummed MessagePack; never pickle): one
    read and at most one write per key and micro-batch).  A key's rows of the micro-batch go to the core
    in one call (``process_elements``), then ``on_watermark`` runs with Spark's watermark and hands the
    released rows to the matcher at once.  Rows are buffered undecoded, as ``(event time, tw_row text)``
@@ -49,13 +49,13 @@ the end of input are the core operator's; the output schema is the batch door's
    format: these two state variables, grouped by ``tw_b`` (the earlier per-key ValueState
    ``timeweave_mr`` layout cannot be resumed: start such jobs from a fresh checkpoint; ``buckets`` must
    stay the same for a checkpoint).  Checkpoints written by releases that pickled their cells are refused
-   with a :class:`~runtime.core.errors.StateFormatError` (loading a pickle could run code): start such
+   with a :class:`~timeweave.core.errors.StateFormatError` (loading a pickle could run code): start such
    jobs from a fresh checkpoint.
-4. **End of input.**  A watermark at or past :data:`runtime.jobs.streaming.END_OF_INPUT` (the job's
+4. **End of input.**  A watermark at or past :data:`timeweave.jobs.streaming.END_OF_INPUT` (the job's
    ``flush`` heartbeat, 9999-12-31 23:59:59.999) minus the watermark delay (the watermark a flush heartbeat
    produces) is the final watermark: it reaches the core as ``END_OF_TIME``
-   (:func:`runtime.core.event_time.watermark_us`, the temporal join's rule too), so the
-   core's :meth:`~runtime.core.pattern.MatchRecognizeOperator.finish` closes the partition (``$`` matches,
+   (:func:`timeweave.core.event_time.watermark_us`, the temporal join's rule too), so the
+   core's :meth:`~timeweave.core.pattern.MatchRecognizeOperator.finish` closes the partition (``$`` matches,
    greedy attempts settle, WITH UNMATCHED ROWS emits the tail) exactly as the batch door does at the end of
    a partition.  Every key holding state keeps an extra core timer at that time, so each key sees it.
    Rows arriving after the flush are late.
@@ -64,7 +64,7 @@ the end of input are the core operator's; the output schema is the batch door's
 too, in the same projection of the input: ``tw_op`` ``DEAD_ROW``, ``tw_row`` the original row as ``to_json``
 (the dead-letter shape), ``tw_ts`` year 1 (never moves the watermark); the processor emits them at once
 with the reason.  A separate dead-letter branch over the same input made Spark scan every input file
-twice per micro-batch (the temporal join's door does the same, :mod:`runtime.spark.streaming`).
+twice per micro-batch (the temporal join's door does the same, :mod:`timeweave.spark.streaming`).
 
 **Partial matches at end of input.**  Flink discards a partial match when its input ends (only completed
 matches are ever emitted).  timeweave closes the partition instead, so a streaming job flushed at end of
@@ -99,10 +99,10 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
-from runtime.core.durations import parse_duration
-from runtime.core.errors import SpecError, StateFormatError
-from runtime.core.event_time import END_OF_INPUT_MS, end_of_input_ms, watermark_as_time
-from runtime.core.pattern import (
+from timeweave.core.durations import parse_duration
+from timeweave.core.errors import SpecError, StateFormatError
+from timeweave.core.event_time import END_OF_INPUT_MS, end_of_input_ms, watermark_as_time
+from timeweave.core.pattern import (
     BudgetRejected,
     ClauseSpec,
     MatchBudget,
@@ -110,10 +110,10 @@ from runtime.core.pattern import (
     null_event_time_reason,
     parse_clause,
 )
-from runtime.core.pattern.operator import BUFFER, MATCHER, SEQUENCE
-from runtime.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
-from runtime.spark.render import quote
-from runtime.spark.streaming import (
+from timeweave.core.pattern.operator import BUFFER, MATCHER, SEQUENCE
+from timeweave.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
+from timeweave.spark.render import quote
+from timeweave.spark.streaming import (
     _TS,
     BUCKET,
     DEFAULT_BUCKETS,
@@ -136,7 +136,7 @@ from runtime.spark.streaming import (
     unpack,
     watermark_us,
 )
-from runtime.spark.subqueries import inline_subqueries
+from timeweave.spark.subqueries import inline_subqueries
 
 # -- the internal (operator input) schema: plain identifiers (PySpark rebuilds input rows as namedtuples) --
 TIME = "tw_time"
@@ -161,7 +161,7 @@ BUDGET_DEAD = "dead-budget"
 
 #: Columns the late output adds to the input columns.
 LATE_COLUMNS = ("reason", "watermark")
-#: The job's end-of-input heartbeat (``runtime.jobs.streaming.END_OF_INPUT``) in µs; a watermark here or
+#: The job's end-of-input heartbeat (``timeweave.jobs.streaming.END_OF_INPUT``) in µs; a watermark here or
 #: later is the final one.
 END_OF_INPUT_US = END_OF_INPUT_MS * 1000
 #: The hidden key under which a row carries its event time in µs (what the core's ``time_of`` reads).
@@ -186,9 +186,9 @@ _TIME_TYPES = (T.TimestampType, T.TimestampNTZType, T.ByteType, T.ShortType, T.I
 def core_watermark(spark_watermark_ms: int, end_ms: int = END_OF_INPUT_MS) -> int:
     """Spark's watermark (ms) as the core's (µs): none yet, a time, or ``END_OF_TIME`` once it reached
     ``end_ms`` (the end of input: the flush heartbeat's time minus the watermark delay); the one rule
-    of :func:`runtime.core.event_time.watermark_us`.
+    of :func:`timeweave.core.event_time.watermark_us`.
 
-    >>> from runtime.core.state import END_OF_TIME, NO_WATERMARK
+    >>> from timeweave.core.state import END_OF_TIME, NO_WATERMARK
     >>> core_watermark(0) == NO_WATERMARK, core_watermark(1_000), core_watermark(END_OF_INPUT_MS) == END_OF_TIME
     (True, 1000000, True)
     """
@@ -544,7 +544,7 @@ class _PackedEntry(_MapEntry):
     Every byte of it crosses the state server twice (pickled by Pyrolite in the JVM towards Python) and is
     written to RocksDB and its checkpoint; the wire text compresses ~4x (measured: a 224 kB cell to 59 kB
     in 0.3 ms, back in 0.1 ms).  A cell starts with
-    :data:`_PACKED` when compressed; any other cell is the state blob itself (:mod:`runtime.core.state_codec`:
+    :data:`_PACKED` when compressed; any other cell is the state blob itself (:mod:`timeweave.core.state_codec`:
     magic, version, checksum), which the state codec checks after decompression too.
 
     >>> class Map(dict):
@@ -619,7 +619,7 @@ def rows_by_key(batch: pd.DataFrame) -> dict[str, list[tuple[int, str]]]:
 
 
 def _packs_with_time(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The packing step (:func:`runtime.spark.streaming.pack_rows`) with each pack's largest event time.
+    """The packing step (:func:`timeweave.spark.streaming.pack_rows`) with each pack's largest event time.
 
     That maximum is the watermark's input: the same maximum the rows give.  A dead letter's time is year 1
     (as its unpacked row's was), below any data row's, so it never is the maximum of a pack with data.
@@ -713,7 +713,7 @@ def match_recognize_stream(
     stream with one timestamp column whose rows move the watermark (the job's ``flush`` writes one at
     9999-12-31 23:59:59.999: the end of input).  ``buckets`` is how many hash buckets the PARTITION BY keys are
     spread over (the operator's grouping key; part of the state layout: resume a checkpoint with the
-    same value).  ``budget`` bounds each key's matching (:class:`~runtime.core.pattern.MatchBudget`; None: the
+    same value).  ``budget`` bounds each key's matching (:class:`~timeweave.core.pattern.MatchBudget`; None: the
     default): a key that runs out is poisoned, its rows go to the dead letter with the reason.  The clause and
     its columns are checked now, before any Spark job.
 

@@ -13,8 +13,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from runtime.core.spec import TemporalJoinSpec
-from runtime.spark import render
+from timeweave.core.spec import TemporalJoinSpec
+from timeweave.spark import render
 
 _counter = iter(range(1, 1 << 62))
 

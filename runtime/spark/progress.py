@@ -7,10 +7,10 @@ dead letters are known to the sink only (the job's ``foreachBatch`` writer count
 from ``counts`` when given, else they are None; rows in default to Spark's ``numInputRows``.
 
 :class:`TimeweaveProgressListener` calls a function with those figures after every micro-batch; the
-streaming job registers one, and a user of the streaming door (:mod:`runtime.spark.streaming`) can
+streaming job registers one, and a user of the streaming door (:mod:`timeweave.spark.streaming`) can
 register their own::
 
-    from runtime.spark.progress import TimeweaveProgressListener
+    from timeweave.spark.progress import TimeweaveProgressListener
 
     listener = TimeweaveProgressListener(lambda figures: print(figures["batch_id"], figures["watermark"]))
     spark.streams.addListener(listener)
@@ -33,7 +33,7 @@ from typing import Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 _log = logging.getLogger("timeweave.streaming")
-#: 9999-01-01T00:00:00Z in ms: a watermark past it is the flush's end of input (``runtime.jobs.streaming.END_OF_INPUT``).
+#: 9999-01-01T00:00:00Z in ms: a watermark past it is the flush's end of input (``timeweave.jobs.streaming.END_OF_INPUT``).
 _YEAR_9999_MS = 253_370_764_800_000
 
 #: The keys of :func:`batch_figures`' result, in the order the log line and the report show them.

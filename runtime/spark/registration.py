@@ -1,4 +1,4 @@
-"""Session registration: SQL functions the doors need, and versioned tables known to ``runtime.sql``.
+"""Session registration: SQL functions the doors need, and versioned tables known to ``timeweave.sql``.
 
 A versioned table's spec is stored in the session's SQL conf (``timeweave.versioned.<name>``), so it
 works identically on classic and Spark Connect sessions and is visible to dbt's session.  Catalog
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runtime.core.errors import SpecError
-from runtime.core.spec import VersionedTableSpec
+from timeweave.core.errors import SpecError
+from timeweave.core.spec import VersionedTableSpec
 
 _CONF_PREFIX = "timeweave.versioned."
 _REGISTERED = "timeweave.registered"
@@ -37,13 +37,13 @@ def _spec_from_mapping(data: dict[str, Any], where: str) -> VersionedTableSpec:
 
 
 def register_versioned(spark, name: str, df, spec: VersionedTableSpec) -> None:
-    """Make ``name`` usable as ``JOIN name FOR SYSTEM_TIME AS OF ...`` in :func:`runtime.sql`.
+    """Make ``name`` usable as ``JOIN name FOR SYSTEM_TIME AS OF ...`` in :func:`timeweave.sql`.
 
     Creates (or replaces) the temporary view ``name`` over ``df`` and remembers its spec in the session.
 
     Example::
 
-        runtime.register_versioned(spark, "currency_rates", rates_df,
+        timeweave.register_versioned(spark, "currency_rates", rates_df,
                                    VersionedTableSpec("currency", "update_time"))
     """
     df.createOrReplaceTempView(name)
@@ -75,7 +75,7 @@ def register(spark) -> list[str]:
 
     Example::
 
-        runtime.register(spark)
+        timeweave.register(spark)
     """
     names: list[str] = []
     for registrar in _REGISTRARS:
@@ -88,7 +88,7 @@ _REGISTRARS: list = []
 
 
 def _match_recognize_udtf(spark) -> list[str]:
-    from runtime.spark.match_recognize import register_udtf  # lazy: keeps this module light
+    from timeweave.spark.match_recognize import register_udtf  # lazy: keeps this module light
 
     return register_udtf(spark)
 

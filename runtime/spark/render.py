@@ -15,8 +15,8 @@ from typing import Any
 
 import jinja2
 
-from runtime.core.changelog import DELETE_OPS, UPSERT_OPS
-from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
+from timeweave.core.changelog import DELETE_OPS, UPSERT_OPS
+from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
 
 MACRO_FILE = Path(__file__).resolve().parents[2] / "dbt_macros" / "macros" / "timeweave_sql.sql"
 
@@ -24,10 +24,10 @@ MACRO_FILE = Path(__file__).resolve().parents[2] / "dbt_macros" / "macros" / "ti
 @cache
 def _macros() -> Any:
     path = MACRO_FILE
-    if not path.exists():  # installed as a wheel: dbt_macros ships as package data
-        import dbt_macros
+    if not path.exists():  # installed as a wheel: dbt_macros/ ships as timeweave.dbt_package
+        import timeweave.dbt_package
 
-        path = Path(dbt_macros.__file__).parent / "macros" / "timeweave_sql.sql"
+        path = Path(timeweave.dbt_package.__file__).parent / "macros" / "timeweave_sql.sql"
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, extensions=["jinja2.ext.do"])  # dbt enables "do" too
     # The macros call each other as `timeweave.<macro>` (dbt's package namespace); mirror it here.
     env.globals["timeweave"] = _PackageNamespace()
@@ -132,7 +132,7 @@ def temporal_join_sql(
 ) -> str:
     """The whole batch plan for ``spec`` over two relations given as SQL text.
 
-    >>> from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
+    >>> from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
     >>> spec = TemporalJoinSpec(VersionedTableSpec("k", "t"), left_time="ts", how="left")
     >>> sql = temporal_join_sql(spec, "orders", "rates", ["id", "k", "ts"], ["k", "t", "rate"])
     >>> "explode(sequence(" in sql and "FROM orders" in sql
@@ -154,7 +154,7 @@ def versions_sql(
     ``right_columns`` are the columns a version carries to the probe; ``stats`` (intervals only) names
     statistics already built from the same ``right``, so the intervals do not derive them again.
 
-    >>> from runtime.core.spec import VersionedTableSpec
+    >>> from timeweave.core.spec import VersionedTableSpec
     >>> "LEAD(__tw_t)" in versions_sql("intervals", VersionedTableSpec("k", "t"), "rates", ["k", "t", "rate"])
     True
     >>> "FROM built_stats" in versions_sql("intervals", VersionedTableSpec("k", "t"), "rates", ["rate"], stats="built_stats")

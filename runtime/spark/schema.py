@@ -11,7 +11,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from runtime.spark.render import quote
+from timeweave.spark.render import quote
 
 
 def kind_of(data_type: T.DataType) -> str:

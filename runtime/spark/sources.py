@@ -3,7 +3,7 @@
 Spark's CSV and JSON readers turn a field they cannot parse into NULL (``price = sixty``, a time
 ``yesterday``) and a CSV record with an added or missing field into shifted or NULL columns, silently.
 :func:`read_source` reads a CSV / JSON source in ``PERMISSIVE`` mode with a hidden corrupt-record column,
-and tags every record Spark flagged: ``__tw_malformed`` is its reason (:mod:`runtime.core.bad_rows`:
+and tags every record Spark flagged: ``__tw_malformed`` is its reason (:mod:`timeweave.core.bad_rows`:
 wrong column count, or the column and type whose value did not parse) and ``__tw_bad_row`` its dead-letter
 ``row``: the record's fields as the text read, plus the raw record under ``_corrupt_record``.
 :func:`split_malformed` splits such a frame into the rows the door uses and the dead letter (``side``,
@@ -31,9 +31,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from runtime.core import bad_rows
-from runtime.core.errors import SpecError
-from runtime.spark.schema import column as named
+from timeweave.core import bad_rows
+from timeweave.core.errors import SpecError
+from timeweave.spark.schema import column as named
 
 #: The hidden corrupt-record column the reader fills (Spark's ``columnNameOfCorruptRecord``).
 CORRUPT = "__tw_corrupt_record"

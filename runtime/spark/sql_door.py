@@ -1,7 +1,7 @@
-"""The SQL door: ``runtime.sql(spark, query)`` runs Spark SQL extended with Flink's temporal-join syntax.
+"""The SQL door: ``timeweave.sql(spark, query)`` runs Spark SQL extended with Flink's temporal-join syntax.
 
 Each ``JOIN r FOR SYSTEM_TIME AS OF l.t ON ...`` is replaced by the shared batch plan as a subquery
-(found by :mod:`runtime.core.temporal_sql`); everything else passes to Spark SQL unchanged.  The
+(found by :mod:`timeweave.core.temporal_sql`); everything else passes to Spark SQL unchanged.  The
 subquery exposes the left and right columns flat (where unambiguous) and as struct columns named by
 the aliases, so ``l.col`` / ``r.col`` in the outer query keep working; a bare ``SELECT *`` of that
 query block becomes ``SELECT * EXCEPT (l, r)``, so it lists the left columns then the right columns
@@ -22,22 +22,22 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from runtime.core.errors import SpecError
-from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
-from runtime.core.temporal_sql import TemporalJoinClause, find_temporal_joins
-from runtime.spark import render
-from runtime.spark.registration import versioned_spec
-from runtime.spark.schema import schema_kinds
+from timeweave.core.errors import SpecError
+from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+from timeweave.core.temporal_sql import TemporalJoinClause, find_temporal_joins
+from timeweave.spark import render
+from timeweave.spark.registration import versioned_spec
+from timeweave.spark.schema import schema_kinds
 
 
 def rewrite(spark, query: str) -> str:
-    """The Spark SQL text ``runtime.sql`` runs for ``query`` (useful to inspect a plan).
+    """The Spark SQL text ``timeweave.sql`` runs for ``query`` (useful to inspect a plan).
 
     Example::
 
-        print(runtime.spark.sql_door.rewrite(spark, "SELECT ... JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON ..."))
+        print(timeweave.spark.sql_door.rewrite(spark, "SELECT ... JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON ..."))
     """
-    from runtime.spark.match_recognize import rewrite_match_recognize  # MATCH_RECOGNIZE first: its input may join
+    from timeweave.spark.match_recognize import rewrite_match_recognize  # MATCH_RECOGNIZE first: its input may join
 
     query = rewrite_match_recognize(spark, query)
     edits: list[tuple[int, int, str]] = []
@@ -55,8 +55,8 @@ def rewrite(spark, query: str) -> str:
 def sql(spark, query: str, **kwargs) -> DataFrame:
     """Run ``query`` — Spark SQL plus ``FOR SYSTEM_TIME AS OF`` temporal joins — and return a DataFrame.
 
-    The versioned table must be registered (:func:`runtime.versioned_table` with ``name=``,
-    :func:`runtime.register_versioned`) or carry ``timeweave.*`` table properties.  Keyword arguments
+    The versioned table must be registered (:func:`timeweave.versioned_table` with ``name=``,
+    :func:`timeweave.register_versioned`) or carry ``timeweave.*`` table properties.  Keyword arguments
     work as in ``spark.sql``: ``{name}`` placeholders take DataFrames (as temporary views), strings (as
     SQL string literals) and other values (as text); the substitution happens *before* the rewrite, so
     a DataFrame can be the left side of a temporal join or the input of MATCH_RECOGNIZE, and literal
@@ -64,7 +64,7 @@ def sql(spark, query: str, **kwargs) -> DataFrame:
 
     Example::
 
-        runtime.sql(spark, '''
+        timeweave.sql(spark, '''
             SELECT o.order_id, r.conversion_rate
             FROM orders AS o
             LEFT JOIN currency_rates FOR SYSTEM_TIME AS OF o.order_time AS r
@@ -113,7 +113,7 @@ def _spark_sql_literal(value: str) -> str:
     """``value`` as ``spark.sql(query, name=value)`` renders it (pyspark's ``get_lit_sql_str``: backslash escapes).
 
     Only for the caller's own ``{name}`` arguments (``spark.sql`` parity); text the doors generate from
-    column names goes through :func:`runtime.spark.render.sql_string`, which relies on no escaping.
+    column names goes through :func:`timeweave.spark.render.sql_string`, which relies on no escaping.
 
     >>> print(_spark_sql_literal("it's"))
     'it\\'s'
@@ -122,7 +122,7 @@ def _spark_sql_literal(value: str) -> str:
 
 
 def dead_letters(spark, query: str, **kwargs) -> DataFrame:
-    """The dead letter of ``runtime.sql(spark, query, **kwargs)``: the input rows the query cannot use.
+    """The dead letter of ``timeweave.sql(spark, query, **kwargs)``: the input rows the query cannot use.
 
     For each ``JOIN r FOR SYSTEM_TIME AS OF ...`` of ``query``: the versioned table's rows with a NULL key
     or time or an unknown op and, for an INNER join, the left rows with a NULL key or time (a LEFT join
@@ -138,13 +138,13 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
 
         query = '''SELECT o.order_id, r.conversion_rate FROM orders AS o
                    JOIN currency_rates FOR SYSTEM_TIME AS OF o.order_time AS r ON o.currency = r.currency'''
-        joined = runtime.sql(spark, query)
-        rejected = runtime.dead_letters(spark, query)   # side, reason, row, clause
+        joined = timeweave.sql(spark, query)
+        rejected = timeweave.dead_letters(spark, query)   # side, reason, row, clause
     """
-    from runtime.core.match_sql import find_match_recognize
-    from runtime.spark.dataframe import dead_letters as side_dead_letters
-    from runtime.spark.match_recognize import match_recognize_with_rejects, rewrite_match_recognize
-    from runtime.spark.subqueries import inline_subqueries
+    from timeweave.core.match_sql import find_match_recognize
+    from timeweave.spark.dataframe import dead_letters as side_dead_letters
+    from timeweave.spark.match_recognize import match_recognize_with_rejects, rewrite_match_recognize
+    from timeweave.spark.subqueries import inline_subqueries
 
     formatter = _Formatter(spark)
     try:
@@ -185,8 +185,8 @@ def _bind_clause(spark, clause: TemporalJoinClause, n: int) -> tuple[TemporalJoi
     if versioned is None:
         raise SpecError(
             "versioned",
-            f"'{clause.right_name}' is not a versioned table: register it with runtime.versioned_table(..., name=...) "
-            "or runtime.register_versioned(...), or set timeweave.key / timeweave.time table properties",
+            f"'{clause.right_name}' is not a versioned table: register it with timeweave.versioned_table(..., name=...) "
+            "or timeweave.register_versioned(...), or set timeweave.key / timeweave.time table properties",
             where=where,
         )
     right_keys = [r for _, r in clause.key_pairs]

@@ -1,8 +1,8 @@
 """Structured Streaming adapter: the core temporal-join operators run inside ``transformWithStateInPandas``.
 
 The adapter translates and decides nothing.  Lateness, emission order, the version a row gets,
-version expiry and idle-state retention are the core's (:mod:`runtime.core.temporal_join`); join
-type, predicate and projection are :func:`runtime.spark.plan.finalize`'s, the step the batch doors
+version expiry and idle-state retention are the core's (:mod:`timeweave.core.temporal_join`); join
+type, predicate and projection are :func:`timeweave.spark.plan.finalize`'s, the step the batch doors
 end with.  What the adapter does:
 
 1. **One internal schema for both sides.**  Valid rows (``plan.split_rejects``) of each side become
@@ -21,11 +21,11 @@ end with.  What the adapter does:
    splits the rows by ``tw_key`` and runs the core once per key, exactly as before: keys never share state.
 4. **The state bridge.**  :class:`SparkKeyContext` implements the core's ``KeyContext`` for one key
    over one cell (all named values, the core's timers and the arrival counter in one binary value, encoded
-   as data by :mod:`runtime.core.state_codec`: versioned, checksummed MessagePack, never pickle, because
+   as data by :mod:`timeweave.core.state_codec`: versioned, checksummed MessagePack, never pickle, because
    a checkpoint is storage others can write to; one read and at most one write per key and invocation).  The cell is the key's entry in
    the bucket's MapState ``timeweave_keys`` (a ValueState works the same, see the class).  Core times
    are µs, Spark timers ms: a core timer at ``t`` stands for a Spark timer at ``ceil(t / 1000)`` kept
-   within [1 ms, the end of input] (:func:`runtime.core.event_time.spark_timer_ms`: the one rule, both
+   within [1 ms, the end of input] (:func:`timeweave.core.event_time.spark_timer_ms`: the one rule, both
    ends of TIMESTAMP included), which fires once the watermark has passed ``t``.  A bucket keeps *one* Spark timer, at the smallest
    core timer of its keys, and an index (ValueState ``timeweave_index``: key -> smallest core timer);
    when it fires, every key of the bucket with a timer at or below the watermark runs ``on_watermark``
@@ -33,13 +33,13 @@ end with.  What the adapter does:
    got rows for and for the bucket's due keys, so emission is decided by the core comparing times to
    the watermark.  Checkpoint state format: these two state variables (the earlier per-key ValueState
    ``timeweave`` layout cannot be resumed; start such jobs from a fresh checkpoint).  A key's buffered
-   left rows are the core's :class:`~runtime.core.temporal_join.LeftBuffer` (three lists: times,
+   left rows are the core's :class:`~timeweave.core.temporal_join.LeftBuffer` (three lists: times,
    sequences, payloads, sorted by time and sequence), stored as three lists, so a cell of thousands
    of rows encodes and decodes in C.  Checkpoints written by releases that pickled their cells are
-   refused with a :class:`~runtime.core.errors.StateFormatError`: start such jobs from a fresh checkpoint.  In event time the processor reads its packs' Arrow
+   refused with a :class:`~timeweave.core.errors.StateFormatError`: start such jobs from a fresh checkpoint.  In event time the processor reads its packs' Arrow
    columns directly (no pandas frame; key texts dictionary-encoded, one Python string per key), feeds
    a key's rows of a micro-batch to the core as slices of column lists and takes the emitted rows back
-   column-wise (``release``, :class:`~runtime.core.temporal_join.JoinedRows`): no Python object per
+   column-wise (``release``, :class:`~timeweave.core.temporal_join.JoinedRows`): no Python object per
    row on the way.
 5. **Ties.**  A right row's sequence is the spec's ``sequence`` column when set, else an arrival counter
    kept per key; within one micro-batch a key's rows are numbered in input order — by file path,
@@ -65,7 +65,7 @@ with a reason.  The watermark itself still advances and fires timers (it is trac
 Spark reports watermark 0 until the first batch ends, and its watermark never goes below 0: 0 is read
 as "no watermark yet" (core's ``NO_WATERMARK``), so rows before 1970 wait (never late) until the
 watermark is past 1970, and no Spark timer is ever at or below 0 ms (one there fired in the first batch
-with nothing due and was lost, see :mod:`runtime.core.event_time`).  A watermark at or past the flush
+with nothing due and was lost, see :mod:`timeweave.core.event_time`).  A watermark at or past the flush
 heartbeat's (9999-12-31 23:59:59.999 minus the larger delay) is the end of input, ``END_OF_TIME``: rows up
 to 9999-12-31 23:59:59.999999 leave.
 
@@ -75,11 +75,11 @@ of one key in one micro-batch made one MapState value of 80 MB (three columns) t
 100-character note).  PySpark pickles a value for the state server, the JVM unpickles it, copies it into
 a row and writes it to RocksDB, several copies at once: at 190 MB a 1 GB driver heap died with
 ``OutOfMemoryError: Java heap space`` in ``MapStateImpl.updateValue`` (issue 20).  A cell larger than
-:data:`~runtime.core.state_codec.PIECE_BYTES` (1 MiB) is now cut by :func:`runtime.core.state_codec.split`:
+:data:`~timeweave.core.state_codec.PIECE_BYTES` (1 MiB) is now cut by :func:`timeweave.core.state_codec.split`:
 the key's own MapState entry holds a manifest (first byte ``0x02``: piece count, size, CRC-32 of the whole)
 and piece ``i`` lives at the MapState key ``"\\x00p<i>\\x00<key>"``, each piece a state blob with its own
 checksum that knows its place, so a missing, stale, swapped or damaged piece is a
-:class:`~runtime.core.errors.StateFormatError` naming the key, never a wrong value.  A key text starting
+:class:`~timeweave.core.errors.StateFormatError` naming the key, never a wrong value.  A key text starting
 with NUL is stored under one more NUL in front (:func:`_cell_key`), so no key's cell can be a piece.  The
 JVM never sees a value larger than a piece whatever one key holds; the Python worker still holds the
 key's whole cell while it runs the key (measured: 1.6 GB for 1 M versions, see ``bench/RESULTS.md``).
@@ -95,7 +95,7 @@ counted each row twice).  Their ``tw_ts`` is year 1, so they never move a waterm
 the largest time seen, and never below 0); it is dropped before the operator, so no timer or lateness sees it.  The operator's input
 gained the ``tw_reason`` column; resuming a checkpoint written by the earlier two-branch plan is untested.
 
-**A LEFT join keeps every left row** (:attr:`~runtime.core.spec.TemporalJoinSpec.keeps_unmatchable_left`): a
+**A LEFT join keeps every left row** (:attr:`~timeweave.core.spec.TemporalJoinSpec.keeps_unmatchable_left`): a
 left row with a NULL key or NULL time can never match, so instead of a dead letter it travels as op
 ``UNMATCHED_LEFT`` (its wire payload in ``tw_row``, ``tw_ts`` year 1 like a dead letter: it never moves a
 watermark) and the processor emits it at once as a joined row without a version, counted among the left
@@ -106,7 +106,7 @@ flushed stream still equals them.  An INNER join dead-letters it as before.
 Outputs: one tagged stream (``__tw_kind`` = ``joined`` / ``late`` / ``dead`` / ``stats``) that a
 ``foreachBatch`` splits with :meth:`StreamingJoin.split` into the main output (``finalize``d), the late
 output (left columns + ``reason`` + ``watermark``) and the dead letter (``side``, ``reason``, ``row``
-JSON: the batch door's :func:`runtime.spark.dataframe.dead_letters` shape).
+JSON: the batch door's :func:`timeweave.spark.dataframe.dead_letters` shape).
 
 **Packs.**  The internal rows do not reach the operator one by one: a ``mapInArrow`` step
 (:func:`pack_rows`) turns a source partition's rows of one bucket into one row ``(tw_b, tw_pack)``, the
@@ -147,12 +147,12 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
-from runtime.core.errors import SpecError, StateFormatError
-from runtime.core.event_time import END_OF_INPUT_MS, end_of_input_ms, spark_timer_ms, watermark_as_time, watermark_us
-from runtime.core.spec import StateRetention, TemporalJoinSpec
-from runtime.core.state import NO_WATERMARK
-from runtime.core.state_codec import PIECE_BYTES, decode, decode_cell, encode, encode_cell, join, split
-from runtime.core.temporal_join import (
+from timeweave.core.errors import SpecError, StateFormatError
+from timeweave.core.event_time import END_OF_INPUT_MS, end_of_input_ms, spark_timer_ms, watermark_as_time, watermark_us
+from timeweave.core.spec import StateRetention, TemporalJoinSpec
+from timeweave.core.state import NO_WATERMARK
+from timeweave.core.state_codec import PIECE_BYTES, decode, decode_cell, encode, encode_cell, join, split
+from timeweave.core.temporal_join import (
     EventTimeTemporalJoin,
     Joined,
     JoinedRows,
@@ -160,10 +160,10 @@ from runtime.core.temporal_join import (
     Output,
     ProcessingTimeTemporalJoin,
 )
-from runtime.core.versioned import Match, VersionEvent
-from runtime.spark import plan
-from runtime.spark.schema import column as named
-from runtime.spark.schema import schema_kinds
+from timeweave.core.versioned import Match, VersionEvent
+from timeweave.spark import plan
+from timeweave.spark.schema import column as named
+from timeweave.spark.schema import schema_kinds
 
 MODES = ("event_time", "processing_time")
 
@@ -233,7 +233,7 @@ DEFAULT_BUCKETS = 16
 # =================================================================================================
 # The state bridge
 # =================================================================================================
-# State cells are data (runtime.core.state_codec: versioned, checksummed MessagePack, never pickle):
+# State cells are data (timeweave.core.state_codec: versioned, checksummed MessagePack, never pickle):
 # a checkpoint directory is storage other people can write to, and loading a pickle runs code.
 
 
@@ -241,7 +241,7 @@ class SparkKeyContext:
     """The core's ``KeyContext`` for one key over a Spark ValueState and Spark event-time timers.
 
     All named values, the core's timer set (µs) and the key's arrival counter live in one dict,
-    encoded into one binary ValueState cell (:func:`runtime.core.state_codec.encode_cell`, never pickle):
+    encoded into one binary ValueState cell (:func:`timeweave.core.state_codec.encode_cell`, never pickle):
     each state call is a round trip to the JVM, so the
     context reads once when created and writes at most once in :meth:`commit`.  Timers are applied
     in :meth:`commit` too, as the difference between the Spark timers before and after (with
@@ -488,7 +488,7 @@ def _frame(outputs: list[Output | JoinedRows], n_left: int | None = None, n_righ
     """The tagged output rows of one invocation (plus one ``stats`` row when counts are given).
 
     ``outputs``: the core's outputs, in order, where joined rows may also come column-wise
-    (:class:`~runtime.core.temporal_join.JoinedRows`, the event-time processor's: no object per row).
+    (:class:`~timeweave.core.temporal_join.JoinedRows`, the event-time processor's: no object per row).
 
     Joined rows go in documents of up to :data:`DOC_ROWS` rows each, one ``joined`` output row per
     document: a JSON array whose elements are ``{"l": left payload, "v": version payload, "f":
@@ -499,7 +499,7 @@ def _frame(outputs: list[Output | JoinedRows], n_left: int | None = None, n_righ
     payloads per joined row; one document per 4096 rows also leaves few rows for Arrow, the batch
     cache and the observation.  Late rows stay one output row each (left payload in ``__tw_l_row``).
 
-    >>> from runtime.core.versioned import Match
+    >>> from timeweave.core.versioned import Match
     >>> row = LeftRow(5, 0, '{"id":1}')
     >>> f = _frame([Joined(row, None), Joined(row, Match(VersionEvent(2, 0, False, '{"r":1.5}'), None))])
     >>> f[L_ROW].tolist()
@@ -608,9 +608,9 @@ def _dead_frame(rows: pd.DataFrame) -> pd.DataFrame:
 class _MapEntry:
     """One key's cell of the bucket's MapState, with the ValueState calls :class:`SparkKeyContext` makes.
 
-    A cell larger than :data:`~runtime.core.state_codec.PIECE_BYTES` is stored in pieces (see "Big cells"
+    A cell larger than :data:`~timeweave.core.state_codec.PIECE_BYTES` is stored in pieces (see "Big cells"
     in the module docstring): the key's own entry holds a manifest (:data:`_PIECES` and
-    :func:`~runtime.core.state_codec.split`'s manifest), piece ``i`` lives at :func:`_piece_key`, and no
+    :func:`~timeweave.core.state_codec.split`'s manifest), piece ``i`` lives at :func:`_piece_key`, and no
     state value is ever larger than a piece, however many versions or rows one key holds.
 
     >>> class Map(dict):
@@ -935,7 +935,7 @@ class _Index:
 
     One Spark timer per bucket, at the smallest core timer of its keys: when it fires, every key
     with a timer at or below the watermark runs, and the timer moves to the next smallest.  Core µs
-    become Spark ms by :func:`runtime.core.event_time.spark_timer_ms` (the one rule, both ends included).
+    become Spark ms by :func:`timeweave.core.event_time.spark_timer_ms` (the one rule, both ends included).
     """
 
     __slots__ = ("_dirty", "_fired", "spark", "timers")
@@ -1158,7 +1158,7 @@ def temporal_join_stream(
 
 def _delay_ms(delay: str) -> int:
     """A ``withWatermark`` delay (``"5 seconds"``, ``"1500 milliseconds"``) in ms, as Spark subtracts it."""
-    from runtime.core.durations import parse_duration  # (the MATCH_RECOGNIZE door reads its delay the same way)
+    from timeweave.core.durations import parse_duration  # (the MATCH_RECOGNIZE door reads its delay the same way)
 
     return parse_duration(delay, "watermark_delay") // 1000
 

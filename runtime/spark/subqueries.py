@@ -1,9 +1,9 @@
 """Run the uncorrelated subqueries of a MATCH_RECOGNIZE clause on Spark, once, and inline their values.
 
-The rules (scalar, ``EXISTS``, ``[NOT] IN``) are the core's (:mod:`runtime.core.pattern.subqueries`);
-this module only runs each query (through :func:`runtime.sql`, so a subquery may use timeweave's own
-syntax) and turns the rows into clause literals of the subquery column's type.  ``runtime.sql`` and
-``runtime.match_recognize`` call it before planning, so every executor sees plain constants.
+The rules (scalar, ``EXISTS``, ``[NOT] IN``) are the core's (:mod:`timeweave.core.pattern.subqueries`);
+this module only runs each query (through :func:`timeweave.sql`, so a subquery may use timeweave's own
+syntax) and turns the rows into clause literals of the subquery column's type.  ``timeweave.sql`` and
+``timeweave.match_recognize`` call it before planning, so every executor sees plain constants.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 
 from pyspark.sql import types as T
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.pattern import ClauseSpec, PatternValidationError, parse_clause, subqueries
-from runtime.core.pattern import expr as E
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.pattern import ClauseSpec, PatternValidationError, parse_clause, subqueries
+from timeweave.core.pattern import expr as E
 
 #: ``x IN (subquery)`` becomes a list of constants; beyond this many, joining the input is the better plan.
 MAX_IN_VALUES = 100_000
@@ -41,7 +41,7 @@ def inline_subqueries(spark: Any, clause: str | ClauseSpec) -> ClauseSpec:
     found = subqueries.find(spec)
     if not found:
         return spec
-    from runtime.spark.sql_door import sql as door_sql  # the SQL door imports this package's modules
+    from timeweave.spark.sql_door import sql as door_sql  # the SQL door imports this package's modules
 
     results: dict[str, list[tuple[Any, ...]]] = {}
     types: dict[str, str] = {}

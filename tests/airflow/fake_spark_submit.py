@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
             print("\t Exit code: 0", flush=True)  # spark-submit waited for the driver
     print("INFO SparkContext: Running Spark version 4.3.0 (fake)", flush=True)
 
-    from runtime.jobs.metrics_file import StatusWriter
+    from timeweave.jobs.metrics_file import StatusWriter
 
     mode = os.environ.get("FAKE_SPARK_MODE", "ok")
     config_arg = _option(job_args, "--config")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pendulum
 import pytest
 
-from airflow_plugin.cosmos_converters import node_converters, timeweave_meta
-from airflow_plugin.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
-from runtime.jobs import example_pipeline as ep
 from tests.airflow.conftest import REPO
+from timeweave.airflow.cosmos_converters import node_converters, timeweave_meta
+from timeweave.airflow.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
+from timeweave.jobs import example_pipeline as ep
 
 cosmos = pytest.importorskip("cosmos")  # the dev extra installs it; timeweave itself does not need it
 

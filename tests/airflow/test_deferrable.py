@@ -15,11 +15,11 @@ import pendulum
 import pytest
 from airflow.sdk.exceptions import TaskDeferred
 
-from airflow_plugin.hooks.timeweave import TimeweaveJobError
-from airflow_plugin.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
-from airflow_plugin.triggers.timeweave import TimeweaveJobTrigger
-from runtime.jobs.metrics_file import StatusWriter
 from tests.airflow.common import CONFIG
+from timeweave.airflow.hooks.timeweave import TimeweaveJobError
+from timeweave.airflow.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
+from timeweave.airflow.triggers.timeweave import TimeweaveJobTrigger
+from timeweave.jobs.metrics_file import StatusWriter
 
 
 def _context(run_id: str = "manual__2026-01-02") -> dict:
@@ -55,7 +55,7 @@ def test_deferrable_needs_spark_submit():
 def test_the_trigger_is_importable_from_the_installed_package():
     trigger = TimeweaveJobTrigger(metrics_file="s3a://runs/m.json", kind="streaming", poll_interval=2)
     path, kwargs = trigger.serialize()
-    assert path == "airflow_plugin.triggers.timeweave.TimeweaveJobTrigger"
+    assert path == "timeweave.airflow.triggers.timeweave.TimeweaveJobTrigger"
     assert kwargs["metrics_file"] == "s3a://runs/m.json" and kwargs["poll_interval"] == 2.0
 
 

@@ -82,7 +82,7 @@ def _readme_env(airflow_home) -> dict[str, str]:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYSPARK_", "TIMEWEAVE_"))}
     env.update(AIRFLOW_HOME=str(airflow_home), AIRFLOW__CORE__LOAD_EXAMPLES="False")
-    # an installed timeweave (README: pip install -e '.[all]' --config-settings editable_mode=compat)
+    # an installed timeweave (README: pip install -e '.[all]' --config-settings editable_mode=strict)
     env["PYTHONPATH"] = str(REPO)
     return env
 

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-from airflow_plugin.hooks.timeweave import (
+from tests.airflow.common import CONFIG
+from tests.airflow.fake_spark_submit import DRIVER_ID, YARN_APP
+from timeweave.airflow.hooks.timeweave import (
     TimeweaveHook,
     TimeweaveJobError,
     default_application,
     job_cli_arguments,
     parse_metrics,
 )
-from tests.airflow.common import CONFIG
-from tests.airflow.fake_spark_submit import DRIVER_ID, YARN_APP
 
 CLUSTER_CONN = {
     "conn_type": "timeweave", "host": "spark://master.example", "port": 7077,
@@ -120,7 +120,7 @@ def test_streaming_cli_arguments():
 
 def test_hook_and_job_cli_agree_on_the_arguments():
     """Every argument the hook builds is one the job CLI parses, to the same values."""
-    from runtime.jobs.cli import parser
+    from timeweave.jobs.cli import parser
 
     hook = TimeweaveHook(launcher="spark-submit")
     command = hook.spark_submit_command("streaming", "j.json", "s3a://runs/m.json", heartbeat="2026-01-02",

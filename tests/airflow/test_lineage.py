@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_plugin.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
 from tests.airflow.common import CONFIG
 from tests.airflow.conftest import REPO
+from timeweave.airflow.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
 
 MATCH = {
     "match_recognize": {"clause": "PARTITION BY s ORDER BY t MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS A.p > 0"},
@@ -56,7 +56,7 @@ DAG_FILE = """
     import pendulum
     from airflow.sdk import DAG
 
-    from airflow_plugin.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
+    from timeweave.airflow.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
 
     CONFIG = {config}
     with DAG("tw_lineage", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC")):

@@ -13,9 +13,9 @@ import pendulum
 import pytest
 from airflow.sdk import DAG
 
-from airflow_plugin.hooks.timeweave import TimeweaveHook, TimeweaveJobError, job_cli_arguments
-from airflow_plugin.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
 from tests.airflow.common import CONFIG
+from timeweave.airflow.hooks.timeweave import TimeweaveHook, TimeweaveJobError, job_cli_arguments
+from timeweave.airflow.operators.timeweave import TimeweaveBackfillOperator, TimeweaveStreamingOperator
 
 INTERVAL_START = pendulum.datetime(2026, 1, 1, tz="UTC")
 INTERVAL_END = pendulum.datetime(2026, 1, 2, tz="UTC")
@@ -217,7 +217,7 @@ def _capture(errors: list[BaseException], fn, *args) -> None:
 @pytest.mark.spark
 def test_on_kill_stops_an_in_process_streaming_query(spark, monkeypatch, tmp_path):
     """A long-running (processingTime) job in-process: on_kill stops the query it started, not others."""
-    from runtime import jobs
+    from timeweave import jobs
 
     bystander = spark.readStream.format("rate").load().writeStream.format("noop").start()
     started: list[Any] = []

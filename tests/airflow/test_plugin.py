@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 
-from airflow_plugin.plugin import TimeweavePlugin, backfill_slices
+from timeweave.airflow.plugin import TimeweavePlugin, backfill_slices
 
 
 def test_entry_point_names_the_plugin_class():
@@ -22,7 +22,7 @@ def test_airflow_loads_the_plugin_from_the_entry_point():
     # seen twice and Airflow skips the second one.  Any other error would be a real import failure.
     errors = [error for source, error in import_errors.items() if "timeweave" in source]
     assert all("already registered" in error for error in errors), errors
-    assert "airflow_plugin.plugin:TimeweavePlugin" in str(loaded["timeweave"].source)
+    assert "timeweave.airflow.plugin:TimeweavePlugin" in str(loaded["timeweave"].source)
 
 
 def test_macros_are_reachable_from_templates():
@@ -40,7 +40,7 @@ def test_macros_are_reachable_from_templates():
 def test_backfill_slices_match_the_backfill_job_split():
     from datetime import datetime
 
-    from runtime.spark.backfill import slices_of
+    from timeweave.spark.backfill import slices_of
 
     bounds = backfill_slices("2026-01-01T00:00:00+00:00", "2026-01-01T10:00:00+00:00", 4)
     expected = slices_of(datetime(2026, 1, 1), datetime(2026, 1, 1, 10), 4)

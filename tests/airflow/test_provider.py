@@ -8,15 +8,15 @@ import subprocess
 import sys
 import tomllib
 
-from airflow_plugin.get_provider_info import get_provider_info
 from tests.airflow.conftest import REPO
+from timeweave.airflow.get_provider_info import get_provider_info
 
 
 def test_the_entry_point_is_declared_next_to_the_plugin():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     points = project["entry-points"]
-    assert points["apache_airflow_provider"] == {"provider_info": "airflow_plugin.get_provider_info:get_provider_info"}
-    assert points["airflow.plugins"] == {"timeweave": "airflow_plugin.plugin:TimeweavePlugin"}  # kept
+    assert points["apache_airflow_provider"] == {"provider_info": "timeweave.airflow.get_provider_info:get_provider_info"}
+    assert points["airflow.plugins"] == {"timeweave": "timeweave.airflow.plugin:TimeweavePlugin"}  # kept
 
 
 def test_provider_info_is_valid_for_airflow():
@@ -36,7 +36,7 @@ def test_providers_manager_registers_the_connection_type(tmp_path):
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: timeweave\nVersion: 0.1.0\n")
     (dist / "entry_points.txt").write_text(
-        "[apache_airflow_provider]\nprovider_info = airflow_plugin.get_provider_info:get_provider_info\n")
+        "[apache_airflow_provider]\nprovider_info = timeweave.airflow.get_provider_info:get_provider_info\n")
     probe = (
         "import json; from airflow.providers_manager import ProvidersManager as P; p = P();"
         "hook = p.hooks['timeweave'];"
@@ -51,5 +51,5 @@ def test_providers_manager_registers_the_connection_type(tmp_path):
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["provider"] == "Timeweave"
     assert (found["hook"], found["conn_type"], found["name"]) == (
-        "airflow_plugin.hooks.timeweave.TimeweaveHook", "timeweave", "Timeweave (Spark)")
-    assert found["triggers"] == ["airflow_plugin.triggers.timeweave"]
+        "timeweave.airflow.hooks.timeweave.TimeweaveHook", "timeweave", "Timeweave (Spark)")
+    assert found["triggers"] == ["timeweave.airflow.triggers.timeweave"]

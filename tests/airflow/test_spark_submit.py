@@ -9,8 +9,8 @@ from datetime import datetime
 
 import pytest
 
-from airflow_plugin.hooks.timeweave import TimeweaveHook
-from runtime.jobs import example_pipeline as ep
+from timeweave.airflow.hooks.timeweave import TimeweaveHook
+from timeweave.jobs import example_pipeline as ep
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from airflow_plugin.utils.metrics_file import clear_status, dataset_uri, read_status
+from timeweave.airflow.utils.metrics_file import clear_status, dataset_uri, read_status
 
 
 def test_a_uri_is_read_through_object_storage():

@@ -1,4 +1,4 @@
-"""A tiny brute-force temporal join, written independently of runtime.core, to test it against.
+"""A tiny brute-force temporal join, written independently of timeweave.core, to test it against.
 
 For each left row: among the right events of its key with time <= left time, take the one with the
 greatest (time, arrival index); no such event, or a delete -> no match.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.core import bad_rows
-from runtime.core.errors import SpecError
-from runtime.jobs.config import load_job_config
+from timeweave.core import bad_rows
+from timeweave.core.errors import SpecError
+from timeweave.jobs.config import load_job_config
 
 
 def _config(options: dict, fmt: str = "csv") -> dict:

@@ -10,19 +10,19 @@ import sys
 
 import pytest
 
-import runtime.core
+import timeweave.core
 
-CORE_MODULES = sorted(m.name for m in pkgutil.walk_packages(runtime.core.__path__, "runtime.core."))
+CORE_MODULES = sorted(m.name for m in pkgutil.walk_packages(timeweave.core.__path__, "timeweave.core."))
 
 
 def test_importing_the_core_does_not_import_pyspark() -> None:
-    code = "import sys, runtime.core, runtime.core.temporal_sql, runtime.jobs.config; print('pyspark' in sys.modules)"
+    code = "import sys, timeweave.core, timeweave.core.temporal_sql, timeweave.jobs.config; print('pyspark' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize(
-    "name", [*CORE_MODULES, "runtime.spark.render", "runtime.jobs.config", "runtime.jobs.backfill", "runtime.spark.backfill"]
+    "name", [*CORE_MODULES, "timeweave.spark.render", "timeweave.jobs.config", "timeweave.jobs.backfill", "timeweave.spark.backfill"]
 )
 def test_docstring_examples_run(name: str) -> None:
     module = importlib.import_module(name)

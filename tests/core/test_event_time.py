@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runtime.core.event_time import (
+from timeweave.core.event_time import (
     END_OF_INPUT_MS,
     FIRST_TIMER_MS,
     MAX_TIME_US,
@@ -16,7 +16,7 @@ from runtime.core.event_time import (
     watermark_as_time,
     watermark_us,
 )
-from runtime.core.state import END_OF_TIME, NO_WATERMARK
+from timeweave.core.state import END_OF_TIME, NO_WATERMARK
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

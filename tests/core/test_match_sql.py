@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.match_sql import find_match_recognize
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.match_sql import find_match_recognize
 
 MR = "MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS true)"
 

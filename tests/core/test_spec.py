@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.core.errors import SpecError
-from runtime.core.spec import StateRetention, TemporalJoinSpec, VersionedTableSpec
+from timeweave.core.errors import SpecError
+from timeweave.core.spec import StateRetention, TemporalJoinSpec, VersionedTableSpec
 
 RIGHT = {"currency": "string", "rate": "numeric", "update_time": "timestamp", "op": "string"}
 LEFT = {"order_id": "string", "currency": "string", "order_time": "timestamp"}

@@ -1,4 +1,4 @@
-"""The state codec (runtime.core.state_codec): every value and core state object comes back exactly, and
+"""The state codec (timeweave.core.state_codec): every value and core state object comes back exactly, and
 anything that is not this release's format fails with StateFormatError without running anything."""
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.core.errors import StateFormatError, TimeweaveError
-from runtime.core.pattern import PartitionMatcher, parse_clause
-from runtime.core.pattern.aggregates import ArrayChain
-from runtime.core.pattern.operator import BUFFER, MATCHER, HeldMatcher
-from runtime.core.state_codec import MAGIC, REBUILD_HINT, VERSION, decode, decode_cell, encode, encode_cell
-from runtime.core.temporal_join import LeftBuffer
-from runtime.core.versioned import VersionEvent, VersionHistory
+from timeweave.core.errors import StateFormatError, TimeweaveError
+from timeweave.core.pattern import PartitionMatcher, parse_clause
+from timeweave.core.pattern.aggregates import ArrayChain
+from timeweave.core.pattern.operator import BUFFER, MATCHER, HeldMatcher
+from timeweave.core.state_codec import MAGIC, REBUILD_HINT, VERSION, decode, decode_cell, encode, encode_cell
+from timeweave.core.temporal_join import LeftBuffer
+from timeweave.core.versioned import VersionEvent, VersionHistory
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 

@@ -8,10 +8,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from runtime.core.errors import SpecError
-from runtime.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
-from runtime.core.state import NO_WATERMARK, InMemoryKeyContext
-from runtime.core.temporal_join import (
+from tests.core.reference import LeftRowIn, RightRow, brute_force
+from timeweave.core.errors import SpecError
+from timeweave.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
+from timeweave.core.state import NO_WATERMARK, InMemoryKeyContext
+from timeweave.core.temporal_join import (
     EventTimeTemporalJoin,
     Joined,
     Late,
@@ -19,8 +20,7 @@ from runtime.core.temporal_join import (
     LeftRow,
     ProcessingTimeTemporalJoin,
 )
-from runtime.core.versioned import VersionEvent
-from tests.core.reference import LeftRowIn, RightRow, brute_force
+from timeweave.core.versioned import VersionEvent
 
 SPEC = TemporalJoinSpec(VersionedTableSpec("k", "t"), left_time="t")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.temporal_sql import find_temporal_joins
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.temporal_sql import find_temporal_joins
 
 JOIN = "FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from runtime.core.versioned import VersionEvent, VersionHistory
+from timeweave.core.versioned import VersionEvent, VersionHistory
 
 
 def ev(time: int, seq: int, payload: str | None = None, deleted: bool = False) -> VersionEvent:

@@ -283,17 +283,17 @@ def test_dbt_finds_the_macro_docs_matching_the_macros(built: Built) -> None:
 
 
 def test_same_rows_as_the_dataframe_door(spark, built: Built) -> None:
-    import runtime
+    import timeweave
 
     orders, rates = spark.table(f"{SCHEMA}.orders_changelog"), spark.table(f"{SCHEMA}.rates_changelog")
-    df = runtime.temporal_join(orders, rates, "order_time", key="currency", time="update_time", format="changelog",
+    df = timeweave.temporal_join(orders, rates, "order_time", key="currency", time="update_time", format="changelog",
                                op="op", how="left", predicate="r.conversion_rate >= 1", right_prefix="rate_")
     columns = ["order_id", "price", "currency", "order_time", "rate_conversion_rate"]
     assert rows_as_text(df, columns) == table_rows(spark, "tj_changelog_left_predicate", columns)
 
 
 def test_default_op_lists_equal_the_core_lists(built: Built) -> None:
-    from runtime.core.changelog import DELETE_OPS, UPSERT_OPS
+    from timeweave.core.changelog import DELETE_OPS, UPSERT_OPS
 
     result = built.invoke("compile", "--inline",
                           "{{ tojson([timeweave.default_upsert_ops(), timeweave.default_delete_ops()]) }}")
@@ -322,11 +322,11 @@ def failure_messages(spark, built: Built) -> dict[str, str]:
 
 
 def test_unknown_column_names_argument_and_column_like_the_python_door(spark, failure_messages) -> None:
-    import runtime
-    from runtime.core.errors import SpecError
+    import timeweave
+    from timeweave.core.errors import SpecError
 
     with pytest.raises(SpecError) as python_error:
-        runtime.temporal_join(spark.table(f"{SCHEMA}.orders"), spark.table(f"{SCHEMA}.rates_history"),
+        timeweave.temporal_join(spark.table(f"{SCHEMA}.orders"), spark.table(f"{SCHEMA}.rates_history"),
                               "order_time", key="currency", time="valid_since")
     message = failure_messages["fail_unknown_column"]
     assert "fail_unknown_column: " + str(python_error.value) in message

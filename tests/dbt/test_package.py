@@ -15,7 +15,7 @@ import jinja2
 import pytest
 import yaml
 
-from runtime.core.changelog import DELETE_OPS, UPSERT_OPS
+from timeweave.core.changelog import DELETE_OPS, UPSERT_OPS
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dbt_macros"
 MACROS = PACKAGE / "macros"

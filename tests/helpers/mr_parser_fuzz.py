@@ -1,4 +1,4 @@
-"""A mutation fuzzer for the MATCH_RECOGNIZE clause parser (:func:`runtime.core.pattern.parse_clause`).
+"""A mutation fuzzer for the MATCH_RECOGNIZE clause parser (:func:`timeweave.core.pattern.parse_clause`).
 
 Seeds are the clause bodies of the peer suites in :mod:`tests.helpers.mr_suites` (Trino, Flink, IoTDB
 queries: valid clauses and clauses that must fail).  Each input is one seed put through one to four
@@ -13,7 +13,7 @@ mutations, chosen by a seeded :class:`random.Random` so that a run is reproducib
 * unbalanced quotes, parentheses, braces and comment openers; truncation at a random point.
 
 :func:`check` parses one input and classifies it: accepted, rejected with a positioned
-:class:`~runtime.core.errors.QuerySyntaxError` (the project's error: line, column, offset into the
+:class:`~timeweave.core.errors.QuerySyntaxError` (the project's error: line, column, offset into the
 text), rejected without a usable position, or an internal error (any other exception); with the CPU
 seconds it took.  ``bench/fuzz_match_recognize_parser.py`` runs many; the test module a few.
 """
@@ -26,9 +26,9 @@ import traceback
 from dataclasses import dataclass
 from functools import cache
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.pattern import locate_clauses, parse_clause
-from runtime.core.pattern.lexer import tokenize
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.pattern import locate_clauses, parse_clause
+from timeweave.core.pattern.lexer import tokenize
 
 VOCABULARY = (
     "PARTITION", "BY", "ORDER", "MEASURES", "ONE", "ROW", "ALL", "ROWS", "PER", "MATCH", "AFTER", "SKIP", "PAST",

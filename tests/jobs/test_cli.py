@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from runtime.core.errors import SpecError
-from runtime.jobs import cli
-from runtime.jobs.config import ConfigError, JobConfig, load_job_config
+from timeweave.core.errors import SpecError
+from timeweave.jobs import cli
+from timeweave.jobs.config import ConfigError, JobConfig, load_job_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -134,7 +134,7 @@ def test_a_clause_error_is_one_line_with_its_position(capsys) -> None:
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "runtime.jobs", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "timeweave.jobs", *args], capture_output=True, text=True, env=env,
                           timeout=120, check=False)
 
 

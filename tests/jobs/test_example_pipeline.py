@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.jobs import example_pipeline as ep
-from runtime.jobs.config import JobConfig
+from timeweave.jobs import example_pipeline as ep
+from timeweave.jobs.config import JobConfig
 
 
 def test_land_copies_only_the_interval_and_is_idempotent(tmp_path):

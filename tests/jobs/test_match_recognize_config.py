@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from runtime.core.errors import QuerySyntaxError, SpecError
-from runtime.core.pattern import PatternValidationError
-from runtime.jobs.config import JobConfig, MatchRecognizeJobConfig, load_job_config
+from timeweave.core.errors import QuerySyntaxError, SpecError
+from timeweave.core.pattern import PatternValidationError
+from timeweave.jobs.config import JobConfig, MatchRecognizeJobConfig, load_job_config
 
 CLAUSE = "PARTITION BY symbol ORDER BY rowtime MEASURES LAST(B.price) AS p PATTERN (A B+) DEFINE B AS B.price > PREV(B.price)"
 
@@ -109,13 +109,13 @@ def test_a_missing_section_is_named() -> None:
 
 
 def test_the_airflow_hook_accepts_a_match_recognize_config() -> None:
-    from airflow_plugin.hooks.timeweave import load_job_config as hook_load
+    from timeweave.airflow.hooks.timeweave import load_job_config as hook_load
 
     assert hook_load(json.dumps(config()))["match_recognize"] == {"clause": CLAUSE}
 
 
 def test_the_match_budget_key_is_checked() -> None:
-    from runtime.core.pattern import MatchBudget
+    from timeweave.core.pattern import MatchBudget
 
     assert MatchRecognizeJobConfig.from_dict(config()).budget is None  # the default budget
     job = MatchRecognizeJobConfig.from_dict(config(match_recognize={"clause": CLAUSE, "budget": {"work_per_row": 900}}))

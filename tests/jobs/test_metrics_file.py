@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.jobs import cli
-from runtime.jobs import metrics_file as mf
+from timeweave.jobs import cli
+from timeweave.jobs import metrics_file as mf
 
 
 def test_a_write_replaces_the_file_whole_and_leaves_no_staging_file(tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def test_the_cli_parses_metrics_file_for_both_jobs() -> None:
 @pytest.mark.slow
 @pytest.mark.spark
 def test_a_streaming_job_reports_every_micro_batch_then_its_metrics(spark, tmp_path: Path, monkeypatch) -> None:
-    from runtime.jobs import example_pipeline as ep
+    from timeweave.jobs import example_pipeline as ep
 
     paths = ep.ExamplePaths(tmp_path)
     ep.land(paths, datetime(2026, 1, 1), datetime(2026, 1, 3))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.jobs.cli import parser
-from runtime.jobs.config import MATCH_RECOGNIZE_SCHEMA, TEMPORAL_JOIN_SCHEMA, Key
+from timeweave.jobs.cli import parser
+from timeweave.jobs.config import MATCH_RECOGNIZE_SCHEMA, TEMPORAL_JOIN_SCHEMA, Key
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -101,7 +101,7 @@ def test_job_config_table_lists_every_key_of_the_schema_as_the_schema_says():
 
 def test_a_key_added_to_the_schema_fails_the_table_check(monkeypatch):
     """The check above can fail: a schema key the README does not list is reported with a row to add."""
-    import runtime.jobs.config as config
+    import timeweave.jobs.config as config
 
     trigger = config.TEMPORAL_JOIN_SCHEMA["trigger"]
     grown = Key(trigger.types, keys={**trigger.keys, "max_batches": Key((int,))})
@@ -178,8 +178,8 @@ def test_every_timeweave_environment_variable_the_code_reads_is_documented():
 def test_the_readme_carries_the_commands_ci_and_the_airflow_test_run():
     ci_command = (REPO / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert f"```bash\n{ci_command}\n```" in README, "the test command must be the one .ci/run runs"
-    pipeline = ("python3 -m venv .venv && .venv/bin/pip install -e '.[all]' --config-settings editable_mode=compat "
-                "&& .venv/bin/python -m runtime.jobs.example_pipeline")
+    pipeline = ("python3 -m venv .venv && .venv/bin/pip install -e '.[all]' --config-settings editable_mode=strict "
+                "&& .venv/bin/python -m timeweave.jobs.example_pipeline")
     assert f"```bash\n{pipeline}\n```" in README
     # tests/airflow/test_example_dag.py::test_readme_commands_run_the_example_dag runs exactly these
     for line in ("export AIRFLOW_HOME=$PWD/.airflow AIRFLOW__CORE__DAGS_FOLDER=$PWD/dags AIRFLOW__CORE__LOAD_EXAMPLES=False",
@@ -212,13 +212,13 @@ def _code_blocks(language: str) -> list[str]:
 
 
 def test_the_tours_python_calls_name_real_functions_and_arguments():
-    """Every ``runtime.<name>(...)`` in the README's Python snippets is public API and takes the keywords shown
+    """Every ``timeweave.<name>(...)`` in the README's Python snippets is public API and takes the keywords shown
     (the snippets themselves run end to end on Spark; this keeps them from rotting without a JVM)."""
     import ast
     import inspect
 
-    import runtime
-    from runtime.spark.dataframe import temporal_join
+    import timeweave
+    from timeweave.spark.dataframe import temporal_join
 
     calls = 0
     for block in _code_blocks("python"):
@@ -228,23 +228,23 @@ def test_the_tours_python_calls_name_real_functions_and_arguments():
             continue
         for node in ast.walk(tree):
             func = node.func if isinstance(node, ast.Call) else None
-            if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "runtime"):
+            if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "timeweave"):
                 continue
             calls += 1
-            assert func.attr in runtime.__all__, f"README calls runtime.{func.attr}, which is not public API"
-            target = getattr(runtime, func.attr)
+            assert func.attr in timeweave.__all__, f"README calls timeweave.{func.attr}, which is not public API"
+            target = getattr(timeweave, func.attr)
             params = inspect.signature(target).parameters
             if any(p.kind is p.VAR_KEYWORD for p in params.values()) and func.attr == "temporal_join_with_rejects":
                 params = inspect.signature(temporal_join).parameters  # it passes its keywords on
             if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-                continue  # runtime.sql / dead_letters: placeholders
+                continue  # timeweave.sql / dead_letters: placeholders
             unknown = {k.arg for k in node.keywords} - set(params)
-            assert not unknown, f"runtime.{func.attr} takes no {sorted(unknown)} (README line: {ast.unparse(node)[:80]})"
-    assert calls >= 8, "the tour's runtime calls were not found"
+            assert not unknown, f"timeweave.{func.attr} takes no {sorted(unknown)} (README line: {ast.unparse(node)[:80]})"
+    assert calls >= 8, "the tour's timeweave calls were not found"
 
 
 def test_the_job_configs_shown_are_valid():
-    from runtime.jobs.config import MatchRecognizeJobConfig, load_job_config
+    from timeweave.jobs.config import MatchRecognizeJobConfig, load_job_config
 
     configs = [load_job_config(block) for block in _code_blocks("json")]
     assert len(configs) == 2 and isinstance(configs[1], MatchRecognizeJobConfig)

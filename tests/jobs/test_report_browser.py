@@ -1,7 +1,7 @@
 """The run report opened in headless Chromium: it shows the run's counts, reasons and samples, and its plots
 render (issue 18: "the HTML report screenshot-tested in headless Chromium").
 
-No Spark: the run directory is recorded with :class:`~runtime.jobs.run_dir.RunRecorder` and its outputs
+No Spark: the run directory is recorded with :class:`~timeweave.jobs.run_dir.RunRecorder` and its outputs
 written with pyarrow, as the jobs write them.  Chromium is required (``.ci/run`` installs it); set
 ``TIMEWEAVE_NO_BROWSER=1`` to skip where no browser can be installed.
 """
@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from runtime.jobs.cli import main
-from runtime.jobs.run_dir import RunRecorder
+from timeweave.jobs.cli import main
+from timeweave.jobs.run_dir import RunRecorder
 
 BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 

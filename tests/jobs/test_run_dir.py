@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from runtime.jobs.backfill import run_backfill
-from runtime.jobs.report import build_report, load_runs
-from runtime.jobs.run_dir import read_events
-from runtime.jobs.streaming import run_streaming
-from runtime.spark.progress import TimeweaveProgressListener
+from timeweave.jobs.backfill import run_backfill
+from timeweave.jobs.report import build_report, load_runs
+from timeweave.jobs.run_dir import read_events
+from timeweave.jobs.streaming import run_streaming
+from timeweave.spark.progress import TimeweaveProgressListener
 
 pytestmark = pytest.mark.spark
 

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from runtime.jobs.backfill import SliceProgress, _ConsoleStream
-from runtime.jobs.cli import configure_logging, parser
-from runtime.jobs.report import load_runs
-from runtime.jobs.run_dir import RunRecorder, read_events
-from runtime.spark.progress import batch_figures, format_figures
+from timeweave.jobs.backfill import SliceProgress, _ConsoleStream
+from timeweave.jobs.cli import configure_logging, parser
+from timeweave.jobs.report import load_runs
+from timeweave.jobs.run_dir import RunRecorder, read_events
+from timeweave.spark.progress import batch_figures, format_figures
 
 
-@pytest.mark.parametrize("name", ["runtime.spark.progress", "runtime.jobs.run_dir", "runtime.jobs.report",
-                                  "runtime.jobs.backfill"])
+@pytest.mark.parametrize("name", ["timeweave.spark.progress", "timeweave.jobs.run_dir", "timeweave.jobs.report",
+                                  "timeweave.jobs.backfill"])
 def test_docstring_examples_run(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from runtime.jobs import streaming as S
+from timeweave.jobs import streaming as S
 
 
 class FakeQuery:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from runtime.jobs.streaming import run_streaming
+from timeweave.jobs.streaming import run_streaming
 
 pytestmark = pytest.mark.spark
 
@@ -66,7 +66,7 @@ def _join_config(tmp_path: Path, trigger: dict[str, Any]) -> dict[str, Any]:
 
 
 def _door_rows(spark, config: dict[str, Any]) -> list[tuple]:
-    from runtime import temporal_join
+    from timeweave import temporal_join
 
     left = spark.read.schema(config["left"]["schema"]).option("header", "true").csv(config["left"]["path"])
     right = spark.read.schema(config["right"]["schema"]).option("header", "true").csv(config["right"]["path"])
@@ -109,8 +109,8 @@ def test_heartbeat_applies_after_the_available_files(spark, tmp_path: Path) -> N
 
 
 def test_match_recognize_flush_reads_every_file(spark, tmp_path: Path) -> None:
-    from runtime.spark.match_recognize import match_recognize
     from tests.helpers.mr_random import CLAUSES, SCHEMA, canonical, random_events
+    from timeweave.spark.match_recognize import match_recognize
 
     rows = random_events(21, n=60)
     rows.sort(key=lambda r: r["t"])  # in time order across files: no row is late by itself

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime.jobs import cli
-from runtime.jobs.streaming import run_streaming
 from tests.jobs.test_streaming_flush import _door_rows, _join_config
+from timeweave.jobs import cli
+from timeweave.jobs.streaming import run_streaming
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -32,7 +32,7 @@ def test_sigterm_stops_after_the_batch_and_a_restart_finishes_exactly(spark, tmp
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable, "TIMEWEAVE_SHUFFLE_PARTITIONS": "2"}
     job = subprocess.Popen(
-        [sys.executable, "-m", "runtime.jobs", "streaming", "--config", str(path), "--no-until-idle", "--timeout", "900"],
+        [sys.executable, "-m", "timeweave.jobs", "streaming", "--config", str(path), "--no-until-idle", "--timeout", "900"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )
     try:

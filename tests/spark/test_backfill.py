@@ -1,4 +1,4 @@
-"""The sliced backfill driver (runtime.spark.backfill) beyond the every-door tests: what a slice's probe
+"""The sliced backfill driver (timeweave.spark.backfill) beyond the every-door tests: what a slice's probe
 reads from a version (a predicate on a column the output does not carry), and the metrics the writing
 jobs count (exact, also for empty and non-contiguous slices re-run with ``only``)."""
 
@@ -8,11 +8,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-import runtime
-from runtime.core.errors import SpecError
-from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
-from runtime.spark.backfill import run_slices, slices_of
+import timeweave
 from tests.spark.test_temporal_join_doors import T0, random_inputs, rejected_count
+from timeweave.core.errors import SpecError
+from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+from timeweave.spark.backfill import run_slices, slices_of
 
 pytestmark = pytest.mark.spark
 
@@ -44,7 +44,7 @@ def test_backfill_predicate_on_a_column_outside_the_output_equals_the_dataframe_
         slices_per_job=slices_per_job,
     )
 
-    door = runtime.temporal_join(orders, rates, "order_time", how="left", right_columns=["rate"], predicate=predicate, **VERSIONED)
+    door = timeweave.temporal_join(orders, rates, "order_time", how="left", right_columns=["rate"], predicate=predicate, **VERSIONED)
     expected = sorted(tuple(r) for r in door.select("order_id", "rate").collect())
     got = sorted(tuple(r) for r in spark.read.parquet(str(out)).select("order_id", "rate").collect())
     assert got == expected and any(rate is not None for _, rate in got) and any(rate is None for _, rate in got)
@@ -206,7 +206,7 @@ def test_backfill_dead_letters_of_the_right_side_alone(spark, tmp_path) -> None:
 def test_parquet_rows_counts_data_files_from_their_footers(spark, tmp_path) -> None:
     """What the backfill reports as rows written: every data file's footer count; missing directories hold
     none, and _SUCCESS / .crc files are not data."""
-    from runtime.spark.hadoop import HadoopFiles
+    from timeweave.spark.hadoop import HadoopFiles
 
     spark.range(7).repartition(3).write.parquet(str(tmp_path / "a"))
     spark.range(5).write.parquet(str(tmp_path / "b"))
@@ -230,7 +230,7 @@ def test_backfill_left_rows_on_parquet_counted_by_a_job_only_when_footers_cannot
     footers count no NULL in those columns no job counts the left rows (rows in = rows written).  With a
     NULL there, or for an INNER join, the count job runs.  The metrics are exact and equal to those of the
     same rows given in memory either way."""
-    from runtime.spark import backfill
+    from timeweave.spark import backfill
 
     left, right = random_inputs(12, n_left=90, n_right=40)
     left = left if nulls else _clean(left, 1, 2)
@@ -260,7 +260,7 @@ def test_backfill_left_rows_on_parquet_counted_by_a_job_only_when_footers_cannot
 
 def test_parquet_scan_files_only_for_an_unfiltered_scan_of_stored_columns(spark, tmp_path) -> None:
     """Footers speak for the DataFrame only when it reads the files' rows as they are."""
-    from runtime.spark.backfill import _parquet_scan_files
+    from timeweave.spark.backfill import _parquet_scan_files
 
     df = spark.sql("SELECT CAST(id AS STRING) AS k, id AS v, id % 2 AS part FROM range(6)")
     df.coalesce(1).write.partitionBy("part").parquet(str(tmp_path / "p"))
@@ -277,7 +277,7 @@ def test_parquet_scan_files_only_for_an_unfiltered_scan_of_stored_columns(spark,
 
 def test_parquet_null_counts_from_footers(spark, tmp_path) -> None:
     """NULLs per column summed over files and row groups; a file without the column cannot tell (None)."""
-    from runtime.spark.hadoop import HadoopFiles
+    from timeweave.spark.hadoop import HadoopFiles
 
     spark.sql("SELECT IF(id % 3 = 0, NULL, id) AS a, TIMESTAMP'2020-01-01 00:00:00' AS t FROM range(9)") \
         .repartition(2).write.parquet(str(tmp_path / "a"))
@@ -306,7 +306,7 @@ def test_backfill_edge_without_state_after_a_rerun_is_empty_not_stale(spark, tmp
     assert first_edge.is_dir() and not list(first_edge.glob("*.parquet"))
     run_slices(orders, rates, _spec(None), start, end, 4, *paths, only=[1])
 
-    door = runtime.temporal_join(orders, rates, "order_time", how="left", right_columns=["rate"], **VERSIONED)
+    door = timeweave.temporal_join(orders, rates, "order_time", how="left", right_columns=["rate"], **VERSIONED)
     expected = sorted(tuple(r) for r in door.select("order_id", "rate").collect())
     assert sorted(tuple(r) for r in spark.read.parquet(paths[0]).select("order_id", "rate").collect()) == expected
 
@@ -374,7 +374,7 @@ def test_backfill_from_year_1_across_the_calendar_switch_equals_the_dataframe_do
         return sorted(tuple(r) for r in df.select("order_id", F.unix_micros(F.col("order_time").cast("timestamp")),
                                                     "rate").collect())
 
-    door = runtime.temporal_join(orders, rates, "order_time", how="left", key="currency", time="update_time",
+    door = timeweave.temporal_join(orders, rates, "order_time", how="left", key="currency", time="update_time",
                                  format="changelog", op="op", right_columns=["rate"])
     end_us = (end - _EPOCH) // timedelta(microseconds=1)
     expected = [r for r in rows(door) if r[1] < end_us]

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-import runtime
-from runtime.core.errors import SpecError
-from runtime.core.spec import VersionedTableSpec
-from runtime.jobs.backfill import run_backfill
-from runtime.jobs.streaming import run_streaming
+import timeweave
+from timeweave.core.errors import SpecError
+from timeweave.core.spec import VersionedTableSpec
+from timeweave.jobs.backfill import run_backfill
+from timeweave.jobs.streaming import run_streaming
 
 pytestmark = pytest.mark.spark
 
@@ -89,7 +89,7 @@ def test_malformed_csv_rows_are_dead_letters_in_the_streaming_job_and_the_backfi
     rates = spark.createDataFrame([
         ("+I", "USD", Decimal("1.10"), datetime(2024, 1, 1)), ("+U", "USD", Decimal("1.30"), datetime(2024, 1, 1, 0, 25))],
         RATES)
-    expected = sorted((r["order_id"], r["rate"]) for r in runtime.temporal_join(
+    expected = sorted((r["order_id"], r["rate"]) for r in timeweave.temporal_join(
         orders, rates, "order_time", key="currency", time="update_time", format="changelog", op="op", how="left",
         right_columns=["rate"]).collect())
     assert expected == [("o1", Decimal("1.10")), ("o5", None), ("o6", None)]
@@ -140,7 +140,7 @@ def test_malformed_json_rows_are_dead_letters_in_match_recognize_streaming_and_b
 
     good = spark.createDataFrame([("A", datetime(2024, 1, 1, 10), 10.0), ("A", datetime(2024, 1, 1, 10, 2), 12.0),
                                   ("A", datetime(2024, 1, 1, 10, 4), 9.0)], TICKS)
-    expected = sorted(tuple(r) for r in runtime.match_recognize(good, MR_CLAUSE).collect())
+    expected = sorted(tuple(r) for r in timeweave.match_recognize(good, MR_CLAUSE).collect())
     assert expected == [("A", 10.0, 12.0)]
 
     stream = run_streaming(config("stream"), spark, flush=True)
@@ -158,7 +158,7 @@ def test_malformed_json_rows_are_dead_letters_in_match_recognize_streaming_and_b
 def test_a_query_reading_some_columns_sees_the_same_malformed_rows(spark, tmp_path: Path) -> None:
     """Spark converts only the columns a query reads; the split does not depend on them (a count of one
     column still leaves out ``price = sixty``, and a record with too few fields)."""
-    from runtime.spark.sources import read_source, split_malformed
+    from timeweave.spark.sources import read_source, split_malformed
 
     _csv(tmp_path / "orders", "order_id,price,currency,order_time", [*ORDER_LINES, "o7,7.00"])
     good, dead = split_malformed(read_source(spark.read, "csv", ORDERS, {"header": "true"}, str(tmp_path / "orders")),
@@ -169,7 +169,7 @@ def test_a_query_reading_some_columns_sees_the_same_malformed_rows(spark, tmp_pa
 
 
 def test_the_readers_refuse_modes_that_lose_or_stop_on_malformed_records(spark, tmp_path: Path) -> None:
-    from runtime.spark.sources import read_source
+    from timeweave.spark.sources import read_source
 
     with pytest.raises(SpecError, match=r"options\.mode.*DROPMALFORMED"):
         read_source(spark.read, "csv", ORDERS, {"mode": "DROPMALFORMED"}, str(tmp_path))
@@ -183,7 +183,7 @@ def test_the_dataframe_door_refuses_a_string_time_column_naming_it(spark) -> Non
     orders = spark.createDataFrame([("o1", "USD", "2024-01-01 00:10:00")], "order_id STRING, currency STRING, t STRING")
     rates = spark.createDataFrame([("USD", 1.0, datetime(2024, 1, 1))], "currency STRING, rate DOUBLE, update_time TIMESTAMP")
     with pytest.raises(SpecError, match="column 't' must be a timestamp, found string"):
-        runtime.temporal_join(orders, rates, "t", key="currency", time="update_time")
+        timeweave.temporal_join(orders, rates, "t", key="currency", time="update_time")
 
 
 def test_a_user_column_named_reason_stays_in_the_dead_letter_row(spark) -> None:
@@ -193,14 +193,14 @@ def test_a_user_column_named_reason_stays_in_the_dead_letter_row(spark) -> None:
         [("o1", "USD", datetime(2024, 1, 1, 0, 10), "gift"), ("o2", None, datetime(2024, 1, 1, 0, 20), "refund")],
         "order_id STRING, currency STRING, order_time TIMESTAMP, reason STRING")
     rates = spark.createDataFrame([("USD", 1.0, datetime(2024, 1, 1))], "currency STRING, rate DOUBLE, update_time TIMESTAMP")
-    _, rejected = runtime.temporal_join_with_rejects(orders, rates, "order_time", key="currency", time="update_time")
+    _, rejected = timeweave.temporal_join_with_rejects(orders, rates, "order_time", key="currency", time="update_time")
     expected = [("left", "NULL key column currency",
                  {"order_id": "o2", "order_time": "2024-01-01T00:20:00.000Z", "reason": "refund"})]
     assert [(r["side"], r["reason"], json.loads(r["row"])) for r in rejected.collect()] == expected
 
     orders.createOrReplaceTempView("orders_reason")
-    runtime.register_versioned(spark, "rates_reason", rates, VersionedTableSpec("currency", "update_time"))
+    timeweave.register_versioned(spark, "rates_reason", rates, VersionedTableSpec("currency", "update_time"))
     query = ("SELECT o.order_id, r.rate FROM orders_reason AS o JOIN rates_reason FOR SYSTEM_TIME AS OF o.order_time "
              "AS r ON o.currency = r.currency")
-    dead = runtime.dead_letters(spark, query).collect()
+    dead = timeweave.dead_letters(spark, query).collect()
     assert [(r["side"], r["reason"], json.loads(r["row"])) for r in dead] == expected

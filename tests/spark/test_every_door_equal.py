@@ -14,12 +14,12 @@ from datetime import timedelta
 
 import pytest
 
-import runtime
-from runtime.core.spec import VersionedTableSpec
-from runtime.jobs.backfill import run_backfill
-from runtime.jobs.streaming import run_streaming
+import timeweave
 from tests.helpers.dbt_run import run_dbt_project
 from tests.spark.test_temporal_join_doors import T0, random_inputs, reference_rows, rejected_count
+from timeweave.core.spec import VersionedTableSpec
+from timeweave.jobs.backfill import run_backfill
+from timeweave.jobs.streaming import run_streaming
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -65,12 +65,12 @@ def test_every_door_gives_the_same_rows(spark, spark_home, tmp_path, seed) -> No
 
     kwargs = dict(key="currency", time="update_time", format="changelog", op="op", sequence="seq", how="left",
                   right_columns=["rate"])
-    results["dataframe"] = pairs(runtime.temporal_join(orders, rates, "order_time", **kwargs).collect())
+    results["dataframe"] = pairs(timeweave.temporal_join(orders, rates, "order_time", **kwargs).collect())
 
     orders.createOrReplaceTempView("orders_every")
-    runtime.register_versioned(spark, "rates_every", rates, VersionedTableSpec(
+    timeweave.register_versioned(spark, "rates_every", rates, VersionedTableSpec(
         "currency", "update_time", format="changelog", op="op", sequence="seq"))
-    results["sql"] = pairs(runtime.sql(spark, "SELECT o.order_id, r.rate FROM orders_every o LEFT JOIN rates_every "
+    results["sql"] = pairs(timeweave.sql(spark, "SELECT o.order_id, r.rate FROM orders_every o LEFT JOIN rates_every "
                                               "FOR SYSTEM_TIME AS OF o.order_time AS r ON o.currency = r.currency").collect())
 
     spark.sql("CREATE DATABASE IF NOT EXISTS timeweave_random")

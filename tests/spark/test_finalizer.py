@@ -8,9 +8,9 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from runtime.core.spec import TemporalJoinSpec, ValidityColumns, VersionedTableSpec
-from runtime.jobs import streaming as jobs_streaming
-from runtime.spark import plan, render
+from timeweave.core.spec import TemporalJoinSpec, ValidityColumns, VersionedTableSpec
+from timeweave.jobs import streaming as jobs_streaming
+from timeweave.spark import plan, render
 
 pytestmark = pytest.mark.spark
 

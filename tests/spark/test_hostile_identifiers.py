@@ -5,7 +5,7 @@ ones -- quotes, backticks, ``'||(SELECT ...)||'``, ``java_method(...)``, backsla
 unicode, spaces, dots, braces (``spark.sql(query, **dataframes)`` formats its text) -- and must give the
 same rows (after renaming back), the same dead letters (reasons naming the hostile column) and never a value of the ``tw_secrets`` table or of the Java property the
 names try to read.  Doors: the temporal join's DataFrame door (INNER, LEFT with a predicate), its dead
-letter, ``runtime.sql``, the streaming job, the 2-slice backfill; MATCH_RECOGNIZE's DataFrame door, SQL
+letter, ``timeweave.sql``, the streaming job, the 2-slice backfill; MATCH_RECOGNIZE's DataFrame door, SQL
 door (view and UDTF), streaming job and backfill; and the dbt macros' SQL, rendered without dbt.
 """
 
@@ -21,14 +21,14 @@ from typing import Any
 import jinja2
 import pytest
 
-import runtime
-from runtime.core.spec import TemporalJoinSpec, VersionedTableSpec
-from runtime.jobs.backfill import run_backfill
-from runtime.jobs.streaming import run_streaming
-from runtime.spark import render
-from runtime.spark.match_recognize import register_udtf
-from runtime.spark.match_recognize_backfill import backfill_match_recognize
-from runtime.spark.render import quote as q
+import timeweave
+from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+from timeweave.jobs.backfill import run_backfill
+from timeweave.jobs.streaming import run_streaming
+from timeweave.spark import render
+from timeweave.spark.match_recognize import register_udtf
+from timeweave.spark.match_recognize_backfill import backfill_match_recognize
+from timeweave.spark.render import quote as q
 
 pytestmark = pytest.mark.spark
 
@@ -176,9 +176,9 @@ def join_kwargs(left: Mapping[str, str], right: Mapping[str, str], how: str) -> 
 def test_dataframe_door_and_dead_letter(spark, secrets, how: str) -> None:
     plain_left, plain_right = frames(spark, identity(LEFT), identity(RIGHT))
     left, right = frames(spark, LEFT, RIGHT)
-    expected_rows, expected_dead = runtime.temporal_join_with_rejects(
+    expected_rows, expected_dead = timeweave.temporal_join_with_rejects(
         plain_left, plain_right, "t", **join_kwargs(identity(LEFT), identity(RIGHT), how))
-    rows, dead = runtime.temporal_join_with_rejects(left, right, LEFT["t"], **join_kwargs(LEFT, RIGHT, how))
+    rows, dead = timeweave.temporal_join_with_rejects(left, right, LEFT["t"], **join_kwargs(LEFT, RIGHT, how))
     back = {h: p for p, h in {**LEFT, **RIGHT}.items()}
     got, got_dead = rows.collect(), dead.collect()
     assert rows.columns == [*LEFT.values(), RIGHT["rate"]]
@@ -217,15 +217,15 @@ def test_sql_door(spark, secrets) -> None:
     for label, left_names, right_names in (("plain", identity(LEFT), identity(RIGHT)), ("hostile", LEFT, RIGHT)):
         left, right = frames(spark, left_names, right_names)
         left.createOrReplaceTempView(f"tw_orders_{label}")
-        runtime.register_versioned(spark, f"tw_rates_{label}", right, VersionedTableSpec(
+        timeweave.register_versioned(spark, f"tw_rates_{label}", right, VersionedTableSpec(
             [right_names["k"]], right_names["ut"], format="changelog", op=right_names["op"], sequence=right_names["seq"]))
         lq, rq = {p: q(h) for p, h in left_names.items()}, {p: q(h) for p, h in right_names.items()}
         query = (f"SELECT o.{lq['id']}, o.{lq['amount']}, r.{rq['rate']} FROM tw_orders_{label} AS o "
                  f"LEFT JOIN tw_rates_{label} FOR SYSTEM_TIME AS OF o.{lq['t']} AS r ON o.{lq['k']} = r.{rq['k']} "
                  f"AND r.{rq['rate']} > 0")
-        assert_inert(runtime.spark.sql_door.rewrite(spark, query)) if label == "hostile" else None
-        results[label] = runtime.sql(spark, query).collect()
-        star = runtime.sql(spark, f"SELECT * FROM tw_orders_{label} AS o JOIN tw_rates_{label} "
+        assert_inert(timeweave.spark.sql_door.rewrite(spark, query)) if label == "hostile" else None
+        results[label] = timeweave.sql(spark, query).collect()
+        star = timeweave.sql(spark, f"SELECT * FROM tw_orders_{label} AS o JOIN tw_rates_{label} "
                                   f"FOR SYSTEM_TIME AS OF o.{lq['t']} AS r ON o.{lq['k']} = r.{rq['k']}")
         results[label + "*"] = star.collect()
     back = {h: p for p, h in {**LEFT, **RIGHT}.items()}
@@ -260,7 +260,7 @@ def job_config(tmp_path: Path, name: str) -> dict[str, Any]:
 def test_streaming_job_and_backfill(spark, secrets, tmp_path: Path) -> None:
     plain_left, plain_right = frames(spark, identity(LEFT), identity(RIGHT))
     kwargs = join_kwargs(identity(LEFT), identity(RIGHT), "left")
-    expected, expected_dead = runtime.temporal_join_with_rejects(plain_left, plain_right, "t", **kwargs)
+    expected, expected_dead = timeweave.temporal_join_with_rejects(plain_left, plain_right, "t", **kwargs)
     expected, expected_dead = canonical(expected.collect(), {}), canonical(expected_dead.collect(), {})
     back = {h: p for p, h in {**LEFT, **RIGHT}.items()}
     for part, rows in enumerate((LEFT_ROWS[:4], LEFT_ROWS[4:])):
@@ -298,21 +298,21 @@ def test_match_recognize_doors(spark, secrets, tmp_path: Path) -> None:
     plain_clause, clause = mr_clause(PLAIN_MR, PLAIN_MEASURES), mr_clause(MR_INPUT, MR_MEASURES)
     plain_df, df = mr_frame(spark, PLAIN_MR), mr_frame(spark, MR_INPUT)
     timed_plain, timed = plain_df.where("t IS NOT NULL"), df.where(f"{q(MR_INPUT['t'])} IS NOT NULL")
-    expected = canonical(runtime.match_recognize(timed_plain, plain_clause).collect(), {})
+    expected = canonical(timeweave.match_recognize(timed_plain, plain_clause).collect(), {})
     assert expected
-    got = {"dataframe": runtime.match_recognize(timed, clause).collect()}
+    got = {"dataframe": timeweave.match_recognize(timed, clause).collect()}
 
     timed.createOrReplaceTempView("tw_mr_hostile")
     register_udtf(spark)
-    got["sql"] = runtime.sql(spark, f"SELECT * FROM tw_mr_hostile MATCH_RECOGNIZE ({clause}) AS m").collect()
+    got["sql"] = timeweave.sql(spark, f"SELECT * FROM tw_mr_hostile MATCH_RECOGNIZE ({clause}) AS m").collect()
     udtf_query = f"WITH src AS (SELECT * FROM tw_mr_hostile) SELECT * FROM src MATCH_RECOGNIZE ({clause}) AS m"
-    rewritten = runtime.spark.sql_door.rewrite(spark, udtf_query)
+    rewritten = timeweave.spark.sql_door.rewrite(spark, udtf_query)
     assert "timeweave_match_recognize(" in rewritten  # the UDTF door (a CTE cannot be resolved alone)
     assert_inert(rewritten)
-    got["udtf"] = runtime.sql(spark, udtf_query).collect()
+    got["udtf"] = timeweave.sql(spark, udtf_query).collect()
     spark.conf.set("spark.sql.parser.escapedStringLiterals", "true")  # changes escaped literals; ours are hex
     try:
-        got["udtf, escapedStringLiterals"] = runtime.sql(spark, udtf_query).collect()
+        got["udtf, escapedStringLiterals"] = timeweave.sql(spark, udtf_query).collect()
     finally:
         spark.conf.unset("spark.sql.parser.escapedStringLiterals")
 

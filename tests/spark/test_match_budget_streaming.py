@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from runtime.core.pattern import BUDGET_REASON_CODE, MatchBudget, PartitionMatcher, parse_clause
-from runtime.jobs.streaming import run_streaming
-from runtime.spark.match_recognize import match_recognize
 from tests.helpers.mr_random import canonical
+from timeweave.core.pattern import BUDGET_REASON_CODE, MatchBudget, PartitionMatcher, parse_clause
+from timeweave.jobs.streaming import run_streaming
+from timeweave.spark.match_recognize import match_recognize
 
 pytestmark = pytest.mark.spark
 
@@ -83,8 +83,8 @@ def test_streaming_job_dead_letters_the_hot_key_and_keeps_the_others(spark, tmp_
 
 
 def test_dataframe_door_and_backfill_dead_letter_the_same_rows(spark, tmp_path: Path) -> None:
-    from runtime.jobs.backfill import run_backfill
-    from runtime.spark.match_recognize import match_recognize_with_rejects
+    from timeweave.jobs.backfill import run_backfill
+    from timeweave.spark.match_recognize import match_recognize_with_rejects
 
     rows = _rows()
     (tmp_path / "in").mkdir()

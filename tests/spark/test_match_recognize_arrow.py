@@ -10,7 +10,15 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import types as T
 
-from runtime.spark.match_recognize import _naive, _needed_columns, _pylist, _row_builder, plan, run_batches, run_sorted
+from timeweave.spark.match_recognize import (
+    _naive,
+    _needed_columns,
+    _pylist,
+    _row_builder,
+    plan,
+    run_batches,
+    run_sorted,
+)
 
 SCHEMA = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.LongType()),
                        T.StructField("p", T.LongType()), T.StructField("extra", T.StringType())])
@@ -81,7 +89,7 @@ def test_copied_timestamps_travel_as_integers_with_the_same_output(
         clause: str, timezone: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Timestamp columns only copied to the output are carried as integers: the same output batches as
     with datetime objects, DST gaps and overlaps (the wall-clock conversion both ways) and NULLs included."""
-    from runtime.spark import match_recognize as M
+    from timeweave.spark import match_recognize as M
 
     schema = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.TimestampType()),
                            T.StructField("u", T.TimestampType()), T.StructField("p", T.LongType())])

@@ -19,13 +19,13 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-import runtime
-from runtime.core.errors import QuerySyntaxError, SpecError
-from runtime.core.pattern import match_recognize, parse_clause
-from runtime.jobs.cli import METRICS_PREFIX, main
-from runtime.spark.match_recognize import plan
-from runtime.spark.match_recognize_backfill import STATE, _SliceRunner, backfill_match_recognize
+import timeweave
 from tests.helpers.mr_random import CLAUSES, COLUMNS, SCHEMA, SPAN, T0, as_tuples, canonical, in_range, random_events
+from timeweave.core.errors import QuerySyntaxError, SpecError
+from timeweave.core.pattern import match_recognize, parse_clause
+from timeweave.jobs.cli import METRICS_PREFIX, main
+from timeweave.spark.match_recognize import plan
+from timeweave.spark.match_recognize_backfill import STATE, _SliceRunner, backfill_match_recognize
 
 pytestmark = pytest.mark.spark
 
@@ -38,7 +38,7 @@ SLICED = [("one-row-greedy-avg", 3), ("omit-empty-next", 3), ("no-partition-anch
 
 def door_rows(df, clause: str, rows, start=START, end=END):
     """The DataFrame door over [start, end), checked against the core over the same rows."""
-    door = runtime.match_recognize(df.where((F.col("t") >= start) & (F.col("t") < end)), clause)
+    door = timeweave.match_recognize(df.where((F.col("t") >= start) & (F.col("t") < end)), clause)
     columns = door.columns
     expected = canonical(door.collect(), columns)
     assert expected == canonical(match_recognize(parse_clause(clause), in_range(rows, start, end)), columns)
@@ -113,7 +113,7 @@ def test_null_event_times_are_dead_letters_with_a_reason(spark, tmp_path) -> Non
 
 
 def test_integer_event_time_and_the_job_cli(spark, tmp_path, capsys) -> None:
-    """An integer (µs) event time column, through ``python -m runtime.jobs backfill`` (in process)."""
+    """An integer (µs) event time column, through ``python -m timeweave.jobs backfill`` (in process)."""
     clause = ("PARTITION BY k ORDER BY ts MEASURES FIRST(A.ts) AS t0, COUNT(*) AS n "
               "PATTERN (A B+) DEFINE B AS B.v > PREV(B.v)")
     rows = random_events(4, n=50)
@@ -122,7 +122,7 @@ def test_integer_event_time_and_the_job_cli(spark, tmp_path, capsys) -> None:
     df = spark.createDataFrame(data, "k STRING, ts BIGINT, v BIGINT")
     df.write.parquet(str(tmp_path / "input"))
     start, end = START.replace(tzinfo=UTC), END.replace(tzinfo=UTC)
-    expected_df = runtime.match_recognize(
+    expected_df = timeweave.match_recognize(
         df.where((F.col("ts") >= (START - epoch) // timedelta(microseconds=1))
                  & (F.col("ts") < (END - epoch) // timedelta(microseconds=1))), clause)
     expected = canonical(expected_df.collect(), expected_df.columns)
@@ -180,7 +180,7 @@ def test_state_is_one_row_per_key_with_the_pickled_matcher(spark, tmp_path) -> N
     assert all(isinstance(r[STATE], (bytes, bytearray)) and r[STATE] for r in state)
 
 
-@pytest.mark.parametrize("name", ["runtime.spark.match_recognize_backfill", "tests.helpers.mr_random"])
+@pytest.mark.parametrize("name", ["timeweave.spark.match_recognize_backfill", "tests.helpers.mr_random"])
 def test_docstring_examples_run(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
@@ -295,8 +295,8 @@ def test_the_slice_runner_refuses_state_that_is_not_its_format(tmp_path) -> None
     """The executor function alone (no JVM): pickles, damaged blobs, another structure, another version."""
     import pickle
 
-    from runtime.core.errors import StateFormatError
-    from runtime.core.state_codec import encode
+    from timeweave.core.errors import StateFormatError
+    from timeweave.core.state_codec import encode
 
     clause = CLAUSES["all-rows-reluctant-subset"]
     bound = plan(clause, T.StructType([T.StructField(c, t) for c, t in zip(COLUMNS, [

@@ -1,6 +1,6 @@
 """The product's invariant for MATCH_RECOGNIZE: the same random input through every door gives the same rows.
 
-core ``match_recognize`` (pure Python) = DataFrame door = ``runtime.sql`` with a MATCH_RECOGNIZE query =
+core ``match_recognize`` (pure Python) = DataFrame door = ``timeweave.sql`` with a MATCH_RECOGNIZE query =
 the UDTF ``timeweave_match_recognize`` = a dbt model using the ``timeweave.match_recognize`` macro =
 the streaming job flushed at end of input = the backfill job in 1, 3 and 7 slices (one job config for
 both jobs).  Inputs (tests/helpers/mr_random.py) have several partitions, a NULL partition key, NULLs in
@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-import runtime
-from runtime.core.pattern import match_recognize, parse_clause
-from runtime.jobs.backfill import run_backfill
-from runtime.jobs.streaming import run_streaming
-from runtime.spark.match_recognize import UDTF_NAME, sql_string
+import timeweave
 from tests.helpers.dbt_run import run_dbt_project
 from tests.helpers.mr_random import CLAUSES, SCHEMA, SPAN, T0, as_tuples, canonical, random_events
+from timeweave.core.pattern import match_recognize, parse_clause
+from timeweave.jobs.backfill import run_backfill
+from timeweave.jobs.streaming import run_streaming
+from timeweave.spark.match_recognize import UDTF_NAME, sql_string
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -46,7 +46,7 @@ def test_every_door_gives_the_same_rows(spark, spark_home, tmp_path, name, seed,
     untimed = sorted(r["seq"] for r in rows if r["t"] is None)
     assert len(untimed) == NULL_TIMES
     df = spark.createDataFrame(as_tuples(rows), SCHEMA)
-    by_dataframe, rejected = runtime.match_recognize_with_rejects(df, clause)
+    by_dataframe, rejected = timeweave.match_recognize_with_rejects(df, clause)
     columns = by_dataframe.columns
     expected = canonical(match_recognize(parse_clause(clause), rows), columns)
     assert sum(expected.values()) > 0
@@ -54,11 +54,11 @@ def test_every_door_gives_the_same_rows(spark, spark_home, tmp_path, name, seed,
     assert sorted(json.loads(r.row)["seq"] for r in rejected.collect()) == untimed
     assert {(r.side, r.reason) for r in rejected.collect()} == {("input", "NULL event time column t")}
 
-    runtime.register(spark)
+    timeweave.register(spark)
     df.createOrReplaceTempView("mr_every_door")
     query = f"SELECT * FROM mr_every_door MATCH_RECOGNIZE ({clause}) AS mr"
-    results["sql"] = runtime.sql(spark, query).collect()
-    sql_rejected = runtime.dead_letters(spark, query).collect()
+    results["sql"] = timeweave.sql(spark, query).collect()
+    sql_rejected = timeweave.dead_letters(spark, query).collect()
     assert sorted(json.loads(r.row)["seq"] for r in sql_rejected) == untimed
     assert {(r.side, r.reason, r.clause) for r in sql_rejected} == {("input", "NULL event time column t", "MATCH_RECOGNIZE #1")}
     results["udtf"] = spark.sql(f"SELECT * FROM {UDTF_NAME}(TABLE(mr_every_door), {sql_string(clause)})").collect()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from runtime.spark.match_recognize import plan
+from timeweave.spark.match_recognize import plan
 
 SCHEMA = T.StructType([
     T.StructField("k", T.StringType()), T.StructField("t", T.TimestampType()), T.StructField("p", T.IntegerType()),

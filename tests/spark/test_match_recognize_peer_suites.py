@@ -1,11 +1,11 @@
-"""Flink's ``MatchRecognizeITCase`` and the peers' validation suites through ``runtime.sql``.
+"""Flink's ``MatchRecognizeITCase`` and the peers' validation suites through ``timeweave.sql``.
 
 * :mod:`tests.helpers.mr_suites.flink_itcase`: Flink's queries verbatim over its test collections, with
   Flink's results (where the standard answers otherwise, the standard's, with Flink's rows and the reason
   in ``DIFFERENCES``); five queries need Flink group windows or Java UDFs and are listed in ``SKIPPED``.
 * :mod:`tests.helpers.mr_suites.analyzer_errors`: IoTDB's port of Trino's row-pattern analysis tests and
   Flink's ``MatchRecognizeValidationTest``.  A failing case must fail before any Spark job, with an error
-  positioned in the query; a passing case must analyse (``runtime.sql`` returns a DataFrame).
+  positioned in the query; a passing case must analyse (``timeweave.sql`` returns a DataFrame).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections import Counter
 
 import pytest
 
-import runtime
-from runtime.core.errors import QuerySyntaxError
+import timeweave
 from tests.helpers.mr_suites import analyzer_errors, flink_itcase
+from timeweave.core.errors import QuerySyntaxError
 
 pytestmark = pytest.mark.spark
 
@@ -31,7 +31,7 @@ def peers(spark):
 
 @pytest.mark.parametrize(("name", "query", "expected"), flink_itcase.CASES, ids=[c[0] for c in flink_itcase.CASES])
 def test_flink_match_recognize_itcase(peers, name: str, query: str, expected: list[tuple]) -> None:
-    got = [tuple(r) for r in runtime.sql(peers, query).collect()]
+    got = [tuple(r) for r in timeweave.sql(peers, query).collect()]
     assert Counter(got) == Counter(expected), f"{name}: {got}"
 
 
@@ -47,11 +47,11 @@ def test_flink_differences_and_skips_are_accounted_for() -> None:
                          ids=[c[0] for c in analyzer_errors.CASES])
 def test_peer_validation_suites(peers, name: str, query: str, expected: object) -> None:
     if expected == analyzer_errors.RUNS:
-        runtime.sql(peers, query)  # analysed (columns, types, variables) without running a job
+        timeweave.sql(peers, query)  # analysed (columns, types, variables) without running a job
         return
     assert isinstance(expected, analyzer_errors.Error)
     with pytest.raises(QuerySyntaxError) as info:  # PatternValidationError is one too
-        runtime.sql(peers, query)
+        timeweave.sql(peers, query)
     message = str(info.value)
     assert re.search(expected.pattern, message), message
     assert 0 <= info.value.position < len(query), message  # positioned in the query as written
@@ -60,14 +60,14 @@ def test_peer_validation_suites(peers, name: str, query: str, expected: object) 
 def test_a_define_condition_must_be_boolean(peers) -> None:
     query = "SELECT * FROM table1 MATCH_RECOGNIZE (ORDER BY time MEASURES A.s1 AS c PATTERN (A B+) DEFINE B AS B.s2)"
     with pytest.raises(QuerySyntaxError, match="the condition defining B must be boolean, not bigint") as info:
-        runtime.sql(peers, query)
+        timeweave.sql(peers, query)
     assert info.value.position == query.index("B.s2)")
     # NULL is a (never true) predicate, as in Trino and ydb's suite
-    assert runtime.sql(peers, query.replace("B AS B.s2", "B AS NULL")).collect() == []
+    assert timeweave.sql(peers, query.replace("B AS B.s2", "B AS NULL")).collect() == []
 
 
 def test_current_timestamp_is_one_value_per_query(peers) -> None:
     query = ("SELECT m.n FROM (VALUES (1, TIMESTAMP '2000-01-01 00:00:00'), (2, TIMESTAMP '2999-01-01 00:00:00')) "
              "t(id, ts) MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n, CURRENT_DATE AS d PATTERN (A+) "
              "DEFINE A AS A.ts < CURRENT_TIMESTAMP) AS m")
-    assert [tuple(r) for r in runtime.sql(peers, query).collect()] == [(1,)]
+    assert [tuple(r) for r in timeweave.sql(peers, query).collect()] == [(1,)]

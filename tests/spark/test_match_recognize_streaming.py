@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from pyspark.sql import types as T
 
-from runtime.core.errors import SpecError
-from runtime.core.pattern import PatternValidationError
-from runtime.jobs import cli
-from runtime.jobs.streaming import run_streaming
-from runtime.spark.match_recognize import match_recognize
-from runtime.spark.match_recognize_streaming import match_recognize_stream
 from tests.helpers.mr_random import CLAUSES, SCHEMA, canonical, random_events
+from timeweave.core.errors import SpecError
+from timeweave.core.pattern import PatternValidationError
+from timeweave.jobs import cli
+from timeweave.jobs.streaming import run_streaming
+from timeweave.spark.match_recognize import match_recognize
+from timeweave.spark.match_recognize_streaming import match_recognize_stream
 
 pytestmark = pytest.mark.spark
 
@@ -187,7 +187,7 @@ def test_random_clauses_decode_every_input_type_like_the_batch_door(spark, tmp_p
         tuple(map(repr, (r[c] for c in columns))) for r in batch.collect())
 
 
-@pytest.mark.parametrize("name", ["runtime.spark.match_recognize_streaming", "runtime.jobs.config"])
+@pytest.mark.parametrize("name", ["timeweave.spark.match_recognize_streaming", "timeweave.jobs.config"])
 def test_docstring_examples_run(name: str) -> None:
     import doctest
     import importlib
@@ -202,9 +202,9 @@ def test_state_cells_compress_and_pickled_cells_of_earlier_releases_are_refused(
     state format error naming the key, and nothing is loaded (no JVM)."""
     import pickle
 
-    from runtime.core.errors import StateFormatError
-    from runtime.core.state_codec import encode_cell
-    from runtime.spark import match_recognize_streaming as M
+    from timeweave.core.errors import StateFormatError
+    from timeweave.core.state_codec import encode_cell
+    from timeweave.spark import match_recognize_streaming as M
 
     class Map(dict):  # the MapState calls _PackedEntry makes
         getValue, updateValue = dict.get, dict.__setitem__
@@ -265,8 +265,8 @@ def test_packs_keep_every_row_and_each_buckets_order(monkeypatch, bound: str, va
     its largest event time; PACK_ROWS / PACK_BYTES bound a pack's rows (input batches of 5 rows)."""
     import pyarrow as pa
 
-    from runtime.spark import match_recognize_streaming as M
-    from runtime.spark import streaming as S
+    from timeweave.spark import match_recognize_streaming as M
+    from timeweave.spark import streaming as S
 
     monkeypatch.setattr(S, bound, value)
     n = 40

@@ -1,4 +1,4 @@
-"""Every query of Trino's ``TestAggregationsInRowPatternMatching``, verbatim, through ``runtime.sql``.
+"""Every query of Trino's ``TestAggregationsInRowPatternMatching``, verbatim, through ``timeweave.sql``.
 
 The cases and Trino's published results live in :mod:`tests.helpers.mr_suites.trino_aggregations` (33
 queries: 32 run here; ``testSeek`` is Trino's row-pattern WINDOW form, which Spark SQL's grammar has no place
@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-import runtime
+import timeweave
 from tests.helpers.mr_suites import trino_aggregations as trino
 
 pytestmark = pytest.mark.spark
@@ -26,7 +26,7 @@ def _hashable(row: tuple) -> tuple:
 
 @pytest.mark.parametrize(("name", "query", "expected"), trino.CASES, ids=[c[0] for c in trino.CASES])
 def test_trino_aggregations_in_row_pattern_matching(spark, name: str, query: str, expected: list[tuple]) -> None:
-    df = runtime.sql(spark, query)
+    df = timeweave.sql(spark, query)
     assert tuple(f.dataType.simpleString() for f in df.schema.fields) == trino.TYPES[name], df.schema
     got = [tuple(r) for r in df.collect()]
     assert Counter(map(_hashable, got)) == Counter(map(_hashable, expected)), f"{name}: {got}"
@@ -48,4 +48,4 @@ def test_the_skipped_window_form_is_refused_before_any_job(spark) -> None:
     # accepts it, the case belongs in CASES
     query = trino.SKIPPED["testSeek"][0]
     with pytest.raises(Exception, match=r"PARSE_SYNTAX_ERROR"):
-        runtime.sql(spark, query)
+        timeweave.sql(spark, query)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-import runtime
-from runtime.core.pattern import match_recognize, parse_clause
-from runtime.spark.match_recognize import UDTF_NAME, UDTF_NO_COLUMNS, sql_string
+import timeweave
+from timeweave.core.pattern import match_recognize, parse_clause
+from timeweave.spark.match_recognize import UDTF_NAME, UDTF_NO_COLUMNS, sql_string
 
 pytestmark = pytest.mark.spark
 
@@ -23,12 +23,12 @@ def test_the_core_reference_has_one_empty_row_per_match() -> None:
 
 def test_dataframe_and_sql_doors_give_one_zero_column_row_per_match(spark) -> None:
     df = spark.createDataFrame(ROWS, "t long, v long")
-    out = runtime.match_recognize(df, CLAUSE)
+    out = timeweave.match_recognize(df, CLAUSE)
     assert out.columns == []
     assert out.count() == 28
     assert len(out.collect()) == 28
     df.createOrReplaceTempView("mr_zero_columns")
-    by_sql = runtime.sql(spark, f"SELECT count(*) AS n FROM mr_zero_columns MATCH_RECOGNIZE ({CLAUSE}) AS m")
+    by_sql = timeweave.sql(spark, f"SELECT count(*) AS n FROM mr_zero_columns MATCH_RECOGNIZE ({CLAUSE}) AS m")
     assert by_sql.collect()[0]["n"] == 28
 
 
@@ -37,11 +37,11 @@ def test_udtf_door_keeps_one_row_per_match_in_a_placeholder_column(spark) -> Non
     # column is the documented always-NULL placeholder; the row count is the matches' count
     df = spark.createDataFrame(ROWS, "t long, v long")
     df.createOrReplaceTempView("mr_zero_columns")
-    runtime.register(spark)
+    timeweave.register(spark)
     got = spark.sql(f"SELECT * FROM {UDTF_NAME}(TABLE(mr_zero_columns), {sql_string(CLAUSE)})")
     assert got.columns == [UDTF_NO_COLUMNS]
     assert [tuple(row) for row in got.collect()] == [(None,)] * 28
-    # runtime.sql over a CTE calls the UDTF in place
-    by_cte = runtime.sql(spark, f"WITH src AS (SELECT * FROM mr_zero_columns) "
+    # timeweave.sql over a CTE calls the UDTF in place
+    by_cte = timeweave.sql(spark, f"WITH src AS (SELECT * FROM mr_zero_columns) "
                                 f"SELECT count(*) AS n FROM src MATCH_RECOGNIZE ({CLAUSE}) AS m")
     assert by_cte.collect()[0]["n"] == 28

@@ -1,4 +1,4 @@
-"""The DataFrame and SQL doors and runtime.register work on a Spark Connect session too."""
+"""The DataFrame and SQL doors and timeweave.register work on a Spark Connect session too."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 TwsTester plays Spark's part: per-key state, event-time timers that fire when ``setWatermark``
 reaches them (``expiry <= watermark``), and the refusal to register a timer at or below the
 watermark.  Its late-row filter is disabled with an extractor that returns "far future", because the
-real query hands the operator no watermarked column (see runtime.spark.streaming): lateness is the
+real query hands the operator no watermarked column (see timeweave.spark.streaming): lateness is the
 core's decision, and these tests check it reaches the output.
 """
 
@@ -18,13 +18,13 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.streaming.tws_tester import TwsTester
 
-from runtime.core.errors import StateFormatError
-from runtime.core.spec import StateRetention, TemporalJoinSpec, VersionedTableSpec
-from runtime.core.state import NO_WATERMARK
-from runtime.core.state_codec import decode, decode_cell, encode, encode_cell
-from runtime.core.temporal_join import Joined, JoinedRows, Late, LeftBuffer, LeftRow
-from runtime.core.versioned import Match, VersionEvent, VersionHistory
-from runtime.spark import streaming as S
+from timeweave.core.errors import StateFormatError
+from timeweave.core.spec import StateRetention, TemporalJoinSpec, VersionedTableSpec
+from timeweave.core.state import NO_WATERMARK
+from timeweave.core.state_codec import decode, decode_cell, encode, encode_cell
+from timeweave.core.temporal_join import Joined, JoinedRows, Late, LeftBuffer, LeftRow
+from timeweave.core.versioned import Match, VersionEvent, VersionHistory
+from timeweave.spark import streaming as S
 
 MS = 1_000  # µs per ms
 T0 = 1_577_872_800_000_000  # 2020-01-01 10:00:00 UTC in µs

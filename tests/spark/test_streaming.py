@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime.jobs import cli
-from runtime.jobs.streaming import run_streaming
 from tests.helpers.flink_cases import CASES, load_case, rows_as_text
+from timeweave.jobs import cli
+from timeweave.jobs.streaming import run_streaming
 
 pytestmark = pytest.mark.spark
 
@@ -125,7 +125,7 @@ def test_late_rows_dead_letters_and_restart_from_checkpoint(spark, tmp_path: Pat
         ("right", "unknown op ? in column op", "?"),
     ]
     # The same rows as the batch DataFrame door on the same input (late rows excluded: they were reported).
-    from runtime import temporal_join
+    from timeweave import temporal_join
 
     left = spark.read.schema(config["left"]["schema"]).option("header", "true").csv(str(tmp_path / "left"))
     right = spark.read.schema(config["right"]["schema"]).option("header", "true").csv(str(tmp_path / "right"))

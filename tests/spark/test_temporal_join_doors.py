@@ -7,12 +7,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
-import runtime
-from runtime.core.errors import QuerySyntaxError, SpecError
-from runtime.core.spec import VersionedTableSpec
-from runtime.jobs.backfill import run_backfill
+import timeweave
 from tests.core.reference import LeftRowIn, RightRow, brute_force
 from tests.helpers.flink_cases import dataframe, load_case, rows_as_text
+from timeweave.core.errors import QuerySyntaxError, SpecError
+from timeweave.core.spec import VersionedTableSpec
+from timeweave.jobs.backfill import run_backfill
 
 pytestmark = pytest.mark.spark
 
@@ -32,10 +32,10 @@ def _case_frames(spark, name):
 @pytest.mark.parametrize("name", JOIN_CASES)
 def test_flink_cases_dataframe_door(spark, name) -> None:
     case, orders, rates, _, v = _case_frames(spark, name)
-    out = runtime.temporal_join(
+    out = timeweave.temporal_join(
         orders, rates, "order_time", key=v.key, time=v.time, format=v.format.value, op=v.op,
         how="left" if name.endswith("left") else "inner", right_columns=["conversion_rate"],
-        validity=runtime.core.ValidityColumns(valid_from="rate_time", valid_to=None),
+        validity=timeweave.core.ValidityColumns(valid_from="rate_time", valid_to=None),
     )
     header, expected = case.expected()
     assert rows_as_text(out, header) == sorted(expected)
@@ -45,8 +45,8 @@ def test_flink_cases_dataframe_door(spark, name) -> None:
 def test_flink_cases_sql_door_runs_flinks_own_query(spark, name) -> None:
     case, orders, rates, _, v = _case_frames(spark, name)
     orders.createOrReplaceTempView("orders")
-    runtime.register_versioned(spark, "currency_rates", rates, v)
-    out = runtime.sql(spark, case.query)
+    timeweave.register_versioned(spark, "currency_rates", rates, v)
+    out = timeweave.sql(spark, case.query)
     header, expected = case.expected()
     assert rows_as_text(out, header) == sorted(expected)
 
@@ -74,7 +74,7 @@ def test_flink_cases_backfill_door(spark, tmp_path, name, slices) -> None:
 def test_versioned_view_final_state_equals_flinks(spark) -> None:
     case = load_case("tj_versioned_view_changelog")
     history = dataframe(spark, case.tables["currency_rates_history"])
-    view = runtime.versioned_table(history, key="currency", time="update_time")
+    view = timeweave.versioned_table(history, key="currency", time="update_time")
     latest = view.where("valid_to IS NULL")
     header, expected = case.expected("batch")
     assert rows_as_text(latest, header) == sorted(expected)
@@ -140,13 +140,13 @@ def test_random_inputs_every_batch_door_equals_the_reference(spark, tmp_path, se
     kwargs = dict(key="currency", time="update_time", format="changelog", op="op", sequence="seq", how="left")
     expected = reference_rows(left, right)
 
-    frame = runtime.temporal_join(orders, rates, "order_time", **kwargs).select("order_id", "rate")
+    frame = timeweave.temporal_join(orders, rates, "order_time", **kwargs).select("order_id", "rate")
     assert sorted(tuple(r) for r in frame.collect()) == expected
 
     orders.createOrReplaceTempView("orders_rand")
-    runtime.register_versioned(spark, "rates_rand", rates, VersionedTableSpec(
+    timeweave.register_versioned(spark, "rates_rand", rates, VersionedTableSpec(
         "currency", "update_time", format="changelog", op="op", sequence="seq"))
-    via_sql = runtime.sql(spark, "SELECT o.order_id, r.rate FROM orders_rand o LEFT JOIN rates_rand "
+    via_sql = timeweave.sql(spark, "SELECT o.order_id, r.rate FROM orders_rand o LEFT JOIN rates_rand "
                                  "FOR SYSTEM_TIME AS OF o.order_time AS r ON o.currency = r.currency")
     assert sorted(tuple(r) for r in via_sql.collect()) == expected
 
@@ -208,27 +208,27 @@ def test_sql_door_select_star_lists_columns_not_alias_structs(spark) -> None:
     orders = spark.createDataFrame([("o1", "EUR", T0 + timedelta(hours=2))], "id STRING, cur STRING, ts TIMESTAMP")
     rates = spark.createDataFrame([("EUR", 2.0, T0)], "cur STRING, rate DOUBLE, t TIMESTAMP")
     orders.createOrReplaceTempView("orders_star")
-    runtime.register_versioned(spark, "rates_star", rates, VersionedTableSpec("cur", "t"))
+    timeweave.register_versioned(spark, "rates_star", rates, VersionedTableSpec("cur", "t"))
     join = "FROM orders_star AS o JOIN rates_star FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur"
-    star = runtime.sql(spark, f"SELECT * {join}")
+    star = timeweave.sql(spark, f"SELECT * {join}")
     assert star.columns == ["id", "cur", "ts", "rate", "t"]
     assert [tuple(r) for r in star.collect()] == [("o1", "EUR", T0 + timedelta(hours=2), 2.0, T0)]
-    assert runtime.sql(spark, f"SELECT r.*, o.id {join}").columns == ["cur", "rate", "t", "id"]
+    assert timeweave.sql(spark, f"SELECT r.*, o.id {join}").columns == ["cur", "rate", "t", "id"]
 
 
 def test_sql_door_placeholders_as_in_spark_sql(spark) -> None:
     orders = spark.createDataFrame([("o1", "EUR", T0 + timedelta(hours=2))], "id STRING, cur STRING, ts TIMESTAMP")
     rates = spark.createDataFrame([("EUR", 2.0, T0)], "cur STRING, rate DOUBLE, t TIMESTAMP")
-    runtime.register_versioned(spark, "rates_args", rates, VersionedTableSpec("cur", "t"))
-    out = runtime.sql(
+    timeweave.register_versioned(spark, "rates_args", rates, VersionedTableSpec("cur", "t"))
+    out = timeweave.sql(
         spark, "SELECT o.id, r.rate, {tag} AS tag FROM {orders} AS o JOIN rates_args FOR SYSTEM_TIME AS OF o.ts AS r "
         "ON o.cur = r.cur WHERE o.id LIKE {pattern}", orders=orders, tag=7, pattern="o%",
     )
     assert [tuple(r) for r in out.collect()] == [("o1", 2.0, 7)]
     assert not [t for t in spark.catalog.listTables() if t.name.startswith("__tw_arg_")]  # views dropped
     ticks = spark.createDataFrame([(T0 + timedelta(minutes=i), p) for i, p in enumerate([5, 4, 3, 9])], "t TIMESTAMP, p INT")
-    runtime.register(spark)
-    matched = runtime.sql(spark, "SELECT * FROM {ticks} MATCH_RECOGNIZE (ORDER BY t MEASURES LAST(D.p) AS low "
+    timeweave.register(spark)
+    matched = timeweave.sql(spark, "SELECT * FROM {ticks} MATCH_RECOGNIZE (ORDER BY t MEASURES LAST(D.p) AS low "
                                  "PATTERN (S D{{2,}}) DEFINE D AS D.p < PREV(D.p))", ticks=ticks)
     assert [tuple(r) for r in matched.collect()] == [(3,)]
 
@@ -240,15 +240,15 @@ def test_predicate_applies_to_the_found_version_only(spark) -> None:
     )
     kwargs = dict(key="cur", time="t", predicate="r.rate > 1")
     # The version in force (0.5) fails the predicate: no fallback to the older 2.0.
-    assert runtime.temporal_join(orders, rates, "ts", how="inner", **kwargs).count() == 0
-    [row] = runtime.temporal_join(orders, rates, "ts", how="left", **kwargs).collect()
+    assert timeweave.temporal_join(orders, rates, "ts", how="inner", **kwargs).count() == 0
+    [row] = timeweave.temporal_join(orders, rates, "ts", how="left", **kwargs).collect()
     assert row.rate is None
 
 
 def test_ties_at_one_time_last_in_input_order_wins(spark) -> None:
     orders = spark.createDataFrame([("o1", "EUR", T0)], "id STRING, cur STRING, ts TIMESTAMP")
     rates = spark.createDataFrame([("EUR", 1.0, T0), ("EUR", 2.0, T0)], "cur STRING, rate DOUBLE, t TIMESTAMP").coalesce(1)
-    [row] = runtime.temporal_join(orders, rates, "ts", key="cur", time="t").collect()
+    [row] = timeweave.temporal_join(orders, rates, "ts", key="cur", time="t").collect()
     assert row.rate == 2.0
 
 
@@ -261,7 +261,7 @@ def test_upsert_format_with_delete_flag(spark) -> None:
         [("EUR", 1.0, T0, False), ("EUR", None, T0 + timedelta(hours=1), True)],
         "cur STRING, rate DOUBLE, t TIMESTAMP, gone BOOLEAN",
     )
-    out = runtime.temporal_join(orders, rates, "ts", key="cur", time="t", format="upsert", delete_flag="gone", how="left")
+    out = timeweave.temporal_join(orders, rates, "ts", key="cur", time="t", format="upsert", delete_flag="gone", how="left")
     assert sorted((r.id, r.rate) for r in out.collect()) == [("o1", 1.0), ("o2", None)]
 
 
@@ -269,15 +269,15 @@ def test_bad_input_errors_name_the_argument(spark) -> None:
     orders = spark.createDataFrame([("o1", "EUR", T0)], "id STRING, cur STRING, ts TIMESTAMP")
     rates = spark.createDataFrame([("EUR", 1.0, "2024-01-01")], "cur STRING, rate DOUBLE, t STRING")
     with pytest.raises(SpecError, match="'t' must be a timestamp") as err:
-        runtime.temporal_join(orders, rates, "ts", key="cur", time="t")
+        timeweave.temporal_join(orders, rates, "ts", key="cur", time="t")
     assert err.value.argument == "time"
     with pytest.raises(SpecError, match="column 'currency' not found"):
-        runtime.temporal_join(orders, rates, "ts", key="currency", time="t")
+        timeweave.temporal_join(orders, rates, "ts", key="currency", time="t")
     with pytest.raises(SpecError, match="is not a versioned table"):
         orders.createOrReplaceTempView("o_bad")
-        runtime.sql(spark, "SELECT * FROM o_bad o JOIN nothing_here FOR SYSTEM_TIME AS OF o.ts r ON o.cur = r.cur")
+        timeweave.sql(spark, "SELECT * FROM o_bad o JOIN nothing_here FOR SYSTEM_TIME AS OF o.ts r ON o.cur = r.cur")
     with pytest.raises(QuerySyntaxError, match="FULL temporal joins are not supported") as err:
-        runtime.sql(spark, "SELECT * FROM o_bad o FULL JOIN r FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur")
+        timeweave.sql(spark, "SELECT * FROM o_bad o FULL JOIN r FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur")
     assert err.value.line == 1 and err.value.col > 1
 
 
@@ -289,7 +289,7 @@ def test_dead_letter_rows_carry_the_reason(spark, how) -> None:
     rates = spark.createDataFrame(
         [("+I", "EUR", 1.0, T0), ("??", "EUR", 2.0, T0)], "op STRING, cur STRING, rate DOUBLE, t TIMESTAMP"
     )
-    joined, rejects = runtime.temporal_join_with_rejects(
+    joined, rejects = timeweave.temporal_join_with_rejects(
         orders, rates, "ts", key="cur", time="t", format="changelog", op="op", how=how
     )
     reasons = sorted((r.side, r.reason) for r in rejects.collect())
@@ -321,28 +321,28 @@ def _rows(df) -> list[tuple]:
 
 def test_left_join_keeps_null_key_and_null_time_rows_in_every_door(spark, tmp_path) -> None:
     """22 orders in, 22 rows out of every door (a plain Spark LEFT JOIN, Flink and DuckDB keep them too)."""
-    from runtime.jobs.streaming import run_streaming
+    from timeweave.jobs.streaming import run_streaming
 
     orders_in, rates_in = _twenty_two_orders()
     orders = spark.createDataFrame(orders_in, NULL_LEFT_DDL)
     rates = spark.createDataFrame(rates_in, NULL_RIGHT_DDL)
     results = {}
 
-    joined, rejects = runtime.temporal_join_with_rejects(orders, rates, "ts", key="cur", time="t", how="left")
+    joined, rejects = timeweave.temporal_join_with_rejects(orders, rates, "ts", key="cur", time="t", how="left")
     results["dataframe"] = _rows(joined)
     assert sorted((r.side, r.reason) for r in rejects.collect()) == [
         ("right", "NULL key column cur"), ("right", "NULL time column t")]
 
     orders.createOrReplaceTempView("orders_issue20")
-    runtime.register_versioned(spark, "rates_issue20", rates, VersionedTableSpec("cur", "t"))
+    timeweave.register_versioned(spark, "rates_issue20", rates, VersionedTableSpec("cur", "t"))
     query = ("SELECT o.*, r.rate FROM orders_issue20 AS o LEFT JOIN rates_issue20 FOR SYSTEM_TIME AS OF o.ts AS r "
              "ON o.cur = r.cur")
-    results["sql"] = _rows(runtime.sql(spark, query))
-    assert sorted((r.side, r.reason) for r in runtime.dead_letters(spark, query).collect()) == [
+    results["sql"] = _rows(timeweave.sql(spark, query))
+    assert sorted((r.side, r.reason) for r in timeweave.dead_letters(spark, query).collect()) == [
         ("right", "NULL key column cur"), ("right", "NULL time column t")]
 
     # the plan file as dbt renders it (the dbt macro passes these arguments to this macro)
-    from runtime.spark import render
+    from timeweave.spark import render
 
     plan = render.macro(
         "timeweave__temporal_join_sql", "{left}", "{right}", orders.columns, rates.columns, ["cur"], "ts", ["cur"], "t",
@@ -395,7 +395,7 @@ def _null_rows_job(tmp_path, orders, rates, how: str) -> dict:
 
 
 def test_inner_join_still_dead_letters_null_key_and_null_time_rows(spark, tmp_path) -> None:
-    from runtime.jobs.streaming import run_streaming
+    from timeweave.jobs.streaming import run_streaming
 
     orders_in, rates_in = _twenty_two_orders()
     orders = spark.createDataFrame(orders_in, NULL_LEFT_DDL)
@@ -403,17 +403,17 @@ def test_inner_join_still_dead_letters_null_key_and_null_time_rows(spark, tmp_pa
     left_rejects = [("left", "NULL key column cur"), ("left", "NULL time column ts")]
     right_rejects = [("right", "NULL key column cur"), ("right", "NULL time column t")]
 
-    joined, rejects = runtime.temporal_join_with_rejects(orders, rates, "ts", key="cur", time="t", how="inner")
+    joined, rejects = timeweave.temporal_join_with_rejects(orders, rates, "ts", key="cur", time="t", how="inner")
     expected = _rows(joined)
     assert not [r for r in expected if r[0].startswith("o_null")]
     assert sorted((r.side, r.reason) for r in rejects.collect()) == left_rejects + right_rejects
 
     orders.createOrReplaceTempView("orders_issue20_inner")
-    runtime.register_versioned(spark, "rates_issue20_inner", rates, VersionedTableSpec("cur", "t"))
+    timeweave.register_versioned(spark, "rates_issue20_inner", rates, VersionedTableSpec("cur", "t"))
     query = ("SELECT o.*, r.rate FROM orders_issue20_inner AS o JOIN rates_issue20_inner FOR SYSTEM_TIME AS OF o.ts AS r "
              "ON o.cur = r.cur")
-    assert _rows(runtime.sql(spark, query)) == expected
-    sql_rejects = runtime.dead_letters(spark, query).collect()
+    assert _rows(timeweave.sql(spark, query)) == expected
+    sql_rejects = timeweave.dead_letters(spark, query).collect()
     assert sorted((r.side, r.reason) for r in sql_rejects) == left_rejects + right_rejects
     assert {r.clause for r in sql_rejects} == {"temporal join #1 (rates_issue20_inner AS r)"}
 

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-import runtime
+import timeweave
 from tests.core.reference import LeftRowIn, RightRow, brute_force
 
 pytestmark = pytest.mark.spark
@@ -49,7 +49,7 @@ def test_rows_outside_a_keys_events_match_as_the_reference(spark) -> None:
     left, right = _edge_inputs()
     orders = spark.createDataFrame(left, "order_id STRING, currency STRING, order_time TIMESTAMP")
     rates = spark.createDataFrame(right, "op STRING, currency STRING, rate DOUBLE, update_time TIMESTAMP, seq BIGINT")
-    out = runtime.temporal_join(orders, rates, "order_time", key="currency", time="update_time", format="changelog",
+    out = timeweave.temporal_join(orders, rates, "order_time", key="currency", time="update_time", format="changelog",
                                 op="op", sequence="seq", how="left", right_columns=["rate"])
     assert sorted(tuple(r) for r in out.select("order_id", "rate").collect()) == _reference(left, right)
 
@@ -58,7 +58,7 @@ def test_probe_looks_up_one_bigint_and_builds_no_left_struct(spark) -> None:
     orders = spark.createDataFrame([("o1", "a", datetime(2024, 1, 1), 2.0)],
                                    "order_id STRING, currency STRING, order_time TIMESTAMP, amount DOUBLE")
     rates = spark.createDataFrame([("a", 1.5, datetime(2023, 1, 1))], "currency STRING, rate DOUBLE, update_time TIMESTAMP")
-    out = runtime.temporal_join(orders, rates, "order_time", key="currency", time="update_time", how="left",
+    out = timeweave.temporal_join(orders, rates, "order_time", key="currency", time="update_time", how="left",
                                 predicate="r.rate > 0 AND l.amount > 0")
     assert out.collect()[0]["rate"] == 1.5
     plan = out._jdf.queryExecution().executedPlan().toString()

@@ -5,12 +5,12 @@ Issue 20: a streaming temporal join given an order at 1900-01-01 among ordinary 
 watermark was still 0 ("none yet"), nothing was due, the handler asked for the same timer again and
 PySpark deleted it after the handler returned, so the bucket never woke up again.  A row at 9999-12-31
 12:00 stayed buffered for ever: the flush watermark was 9999-12-31 00:00.  The rule now lives in
-:mod:`runtime.core.event_time` (its own unit tests: ``tests/core/test_event_time.py``).
+:mod:`timeweave.core.event_time` (its own unit tests: ``tests/core/test_event_time.py``).
 
 The JVM-free tests drive the processors with PySpark's ``TwsTester`` (Spark's timer contract: a timer
 fires at ``expiry <= watermark``, is deleted after the handler, and cannot be registered at or below the
 watermark).  The JVM tests run one flushed streaming job per operator (each ~30-60 s) and compare it with
-the DataFrame door, ``runtime.sql`` and a 3-slice backfill over [0001-01-01, 9999-12-31 23:59:59.999999).
+the DataFrame door, ``timeweave.sql`` and a 3-slice backfill over [0001-01-01, 9999-12-31 23:59:59.999999).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.tws_tester import TwsTester
 
-import runtime
-from runtime.core.event_time import END_OF_INPUT_MS, MAX_TIME_US, MIN_TIME_US, end_of_input_ms
-from runtime.jobs.backfill import run_backfill
-from runtime.jobs.streaming import run_streaming
-from runtime.spark import streaming as S
+import timeweave
 from tests.spark.test_state_bridge import B, _index, _out, _rows, _spark_timers, _spec
+from timeweave.core.event_time import END_OF_INPUT_MS, MAX_TIME_US, MIN_TIME_US, end_of_input_ms
+from timeweave.jobs.backfill import run_backfill
+from timeweave.jobs.streaming import run_streaming
+from timeweave.spark import streaming as S
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "dags" / "sample_data"
@@ -184,7 +184,7 @@ def test_temporal_join_every_door_over_the_whole_range(spark, tmp_path: Path) ->
     assert orders.where(F.col("order_time").isNull()).count() == 1  # the CSV reader kept every extreme time
     assert {r[0] for r in orders.select(F.unix_micros("order_time")).collect()} >= {MIN_TIME_US, MAX_TIME_US}
 
-    door = runtime.temporal_join(orders, rates, "order_time", how="left", key="currency", time="update_time",
+    door = timeweave.temporal_join(orders, rates, "order_time", how="left", key="currency", time="update_time",
                                  format="changelog", op="op")
     expected = _rows_of(door, JOIN_COLUMNS)
     assert len(expected) == orders.count()  # a LEFT join keeps every order: d1 (NULL time) unmatched
@@ -194,9 +194,9 @@ def test_temporal_join_every_door_over_the_whole_range(spark, tmp_path: Path) ->
     assert (by_id["p2"][2], by_id["p4"][2], by_id["p5"][2], by_id["p6"][2]) == (0.5, 2.0, 0.01, None)
     assert (by_id["f1"][2], by_id["f2"][2]) == (1.5, 1.0)
 
-    runtime.versioned_table(rates, key="currency", time="update_time", format="changelog", op="op",
+    timeweave.versioned_table(rates, key="currency", time="update_time", format="changelog", op="op",
                             name="tw_range_rates")
-    by_sql = runtime.sql(spark, """
+    by_sql = timeweave.sql(spark, """
         SELECT o.order_id, o.order_time, r.conversion_rate
         FROM {orders} AS o LEFT JOIN tw_range_rates FOR SYSTEM_TIME AS OF o.order_time AS r
         ON o.currency = r.currency""", orders=orders)
@@ -253,12 +253,12 @@ def test_match_recognize_every_door_over_the_whole_range(spark, tmp_path: Path) 
     }
     df = spark.read.schema(MR_SCHEMA).json(str(tmp_path / "in"))
     timed = df.where("t IS NOT NULL")
-    door = runtime.match_recognize(timed, MR_CLAUSE)
+    door = timeweave.match_recognize(timed, MR_CLAUSE)
     columns = door.columns
     expected = Counter(tuple(r) for r in door.select(*columns).collect())
     assert expected == Counter({("anc", "a1", "a2", 2): 1, ("far", "f1", "f2", 2): 1, ("now", "n1", "n2", 2): 1,
                                 ("old", "o1", "o3", 3): 1})
-    by_sql = runtime.sql(spark, f"SELECT * FROM {{src}} MATCH_RECOGNIZE ({MR_CLAUSE}) AS m", src=timed)
+    by_sql = timeweave.sql(spark, f"SELECT * FROM {{src}} MATCH_RECOGNIZE ({MR_CLAUSE}) AS m", src=timed)
     assert Counter(tuple(r) for r in by_sql.select(*columns).collect()) == expected
 
     metrics = run_streaming(config, spark, flush=True)
@@ -271,7 +271,7 @@ def test_match_recognize_every_door_over_the_whole_range(spark, tmp_path: Path) 
     out = tmp_path / "backfill"
     backfill = {**config, "output": {"path": str(out), "dead_letter_path": str(tmp_path / "backfill_dead")}}
     filled = run_backfill(backfill, FIRST_TS, LAST_TS, slices=3, spark=spark)
-    inside = runtime.match_recognize(timed.where(F.col("t") < F.lit(LAST_TS)), MR_CLAUSE)
+    inside = timeweave.match_recognize(timed.where(F.col("t") < F.lit(LAST_TS)), MR_CLAUSE)
     expected_inside = Counter(tuple(r) for r in inside.select(*columns).collect())
     assert ("far", "f1", "f2", 2) not in expected_inside and len(expected_inside) == 3
     assert Counter(tuple(r) for r in spark.read.parquet(str(out)).select(*columns).collect()) == expected_inside

@@ -17,8 +17,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from runtime.spark.environment import PYTHON_CONF, WorkerPythonError, ensure_worker_python
 from tests.helpers.plain_env import plain_env
+from timeweave.spark.environment import PYTHON_CONF, WorkerPythonError, ensure_worker_python
 
 SCRIPT = Path(__file__).parent / "scripts" / "worker_python.py"
 
@@ -106,9 +106,9 @@ def test_spark_connect_session_is_left_to_the_server(monkeypatch) -> None:
 
 def test_match_recognize_door_fails_before_any_job_on_a_cluster_master(monkeypatch) -> None:
     """The DataFrame door asks before it plans: a cluster session with no choice never reaches Spark."""
-    import runtime
+    import timeweave
 
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
     frame = SimpleNamespace(sparkSession=fake_session("yarn"))
     with pytest.raises(WorkerPythonError):
-        runtime.match_recognize(frame, "PATTERN (A) DEFINE A AS true")
+        timeweave.match_recognize(frame, "PATTERN (A) DEFINE A AS true")

@@ -1,4 +1,4 @@
-{#- 'true' when the dbt_timeweave plugin registered timeweave on this session (runtime.register sets the
+{#- 'true' when the dbt_timeweave plugin registered timeweave on this session (timeweave.register sets the
     session conf timeweave.registered), else Spark's '<undefined>'.  Used by models/plugin_check.sql. -#}
 {% macro session_registered() %}
   {%- if not execute -%}{{ return('') }}{%- endif -%}

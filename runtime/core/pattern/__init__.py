@@ -36,20 +36,20 @@ over matches, subqueries, ORDER BY expressions (columns only).
 [{'symbol': 'X', 'top': 5, 'bottom': 3}]
 """
 
-from runtime.core.pattern.budget import BUDGET_REASON_CODE, DEFAULT_BUDGET, MatchBudget, MatchBudgetExceeded
-from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
-from runtime.core.pattern.operator import BudgetRejected, LateRow, Matched, MatchRecognizeOperator
-from runtime.core.pattern.parser import ClauseLocation, locate_clauses, parse_clause, parse_expression, parse_pattern
-from runtime.core.pattern.partition import (
+from timeweave.core.pattern.budget import BUDGET_REASON_CODE, DEFAULT_BUDGET, MatchBudget, MatchBudgetExceeded
+from timeweave.core.pattern.errors import MatchRuntimeError, PatternValidationError
+from timeweave.core.pattern.operator import BudgetRejected, LateRow, Matched, MatchRecognizeOperator
+from timeweave.core.pattern.parser import ClauseLocation, locate_clauses, parse_clause, parse_expression, parse_pattern
+from timeweave.core.pattern.partition import (
     PartitionMatcher,
     event_time_column,
     match_partition,
     match_recognize,
     null_event_time_reason,
 )
-from runtime.core.pattern.program import Program, compile_pattern
-from runtime.core.pattern.schema import output_columns
-from runtime.core.pattern.spec import (
+from timeweave.core.pattern.program import Program, compile_pattern
+from timeweave.core.pattern.schema import output_columns
+from timeweave.core.pattern.spec import (
     AfterMatchSkip,
     ClauseSpec,
     Definition,

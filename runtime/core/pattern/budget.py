@@ -15,7 +15,7 @@ Linear matching (every row read by a bounded number of attempts) never comes nea
 (:data:`DEFAULT_BUDGET`) leaves ordinary queries alone and stops a pathological partition in about a
 second per 1,000 rows (``bench/match_budget.py``).
 
-When the budget runs out, :class:`~runtime.core.pattern.PartitionMatcher` raises
+When the budget runs out, :class:`~timeweave.core.pattern.PartitionMatcher` raises
 :class:`MatchBudgetExceeded` (the core iterators), or, in the doors with a dead letter, keeps the matches
 concluded so far and sends the partition's other rows (from the start of the attempt in progress, and
 every later row of the partition or streaming key) to the dead letter with :meth:`MatchBudgetExceeded.reason`.
@@ -27,7 +27,7 @@ MatchBudget(max_threads=10000, work_per_row=50, base_work=100000)
 >>> MatchBudget.from_mapping({"max_thread": 5})
 Traceback (most recent call last):
 ...
-runtime.core.errors.SpecError: match_recognize: argument 'match_recognize.budget.max_thread': unknown key; did you mean 'max_threads'?
+timeweave.core.errors.SpecError: match_recognize: argument 'match_recognize.budget.max_thread': unknown key; did you mean 'max_threads'?
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from runtime.core.errors import SpecError, TimeweaveError
+from timeweave.core.errors import SpecError, TimeweaveError
 
 #: The dead-letter reason code of rows of a partition whose matching ran out of budget (a constant: the
 #: variable parts, pattern and row, follow it in the reason text built by :meth:`MatchBudgetExceeded.reason`).
@@ -51,7 +51,7 @@ class MatchBudget:
     >>> MatchBudget(max_threads=0)
     Traceback (most recent call last):
     ...
-    runtime.core.errors.SpecError: match_recognize: argument 'match_recognize.budget.max_threads': must be a positive integer, got 0
+    timeweave.core.errors.SpecError: match_recognize: argument 'match_recognize.budget.max_threads': must be a positive integer, got 0
     >>> MatchBudget().allowance(1_000)
     300000
     """

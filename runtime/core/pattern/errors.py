@@ -1,6 +1,6 @@
 """Errors of the MATCH_RECOGNIZE core, all positioned in the clause text where a position exists.
 
-Syntax errors are :class:`runtime.core.errors.QuerySyntaxError` (line, col, highlight).  Errors found
+Syntax errors are :class:`timeweave.core.errors.QuerySyntaxError` (line, col, highlight).  Errors found
 after parsing (an undefined variable, an aggregate over two variables...) are
 :class:`PatternValidationError`, a subclass, so callers that catch "the clause is wrong" catch both
 and still get the position.  :class:`MatchRuntimeError` is raised while matching, for the
@@ -9,7 +9,7 @@ standard's runtime exceptions (``AFTER MATCH SKIP TO FIRST A`` landing on the ma
 
 from __future__ import annotations
 
-from runtime.core.errors import QuerySyntaxError, TimeweaveError
+from timeweave.core.errors import QuerySyntaxError, TimeweaveError
 
 
 class PatternValidationError(QuerySyntaxError):

@@ -3,7 +3,7 @@
 ``str`` prints SQL back (used in error messages and in :class:`ClauseSpec` rendering).  Pattern
 variables are stored upper-cased (SQL folds unquoted names); column names are kept as written.
 
->>> from runtime.core.pattern.parser import parse_expression
+>>> from timeweave.core.pattern.parser import parse_expression
 >>> str(parse_expression("PREV(LAST(A.price, 1), 2) > 10 AND (classifier() = 'A' OR x - (y - z) > 0)"))
 "PREV(LAST(A.price, 1), 2) > 10 AND (CLASSIFIER() = 'A' OR x - (y - z) > 0)"
 """
@@ -16,7 +16,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from runtime.core.pattern.lexer import sql_name
+from timeweave.core.pattern.lexer import sql_name
 
 
 class Expr:
@@ -231,7 +231,7 @@ class Subquery(Expr):
     """An uncorrelated subquery: ``(SELECT ...)`` (``kind`` scalar) or ``EXISTS (SELECT ...)`` (exists).
 
     The core runs no queries: the Spark doors replace each subquery by its value before matching
-    (:mod:`runtime.spark.subqueries`), as Trino evaluates uncorrelated subqueries once per query.
+    (:mod:`timeweave.spark.subqueries`), as Trino evaluates uncorrelated subqueries once per query.
     ``query`` is the text between the parentheses, as written.
     """
 

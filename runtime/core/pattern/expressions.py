@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Any
 
-from runtime.core.pattern import expr as E
-from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS, AggregateFunction
-from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
-from runtime.core.pattern.functions import SCALAR_FUNCTIONS, cast, sql_arith, sql_compare
+from timeweave.core.pattern import expr as E
+from timeweave.core.pattern.aggregates import AGGREGATE_FUNCTIONS, AggregateFunction
+from timeweave.core.pattern.errors import MatchRuntimeError, PatternValidationError
+from timeweave.core.pattern.functions import SCALAR_FUNCTIONS, cast, sql_arith, sql_compare
 
 LabelSet = frozenset[int] | None  # None: the universal row pattern variable (every row)
 Fn = Callable[["Context"], Any]
@@ -125,7 +125,7 @@ class AggregateSpec:
     """One aggregate call: function, the labels it runs over, its row-mode argument (None: count rows).
 
     ``COUNT/SUM/AVG/MIN/MAX`` are inline here (the hot path); every other aggregate is a fold of
-    :data:`~runtime.core.pattern.aggregates.AGGREGATE_FUNCTIONS` (``function``).
+    :data:`~timeweave.core.pattern.aggregates.AGGREGATE_FUNCTIONS` (``function``).
     """
 
     func: str

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from runtime.core.pattern.lexer import sql_name
+from timeweave.core.pattern.lexer import sql_name
 
 T = TypeVar("T")
 

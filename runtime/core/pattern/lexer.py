@@ -12,7 +12,7 @@ import re
 from enum import IntEnum
 from typing import NamedTuple
 
-from runtime.core.errors import QuerySyntaxError
+from timeweave.core.errors import QuerySyntaxError
 
 
 class TokenType(IntEnum):
@@ -99,7 +99,7 @@ def tokenize(text: str, *, lenient: bool = False) -> list[Token]:
     >>> tokenize("x = 'unterminated")
     Traceback (most recent call last):
     ...
-    runtime.core.errors.QuerySyntaxError: unterminated string literal (line 1, col 5)
+    timeweave.core.errors.QuerySyntaxError: unterminated string literal (line 1, col 5)
     x = 'unterminated
         ^
     """

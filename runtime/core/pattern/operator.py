@@ -5,7 +5,7 @@
   time is at or below the watermark when it arrives is *late* (Flink's CEP rule: "timestamp smaller
   than or equal to the last seen watermark"); it is reported, never matched.
 * :meth:`on_watermark` releases the buffered rows with ``time <= watermark`` in (time, remaining
-  ORDER BY columns, arrival) order into the key's :class:`~runtime.core.pattern.partition.PartitionMatcher`
+  ORDER BY columns, arrival) order into the key's :class:`~timeweave.core.pattern.partition.PartitionMatcher`
   and emits every output row that is now decided.  One event-time timer per key: the smallest
   buffered time, plus the WITHIN deadline of the attempt in progress.
 * WITHIN pruning: once the watermark is ``within`` past the first row of the attempt in progress,
@@ -14,9 +14,9 @@
 * :meth:`finish` is the end of input (a bounded source, or the final watermark): the buffered rows
   are matched and the partition is closed, so ``$`` can match and greedy attempts settle exactly
   as in batch.  Then a stream with no late rows gives the same rows as
-  :func:`~runtime.core.pattern.partition.match_recognize` (the cross-door invariant).
+  :func:`~timeweave.core.pattern.partition.match_recognize` (the cross-door invariant).
 
-All state is plain data (:mod:`runtime.core.state_codec` stores it): rows as given (dicts), counters, and the
+All state is plain data (:mod:`timeweave.core.state_codec` stores it): rows as given (dicts), counters, and the
 matcher's threads.  The matcher is
 held in state without its clause (:class:`HeldMatcher`): the operator re-attaches its own, so a state
 written per key and micro-batch does not carry the clause's object tree each time.
@@ -30,12 +30,12 @@ from datetime import UTC, datetime, timedelta
 from numbers import Integral
 from typing import Any
 
-from runtime.core.errors import SpecError, StateFormatError
-from runtime.core.pattern.budget import MatchBudget
-from runtime.core.pattern.partition import PartitionMatcher, elapsed, sort_key
-from runtime.core.pattern.spec import ClauseSpec
-from runtime.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
-from runtime.core.state_codec import expect
+from timeweave.core.errors import SpecError, StateFormatError
+from timeweave.core.pattern.budget import MatchBudget
+from timeweave.core.pattern.partition import PartitionMatcher, elapsed, sort_key
+from timeweave.core.pattern.spec import ClauseSpec
+from timeweave.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
+from timeweave.core.state_codec import expect
 
 # State names, declared once.
 BUFFER = "mr-buffer"  # list[tuple[int, int, dict]]: (event time µs, arrival seq, row) waiting for the watermark
@@ -84,7 +84,7 @@ class LateRow:
 
 @dataclass(frozen=True, slots=True)
 class BudgetRejected:
-    """An input row of a key whose matching ran out of its :class:`~runtime.core.pattern.budget.MatchBudget`.
+    """An input row of a key whose matching ran out of its :class:`~timeweave.core.pattern.budget.MatchBudget`.
 
     From then on the key is poisoned: every later row of it is rejected too (when the watermark releases
     it), so one pathological key cannot stall the query.  ``reason`` names the pattern and the row.
@@ -100,8 +100,8 @@ Output = Matched | LateRow | BudgetRejected
 class MatchRecognizeOperator:
     """MATCH_RECOGNIZE for one key (the PARTITION BY values) of an event-time stream.
 
-    >>> from runtime.core.pattern.parser import parse_clause
-    >>> from runtime.core.state import InMemoryKeyContext
+    >>> from timeweave.core.pattern.parser import parse_clause
+    >>> from timeweave.core.state import InMemoryKeyContext
     >>> op = MatchRecognizeOperator(parse_clause(
     ...     "ORDER BY t MEASURES FIRST(A.t) AS s, LAST(B.t) AS e PATTERN (A B+) DEFINE B AS B.v > PREV(B.v)"))
     >>> ctx = InMemoryKeyContext()
@@ -127,8 +127,8 @@ class MatchRecognizeOperator:
         buffer a compact form of its input (cheaper to keep in state) and decode each row once, on
         release; ``time_of`` must then read both forms (late rows are reported in the handed form).
 
-        >>> from runtime.core.pattern.parser import parse_clause
-        >>> from runtime.core.state import InMemoryKeyContext
+        >>> from timeweave.core.pattern.parser import parse_clause
+        >>> from timeweave.core.state import InMemoryKeyContext
         >>> op = MatchRecognizeOperator(parse_clause("ORDER BY t MEASURES A.v AS v PATTERN (A) DEFINE A AS A.v > 1"),
         ...     time_of=lambda r: r["t"], rows_of=lambda rows: [{"t": r["t"], "v": int(r["text"])} for r in rows])
         >>> ctx = InMemoryKeyContext()
@@ -160,8 +160,8 @@ class MatchRecognizeOperator:
         Same late rows, buffer, arrival numbers and timer as row by row (the handlers only buffer), so
         an adapter can hand over everything a key received in a micro-batch at once.
 
-        >>> from runtime.core.pattern.parser import parse_clause
-        >>> from runtime.core.state import InMemoryKeyContext
+        >>> from timeweave.core.pattern.parser import parse_clause
+        >>> from timeweave.core.state import InMemoryKeyContext
         >>> op = MatchRecognizeOperator(parse_clause("ORDER BY t PATTERN (A) DEFINE A AS A.v > 0"))
         >>> ctx = InMemoryKeyContext(); ctx.current_watermark = 2
         >>> [late.time for late in op.process_elements(ctx, [{"t": 3, "v": 1}, {"t": 2, "v": 1}, {"t": 5, "v": 0}])]
@@ -298,12 +298,12 @@ class MatchRecognizeOperator:
 class HeldMatcher:
     """A key's :class:`PartitionMatcher` as the operator keeps it in state.
 
-    Stored (:mod:`runtime.core.state_codec`) as the matcher's plain-data state without its :class:`ClauseSpec`
+    Stored (:mod:`timeweave.core.state_codec`) as the matcher's plain-data state without its :class:`ClauseSpec`
     (an object tree that cost more to store and read back than the rest of a key's state); :meth:`get`
     re-attaches the operator's spec.
 
-    >>> from runtime.core.state_codec import decode, encode
-    >>> from runtime.core.pattern.parser import parse_clause
+    >>> from timeweave.core.state_codec import decode, encode
+    >>> from timeweave.core.pattern.parser import parse_clause
     >>> spec = parse_clause("MEASURES COUNT(*) AS n PATTERN (A B) DEFINE B AS B.x > A.x")
     >>> matcher = PartitionMatcher(spec); _ = matcher.push({"x": 1})
     >>> restored = decode(encode(HeldMatcher(matcher))).get(spec)

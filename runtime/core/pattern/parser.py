@@ -1,4 +1,4 @@
-"""Recursive-descent parser: clause text → :class:`~runtime.core.pattern.spec.ClauseSpec`.
+"""Recursive-descent parser: clause text → :class:`~timeweave.core.pattern.spec.ClauseSpec`.
 
 The grammar follows SQL:2016's ``<row pattern recognition clause>`` in its fixed clause order, plus
 Flink's ``WITHIN INTERVAL`` after ``PATTERN``::
@@ -14,7 +14,7 @@ Flink's ``WITHIN INTERVAL`` after ``PATTERN``::
 Pattern precedence, loosest first: ``|``, concatenation, quantifier; primaries are variables,
 ``( ... )``, ``()``, ``PERMUTE(...)``, ``{- ... -}``, ``^`` and ``$``.  Every syntax error is a
 :class:`QuerySyntaxError` pointing at the token where parsing stopped; the rules checked after
-parsing live in :mod:`runtime.core.pattern.validate`.
+parsing live in :mod:`timeweave.core.pattern.validate`.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.pattern import expr as E
-from runtime.core.pattern import ir
-from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS, ALL_AGGREGATES
-from runtime.core.pattern.functions import SCALAR_FUNCTIONS, TYPE_NAMES
-from runtime.core.pattern.lexer import Token, TokenType, tokenize
-from runtime.core.pattern.spec import (
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.pattern import expr as E
+from timeweave.core.pattern import ir
+from timeweave.core.pattern.aggregates import AGGREGATE_FUNCTIONS, ALL_AGGREGATES
+from timeweave.core.pattern.functions import SCALAR_FUNCTIONS, TYPE_NAMES
+from timeweave.core.pattern.lexer import Token, TokenType, tokenize
+from timeweave.core.pattern.spec import (
     AfterMatchSkip,
     ClauseSpec,
     Definition,
@@ -813,7 +813,7 @@ def parse_clause(text: str) -> ClauseSpec:
     """
     if not isinstance(text, str):
         raise TypeError(f"parse_clause expects the clause text as str, got {type(text).__name__}")
-    from runtime.core.pattern.validate import validate
+    from timeweave.core.pattern.validate import validate
 
     spec = Parser(text).clause()
     validate(spec)

@@ -9,14 +9,14 @@
 * an exclusion inside an exclusion is unwrapped (its rows are excluded already), so exclusion
   captures always come in non-overlapping start/end pairs.
 
->>> from runtime.core.pattern.parser import parse_pattern
+>>> from timeweave.core.pattern.parser import parse_pattern
 >>> str(flatten(parse_pattern("(A (B C)) | (D | ()) | PERMUTE(E{1}) {- F {- G -} -}")))
 'A B C | D | () | E {- F G -}'
 """
 
 from __future__ import annotations
 
-from runtime.core.pattern import ir
+from timeweave.core.pattern import ir
 
 
 class _Flattener(ir.Visitor[ir.Node]):
@@ -73,7 +73,7 @@ class _Flattener(ir.Visitor[ir.Node]):
 def flatten(node: ir.Node) -> ir.Node:
     """Return the flattened equivalent of ``node`` (see the module docstring).
 
-    >>> from runtime.core.pattern.parser import parse_pattern
+    >>> from timeweave.core.pattern.parser import parse_pattern
     >>> str(flatten(parse_pattern("((A B) C)+")))
     '(A B C)+'
     """

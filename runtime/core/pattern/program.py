@@ -10,7 +10,7 @@ Greedy and reluctant quantifiers differ only in the order of a split's targets. 
 quantifiers are unrolled; ``x{n,}`` is ``n`` copies with a loop back over the last copy.
 PERMUTE becomes the alternation of all orders, in lexicographic order of the argument positions.
 
->>> from runtime.core.pattern.parser import parse_pattern
+>>> from timeweave.core.pattern.parser import parse_pattern
 >>> print(compile_pattern(parse_pattern("A B*? C")).dump())
 0: label 0 (A)
 1: split 4, 2
@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import permutations
 
-from runtime.core.pattern import ir
-from runtime.core.pattern.passes import flatten
+from timeweave.core.pattern import ir
+from timeweave.core.pattern.passes import flatten
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +234,7 @@ def compile_pattern(pattern: ir.Node, label_names: list[str] | None = None) -> P
 
     ``label_names`` defaults to the pattern's variables in order of first appearance.
 
-    >>> from runtime.core.pattern.parser import parse_pattern
+    >>> from timeweave.core.pattern.parser import parse_pattern
     >>> print(compile_pattern(parse_pattern("A | B"), ["B", "A"]).dump())
     0: split 1, 3
     1: label 1 (A)

@@ -7,7 +7,7 @@ references (so ``"timestamp"``, ``"decimal(10,2)"`` survive), and computed value
 ``interval``.  The rules follow the evaluator: integer ``/`` stays integer, ``AVG`` is ``double``,
 ``COUNT`` and ``MATCH_NUMBER`` are ``bigint``, ``CLASSIFIER`` is ``string``.
 
->>> from runtime.core.pattern.parser import parse_clause
+>>> from timeweave.core.pattern.parser import parse_clause
 >>> spec = parse_clause("PARTITION BY sym ORDER BY t MEASURES AVG(A.price) AS a, CLASSIFIER() AS c, "
 ...                     "LAST(A.t) AS last_t PATTERN (A+)")
 >>> output_columns(spec, {"sym": "string", "t": "timestamp", "price": "bigint"})
@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from runtime.core.errors import SpecError
-from runtime.core.pattern import expr as E
-from runtime.core.pattern.aggregates import AGGREGATE_FUNCTIONS
-from runtime.core.pattern.functions import SCALAR_FUNCTIONS
-from runtime.core.pattern.spec import ClauseSpec
+from timeweave.core.errors import SpecError
+from timeweave.core.pattern import expr as E
+from timeweave.core.pattern.aggregates import AGGREGATE_FUNCTIONS
+from timeweave.core.pattern.functions import SCALAR_FUNCTIONS
+from timeweave.core.pattern.spec import ClauseSpec
 
 _INTEGERS = {"bigint", "int", "integer", "smallint", "tinyint", "long", "short", "byte"}
 _FLOATS = {"double", "float", "real"}
@@ -156,7 +156,7 @@ def output_columns(spec: ClauseSpec, input_types: Mapping[str, str]) -> list[tup
     columns, ORDER BY columns, measures, then the remaining input columns in input order.
     Raises :class:`SpecError` naming a column the input lacks.
 
-    >>> from runtime.core.pattern.parser import parse_clause
+    >>> from timeweave.core.pattern.parser import parse_clause
     >>> output_columns(parse_clause("ORDER BY t MEASURES COUNT(*) AS n ALL ROWS PER MATCH PATTERN (A)"),
     ...                {"v": "double", "t": "timestamp"})
     [('t', 'timestamp'), ('n', 'bigint'), ('v', 'double')]

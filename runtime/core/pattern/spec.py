@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
 
-from runtime.core.pattern.expr import Expr
-from runtime.core.pattern.ir import Node
-from runtime.core.pattern.lexer import sql_name
+from timeweave.core.pattern.expr import Expr
+from timeweave.core.pattern.ir import Node
+from timeweave.core.pattern.lexer import sql_name
 
 
 class RowsPerMatch(StrEnum):

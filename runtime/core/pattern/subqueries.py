@@ -7,7 +7,7 @@ constant (:func:`inline`), exactly as a query engine folds them.  The core itsel
 clause that still holds a subquery when it is compiled fails with a positioned error
 (:func:`reject`), which names the doors that can run it.
 
->>> from runtime.core.pattern import parse_clause
+>>> from timeweave.core.pattern import parse_clause
 >>> spec = parse_clause("MEASURES LAST(A.v) + (SELECT 1000) AS m PATTERN (A+) DEFINE A AS A.v IN (SELECT v FROM t)")
 >>> [str(s) for s in find(spec)]
 ['A.v IN (SELECT v FROM t)', '(SELECT 1000)']
@@ -21,9 +21,9 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from runtime.core.pattern import expr as E
-from runtime.core.pattern.errors import PatternValidationError
-from runtime.core.pattern.spec import ClauseSpec
+from timeweave.core.pattern import expr as E
+from timeweave.core.pattern.errors import PatternValidationError
+from timeweave.core.pattern.spec import ClauseSpec
 
 SubqueryNode = E.Subquery | E.InSubquery
 
@@ -46,7 +46,7 @@ def reject(spec: ClauseSpec, door: str) -> None:
     if found:
         raise PatternValidationError(
             f"{door} cannot run the subquery {found[0]}: subqueries in MATCH_RECOGNIZE are evaluated by "
-            "runtime.sql and runtime.match_recognize (once, before matching); here, compute the value in "
+            "timeweave.sql and timeweave.match_recognize (once, before matching); here, compute the value in "
             "the input relation instead",
             text=spec.text, position=found[0].start,
         )
@@ -89,7 +89,7 @@ def inline(spec: ClauseSpec, results: Mapping[str, Sequence[tuple[Any, ...]]],
 
     measures = tuple(dataclasses.replace(m, expr=rewrite(m.expr)) for m in spec.measures)
     definitions = tuple(dataclasses.replace(d, condition=rewrite(d.condition)) for d in spec.definitions)
-    from runtime.core.pattern.parser import parse_clause  # the printed clause, parsed and validated again
+    from timeweave.core.pattern.parser import parse_clause  # the printed clause, parsed and validated again
 
     return parse_clause(str(dataclasses.replace(spec, measures=measures, definitions=definitions)))
 

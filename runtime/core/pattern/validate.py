@@ -23,19 +23,19 @@ from __future__ import annotations
 
 import math
 
-from runtime.core.pattern import expr as E
-from runtime.core.pattern import ir
-from runtime.core.pattern.errors import PatternValidationError
-from runtime.core.pattern.spec import ClauseSpec, RowsPerMatch
+from timeweave.core.pattern import expr as E
+from timeweave.core.pattern import ir
+from timeweave.core.pattern.errors import PatternValidationError
+from timeweave.core.pattern.spec import ClauseSpec, RowsPerMatch
 
 #: Largest program (instruction count) a pattern may compile to.
 MAX_PROGRAM_SIZE = 100_000
 
 
 def program_size(node: ir.Node) -> int:
-    """Upper bound of the instruction count :func:`~runtime.core.pattern.program.compile_pattern` emits.
+    """Upper bound of the instruction count :func:`~timeweave.core.pattern.program.compile_pattern` emits.
 
-    >>> from runtime.core.pattern.parser import parse_pattern
+    >>> from timeweave.core.pattern.parser import parse_pattern
     >>> program_size(parse_pattern("A{2,4}")), program_size(parse_pattern("PERMUTE(A, B, C)"))
     (6, 30)
     """
@@ -183,11 +183,11 @@ class _Checker:
 def validate(spec: ClauseSpec) -> None:
     """Raise :class:`PatternValidationError` if ``spec`` breaks a rule listed in the module docstring.
 
-    >>> from runtime.core.pattern.parser import parse_clause
+    >>> from timeweave.core.pattern.parser import parse_clause
     >>> parse_clause("PATTERN (A B) DEFINE C AS C.x > 0")
     Traceback (most recent call last):
     ...
-    runtime.core.pattern.errors.PatternValidationError: DEFINE of variable C, which does not appear in PATTERN (pattern variables: A, B) (line 1, col 22)
+    timeweave.core.pattern.errors.PatternValidationError: DEFINE of variable C, which does not appear in PATTERN (pattern variables: A, B) (line 1, col 22)
     PATTERN (A B) DEFINE C AS C.x > 0
                          ^
     """

@@ -1,6 +1,6 @@
 """The run report: one self-contained HTML page from a run directory (``timeweave-job report RUN_DIR``).
 
-It reads what a job run with ``--run-dir`` recorded (:mod:`runtime.jobs.run_dir`: ``events.jsonl``,
+It reads what a job run with ``--run-dir`` recorded (:mod:`timeweave.jobs.run_dir`: ``events.jsonl``,
 ``config.json``) and samples of the run's outputs (parquet, read with pyarrow: no Spark), and shows:
 
 * each run (streaming runs, restarts, backfills) with its metrics, and the totals: rows in / out, late,
@@ -16,7 +16,7 @@ script and loads nothing.  Every value from the data or the config is escaped (`
 
 Example::
 
-    from runtime.jobs.report import write_report
+    from timeweave.jobs.report import write_report
     write_report("runs/orders")   # -> runs/orders/report.html
 """
 
@@ -34,7 +34,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from runtime.jobs.run_dir import CONFIG, read_events
+from timeweave.jobs.run_dir import CONFIG, read_events
 
 #: Rows shown per sample table, keys / partitions per timeline, rows read from an output for a timeline.
 SAMPLE_ROWS = 10
@@ -327,7 +327,7 @@ def _match_recognize_section(config: Mapping[str, Any], main: str | None) -> _Se
 
     s = _Section("MATCH_RECOGNIZE: matches per partition", anchor="timeline")
     try:
-        from runtime.jobs.config import load_job_config
+        from timeweave.jobs.config import load_job_config
 
         spec = load_job_config(config).spec
         partition_by = list(spec.partition_by)
@@ -438,7 +438,7 @@ def _temporal_join_section(config: Mapping[str, Any], main: str | None) -> _Sect
     """Per key: the versions of the versioned side (ticks) and the output rows at their left time, matched or not."""
     s = _Section("Temporal join: versions and matched rows per key", anchor="timeline")
     try:
-        from runtime.jobs.config import load_job_config
+        from timeweave.jobs.config import load_job_config
 
         spec = load_job_config(config).join
     except Exception as error:

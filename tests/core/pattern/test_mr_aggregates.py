@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.pattern import PatternValidationError, match_recognize, parse_clause
-from runtime.core.pattern.schema import output_columns
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.pattern import PatternValidationError, match_recognize, parse_clause
+from timeweave.core.pattern.schema import output_columns
 
 
 def run(rows: list[dict[str, Any]], clause: str, *columns: str) -> list[tuple]:
@@ -196,7 +196,7 @@ def test_printing_round_trips() -> None:
 def test_array_agg_state_pickles_flat_and_compares_by_value() -> None:
     import pickle
 
-    from runtime.core.pattern.aggregates import ArrayChain
+    from timeweave.core.pattern.aggregates import ArrayChain
 
     long = ArrayChain.of(list(range(50_000)))  # a recursive pickle / == would pass the recursion limit
     again = pickle.loads(pickle.dumps(long))
@@ -264,7 +264,7 @@ def test_sqrt_of_a_negative_is_nan_and_element_at_zero_fails() -> None:
     rows = [{"id": 1, "v": -4}]
     [(root,)] = run(rows, "ORDER BY id MEASURES sqrt(A.v) AS m PATTERN (A) DEFINE A AS true", "m")
     assert math.isnan(root)
-    from runtime.core.pattern import MatchRuntimeError
+    from timeweave.core.pattern import MatchRuntimeError
 
     with pytest.raises(MatchRuntimeError, match="element_at index 0"):
         run(rows, "ORDER BY id MEASURES element_at(array_agg(A.v), 0) AS m PATTERN (A) DEFINE A AS true", "m")
@@ -317,7 +317,7 @@ def test_like_in_define_and_its_errors() -> None:
     clause = """ORDER BY id MEASURES FIRST(A.s) AS first_s, LAST(B.s) AS last_s ONE ROW PER MATCH
         PATTERN (A B+) DEFINE A AS A.s LIKE 'log%', B AS B.s NOT LIKE 'log%'"""
     assert run(rows, clause, "first_s", "last_s") == [("login", "buy_now")]
-    from runtime.core.pattern import MatchRuntimeError
+    from timeweave.core.pattern import MatchRuntimeError
 
     with pytest.raises(MatchRuntimeError, match="escape character"):
         run(rows, "ORDER BY id MEASURES A.s LIKE 'a\\b' AS m PATTERN (A) DEFINE A AS true", "m")

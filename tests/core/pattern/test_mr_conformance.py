@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from runtime.core.pattern import MatchRuntimeError, match_recognize, parse_clause
+from timeweave.core.pattern import MatchRuntimeError, match_recognize, parse_clause
 
 CASES = Path("/work/shared/conformance/flink/cases")
 MR_CASES = sorted(p.name for p in CASES.glob("mr_*")) if CASES.exists() else []

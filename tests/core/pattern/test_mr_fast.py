@@ -1,4 +1,4 @@
-"""The fast path (runtime.core.pattern.fast) against the general Pike VM: identical rows, always.
+"""The fast path (timeweave.core.pattern.fast) against the general Pike VM: identical rows, always.
 
 The differential property test draws patterns (mostly ones the fast path accepts), DEFINE
 conditions from a menu covering every fast-compiled construct, AFTER MATCH SKIP and ROWS PER MATCH
@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.core.pattern import MatchRuntimeError, ir, parse_clause
-from runtime.core.pattern.fast import collision_free_targets
-from runtime.core.pattern.operator import HeldMatcher
-from runtime.core.pattern.parser import parse_pattern
-from runtime.core.pattern.partition import PartitionMatcher, _fast_measures, compile_clause
-from runtime.core.pattern.program import compile_pattern
-from runtime.core.state_codec import decode, encode
+from timeweave.core.pattern import MatchRuntimeError, ir, parse_clause
+from timeweave.core.pattern.fast import collision_free_targets
+from timeweave.core.pattern.operator import HeldMatcher
+from timeweave.core.pattern.parser import parse_pattern
+from timeweave.core.pattern.partition import PartitionMatcher, _fast_measures, compile_clause
+from timeweave.core.pattern.program import compile_pattern
+from timeweave.core.state_codec import decode, encode
 
 LABELS = ("A", "B", "C")
 

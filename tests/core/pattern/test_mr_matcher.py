@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from runtime.core.pattern.matcher import MatchResult, Run, Thread, full_signature
-from runtime.core.pattern.parser import parse_pattern
-from runtime.core.pattern.program import Program, compile_pattern
+from timeweave.core.pattern.matcher import MatchResult, Run, Thread, full_signature
+from timeweave.core.pattern.parser import parse_pattern
+from timeweave.core.pattern.program import Program, compile_pattern
 
 
 class CharEvaluator:

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from runtime.core.errors import SpecError
-from runtime.core.pattern import match_recognize, parse_clause
-from runtime.core.pattern.operator import BUFFER, MATCHER, LateRow, Matched, MatchRecognizeOperator, micros
-from runtime.core.pattern.spec import ClauseSpec
-from runtime.core.state import InMemoryKeyContext
-from runtime.core.state_codec import decode_cell, encode_cell
+from timeweave.core.errors import SpecError
+from timeweave.core.pattern import match_recognize, parse_clause
+from timeweave.core.pattern.operator import BUFFER, MATCHER, LateRow, Matched, MatchRecognizeOperator, micros
+from timeweave.core.pattern.spec import ClauseSpec
+from timeweave.core.state import InMemoryKeyContext
+from timeweave.core.state_codec import decode_cell, encode_cell
 
 CASES = Path("/work/shared/conformance/flink/cases")
 SECOND = 1_000_000

@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import pytest
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.pattern import PatternValidationError, RowsPerMatch, SkipMode, locate_clauses, parse_clause
-from runtime.core.pattern import expr as E
-from runtime.core.pattern.ir import (
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.pattern import PatternValidationError, RowsPerMatch, SkipMode, locate_clauses, parse_clause
+from timeweave.core.pattern import expr as E
+from timeweave.core.pattern.ir import (
     Anchor,
     Empty,
     alt,
@@ -22,8 +22,8 @@ from runtime.core.pattern.ir import (
     quantified,
     star,
 )
-from runtime.core.pattern.lexer import TokenType, tokenize
-from runtime.core.pattern.parser import parse_expression, parse_pattern
+from timeweave.core.pattern.lexer import TokenType, tokenize
+from timeweave.core.pattern.parser import parse_expression, parse_pattern
 
 FLINK_INTRO = """
     PARTITION BY symbol

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.pattern import MatchRuntimeError, match_partition, parse_clause, parse_pattern
-from runtime.core.pattern.lexer import sql_name
 from tests.helpers import mr_parser_fuzz
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.pattern import MatchRuntimeError, match_partition, parse_clause, parse_pattern
+from timeweave.core.pattern.lexer import sql_name
 
 VARIABLES = ["A", "B", "C", "PRICE_UP", '"x"']
 COLUMNS = ["price", "tax", "rowtime", '"Mixed Case"', "first"]

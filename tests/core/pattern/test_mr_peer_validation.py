@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.pattern import expr as E
-from runtime.core.pattern import match_recognize, parse_clause
-from runtime.core.pattern.subqueries import find, inline
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.pattern import expr as E
+from timeweave.core.pattern import match_recognize, parse_clause
+from timeweave.core.pattern.subqueries import find, inline
 
 CLAUSE = "ORDER BY t MEASURES {measure} AS c PATTERN (A B+) SUBSET U = (A, B) DEFINE B AS B.v > 5"
 

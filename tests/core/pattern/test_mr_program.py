@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.core.pattern.parser import parse_pattern
-from runtime.core.pattern.passes import flatten
-from runtime.core.pattern.program import compile_pattern
+from timeweave.core.pattern.parser import parse_pattern
+from timeweave.core.pattern.passes import flatten
+from timeweave.core.pattern.program import compile_pattern
 
 
 def listing(pattern: str) -> list[str]:

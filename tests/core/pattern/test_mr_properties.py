@@ -21,7 +21,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.core.pattern import ir, match_partition, parse_clause
+from timeweave.core.pattern import ir, match_partition, parse_clause
 
 LABELS = ("A", "B", "C")
 Row = dict[str, Any]

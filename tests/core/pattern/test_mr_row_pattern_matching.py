@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.pattern import MatchRuntimeError, match_partition, match_recognize, parse_clause
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.pattern import MatchRuntimeError, match_partition, match_recognize, parse_clause
 
 
 def rows_of(prices: list[Any], **extra: list[Any]) -> list[dict[str, Any]]:
@@ -279,8 +279,8 @@ def test_long_partition_runs_in_linear_time() -> None:
 def test_thread_pruning_bounds_ambiguous_patterns_with_running_aggregates() -> None:
     # every row can be A or B, so paths double per row; threads agreeing on SUM(A.v) (the only state
     # the conditions read) are equivalent and the less preferred is dropped: at most 11 per label instruction
-    from runtime.core.pattern.clause import CompiledClause
-    from runtime.core.pattern.expressions import RowSource
+    from timeweave.core.pattern.clause import CompiledClause
+    from timeweave.core.pattern.expressions import RowSource
 
     clause = CompiledClause(parse_clause("PATTERN ((A | B)+ C) DEFINE A AS SUM(A.v) < 10, C AS C.v < 0"))
     rows = RowSource()

@@ -1,11 +1,11 @@
-"""Output columns and types an adapter declares before matching (runtime.core.pattern.schema)."""
+"""Output columns and types an adapter declares before matching (timeweave.core.pattern.schema)."""
 
 from __future__ import annotations
 
 import pytest
 
-from runtime.core.errors import SpecError
-from runtime.core.pattern import match_recognize, output_columns, parse_clause
+from timeweave.core.errors import SpecError
+from timeweave.core.pattern import match_recognize, output_columns, parse_clause
 
 INPUT = {"sym": "string", "t": "timestamp", "price": "bigint", "ratio": "double", "amount": "decimal(10,2)"}
 

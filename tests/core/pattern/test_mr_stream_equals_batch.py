@@ -11,9 +11,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime.core.pattern import LateRow, Matched, MatchRecognizeOperator, match_partition, parse_clause
-from runtime.core.pattern.operator import BUFFER, SEQUENCE, TIMER
-from runtime.core.state import InMemoryKeyContext
+from timeweave.core.pattern import LateRow, Matched, MatchRecognizeOperator, match_partition, parse_clause
+from timeweave.core.pattern.operator import BUFFER, SEQUENCE, TIMER
+from timeweave.core.state import InMemoryKeyContext
 
 CLAUSES = [
     # greedy loop + aggregate in DEFINE + skip to a variable

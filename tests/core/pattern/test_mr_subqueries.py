@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.pattern import PatternValidationError, match_recognize, parse_clause, subqueries
-from runtime.core.pattern import expr as E
-from runtime.core.pattern.parser import parse_expression
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.pattern import PatternValidationError, match_recognize, parse_clause, subqueries
+from timeweave.core.pattern import expr as E
+from timeweave.core.pattern.parser import parse_expression
 
 CLAUSE = "ORDER BY id MEASURES {measure} AS val ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN (A+) DEFINE A AS {define}"
 ROWS = [{"id": i, "value": v} for i, v in enumerate([100, 200, 300, 400], start=1)]

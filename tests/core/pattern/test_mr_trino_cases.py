@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from runtime.core.pattern import MatchRuntimeError, match_recognize, parse_clause
+from timeweave.core.pattern import MatchRuntimeError, match_recognize, parse_clause
 
 N = None
 STANDARD = """ORDER BY id

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.core.pattern import PartitionMatcher, match_partition, match_recognize, parse_clause
-from runtime.core.pattern.partition import OutputBlock, as_dicts
+from timeweave.core.pattern import PartitionMatcher, match_partition, match_recognize, parse_clause
+from timeweave.core.pattern.partition import OutputBlock, as_dicts
 
 CLAUSES = [
     "ORDER BY t PATTERN (A B) DEFINE A AS A.v > 0, B AS B.v < 0",  # the fast path, rolled into blocks

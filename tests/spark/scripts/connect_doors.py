@@ -5,7 +5,7 @@ from datetime import datetime
 
 from pyspark.sql import SparkSession
 
-import runtime
+import timeweave
 
 spark = SparkSession.builder.remote("local[2]").config("spark.sql.session.timeZone", "UTC").getOrCreate()
 orders = spark.createDataFrame(
@@ -14,15 +14,15 @@ orders = spark.createDataFrame(
 rates = spark.createDataFrame([("EUR", 1.5, datetime(2024, 1, 1))], "cur STRING, rate DOUBLE, t TIMESTAMP")
 result = {
     "session": type(spark).__module__,
-    "dataframe": sorted([r.id, r.rate] for r in runtime.temporal_join(orders, rates, "ts", key="cur", time="t", how="left").collect()),
-    "register_first": runtime.register(spark),
-    "register_again": runtime.register(spark),
+    "dataframe": sorted([r.id, r.rate] for r in timeweave.temporal_join(orders, rates, "ts", key="cur", time="t", how="left").collect()),
+    "register_first": timeweave.register(spark),
+    "register_again": timeweave.register(spark),
 }
-runtime.versioned_table(rates, key="cur", time="t", name="rates_c")
+timeweave.versioned_table(rates, key="cur", time="t", name="rates_c")
 orders.createOrReplaceTempView("orders_c")
 result["sql"] = sorted(
     [r.id, r.rate]
-    for r in runtime.sql(spark, "SELECT o.id, r.rate FROM orders_c o LEFT JOIN rates_c FOR SYSTEM_TIME AS OF o.ts r ON o.cur = r.cur").collect()
+    for r in timeweave.sql(spark, "SELECT o.id, r.rate FROM orders_c o LEFT JOIN rates_c FOR SYSTEM_TIME AS OF o.ts r ON o.cur = r.cur").collect()
 )
 print("RESULT " + json.dumps(result))
 spark.stop()

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from pyspark.sql import SparkSession
 
-import runtime
+import timeweave
 
 CLAUSE = ("PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n, LAST(B.v) AS top "
           "AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+) DEFINE B AS B.v > PREV(B.v)")
@@ -21,9 +21,9 @@ df = spark.createDataFrame([("x", base + timedelta(seconds=i), v) for i, v in en
 df.createOrReplaceTempView("mr_connect")
 result = {
     "session": type(spark).__module__,
-    "register": runtime.register(spark),
-    "dataframe": sorted([r.k, r.n, r.top] for r in runtime.match_recognize(df, CLAUSE).collect()),
-    "sql": sorted([r.k, r.n, r.top] for r in runtime.sql(spark, f"SELECT * FROM mr_connect MATCH_RECOGNIZE ({CLAUSE}) m").collect()),
+    "register": timeweave.register(spark),
+    "dataframe": sorted([r.k, r.n, r.top] for r in timeweave.match_recognize(df, CLAUSE).collect()),
+    "sql": sorted([r.k, r.n, r.top] for r in timeweave.sql(spark, f"SELECT * FROM mr_connect MATCH_RECOGNIZE ({CLAUSE}) m").collect()),
     "udtf": sorted([r.k, r.n, r.top] for r in spark.sql(
         f"SELECT * FROM timeweave_match_recognize(TABLE(mr_connect), '{CLAUSE}')").collect()),
 }

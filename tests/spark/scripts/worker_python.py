@@ -12,9 +12,9 @@ from datetime import datetime, timedelta
 
 from pyspark.sql import SparkSession
 
-import runtime
-from runtime.core.versioned import VersionEvent, VersionHistory
-from runtime.spark.match_recognize import plan, run_sorted
+import timeweave
+from timeweave.core.versioned import VersionEvent, VersionHistory
+from timeweave.spark.match_recognize import plan, run_sorted
 
 CLAUSE = ("PARTITION BY k ORDER BY t MEASURES FIRST(A.t) AS start_t, COUNT(*) AS n, LAST(B.v) AS top "
           "AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+) DEFINE B AS B.v > PREV(B.v)")
@@ -40,15 +40,15 @@ orders_df = spark.createDataFrame(orders, "order_id BIGINT, currency STRING, ord
 ticks_df = spark.createDataFrame(ticks, "k STRING, t TIMESTAMP, v BIGINT").repartition(3)
 ticks_df.createOrReplaceTempView("ticks")
 
-joined = runtime.temporal_join(orders_df, runtime.versioned_table(rates_df, key="currency", time="update_time"),
+joined = timeweave.temporal_join(orders_df, timeweave.versioned_table(rates_df, key="currency", time="update_time"),
                                "order_time", how="left")
 result = {
     "temporal_join": sorted([r.order_id, r.rate] for r in joined.select("order_id", "rate").collect()),
-    "match_recognize": sorted([r.k, str(r.start_t), r.n, r.top] for r in runtime.match_recognize(ticks_df, CLAUSE).collect()),
-    "sql": sorted([r.k, str(r.start_t), r.n, r.top] for r in runtime.sql(
+    "match_recognize": sorted([r.k, str(r.start_t), r.n, r.top] for r in timeweave.match_recognize(ticks_df, CLAUSE).collect()),
+    "sql": sorted([r.k, str(r.start_t), r.n, r.top] for r in timeweave.sql(
         spark, f"SELECT * FROM ticks MATCH_RECOGNIZE ({CLAUSE}) AS m").collect()),
 }
-runtime.register(spark)
+timeweave.register(spark)
 # the workers' executable as the doors left it (PySpark's default until a door has run)
 result["python_exec"] = spark.sparkContext.pythonExec
 # executors that ran the jobs, the driver's block manager left out (read now: executors register late)
