@@ -47,6 +47,7 @@ from runtime.core.windows.spec import (
     tumble,
     window_start,
 )
+from runtime.core.windows.tvf_sql import WindowTvf, find_window_tvfs
 
 __all__ = [
     "BUILT_IN",
@@ -74,11 +75,13 @@ __all__ = [
     "WindowAggregateOperator",
     "WindowRow",
     "WindowSpec",
+    "WindowTvf",
     "add_window",
     "cumulate",
     "duration_ms",
     "evaluate",
     "event_time_ms",
+    "find_window_tvfs",
     "hop",
     "is_fired",
     "missed_windows",
