@@ -26,7 +26,7 @@ from runtime.core.windows.accumulators import (
     Min,
     Sum,
 )
-from runtime.core.windows.batch import BatchResult, evaluate
+from runtime.core.windows.batch import Assigned, BatchResult, assign_windows, evaluate
 from runtime.core.windows.late import LateRow, is_fired, missed_windows, timer_us, watermark_ms
 from runtime.core.windows.operator import DeadLetter, WindowAggregateOperator, WindowRow
 from runtime.core.windows.sessions import add_window, session_window, sessionize
@@ -55,6 +55,7 @@ __all__ = [
     "AggregateCall",
     "Aggregates",
     "AlignedSpec",
+    "Assigned",
     "Avg",
     "BatchResult",
     "Count",
@@ -77,6 +78,7 @@ __all__ = [
     "WindowSpec",
     "WindowTvf",
     "add_window",
+    "assign_windows",
     "cumulate",
     "duration_ms",
     "evaluate",

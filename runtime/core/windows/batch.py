@@ -87,6 +87,57 @@ def evaluate(
     return BatchResult([(keys[i], WindowRow(w, aggs.results(windows[(w, i)]))) for w, i in ordered], dead)
 
 
+@dataclass(frozen=True)
+class Assigned:
+    """The window TVF's output over a complete input: each row with each of its windows, in input order (a
+    row's windows by end), and the dead letters (NULL event time) in input order."""
+
+    rows: list[tuple[Any, Window]] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+
+
+def assign_windows(
+    spec: WindowSpec,
+    rows: Iterable[Any],
+    *,
+    time_column: str,
+    key_of: Callable[[Any], Any] | None = None,
+    time_of: Callable[[Any], int | None] | None = None,
+) -> Assigned:
+    """The window TVF itself (no aggregation): every row paired with each window holding it.  A SESSION row
+    gets the session of its ``partition_by`` values (``key_of``, default those columns) over the whole input.
+
+    >>> from runtime.core.windows.spec import session
+    >>> rows = [{"t": 0, "k": "a"}, {"t": 4, "k": "b"}, {"t": 3, "k": "a"}, {"t": 9, "k": "a"}]
+    >>> [(r["t"], w.start, w.end) for r, w in assign_windows(session(3, "k"), rows, time_column="t").rows]
+    [(0, 0, 6), (4, 4, 7), (3, 0, 6), (9, 9, 12)]
+    """
+    read_time = time_of or (lambda row: event_time_ms(row[time_column]))
+    reason = null_event_time_reason(time_column)
+    timed: list[tuple[int, Any]] = []
+    dead: list[DeadLetter] = []
+    for row in rows:
+        time = read_time(row)
+        if time is None:
+            dead.append(DeadLetter(row, reason))
+        else:
+            timed.append((time, row))
+    if not isinstance(spec, SessionSpec):
+        windows_of = Slicing.of(spec).windows_of
+        return Assigned([(row, window) for time, row in timed for window in windows_of(time)], dead)
+    if key_of is None:
+        columns = spec.partition_by
+        key_of = lambda row: tuple(row[c] for c in columns)  # noqa: E731
+    times_by_key: dict[Any, list[int]] = {}
+    keys = [key_of(row) for _, row in timed]
+    for key, (time, _) in zip(keys, timed, strict=True):
+        times_by_key.setdefault(key, []).append(time)
+    sessions = {key: sessionize(times, spec.gap) for key, times in times_by_key.items()}
+    starts = {key: [w.start for w in found] for key, found in sessions.items()}
+    return Assigned([(row, sessions[key][bisect_right(starts[key], time) - 1])
+                     for key, (time, row) in zip(keys, timed, strict=True)], dead)
+
+
 def _add(windows: dict[tuple[Window, int], list[Any]], aggs: Aggregates, slot: tuple[Window, int], row: Any) -> None:
     accs = windows.get(slot)
     if accs is None:
@@ -94,4 +145,4 @@ def _add(windows: dict[tuple[Window, int], list[Any]], aggs: Aggregates, slot: t
     aggs.add(accs, row)
 
 
-__all__ = ["BatchResult", "evaluate"]
+__all__ = ["Assigned", "BatchResult", "assign_windows", "evaluate"]
