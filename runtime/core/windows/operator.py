@@ -43,13 +43,22 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.core.errors import SpecError
 from runtime.core.pattern.partition import null_event_time_reason
 from runtime.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
 from runtime.core.windows.accumulators import AggregateCall, Aggregates
 from runtime.core.windows.late import LateRow, format_ms, timer_us, watermark_ms
 from runtime.core.windows.sessions import add_window, session_window
 from runtime.core.windows.slicing import _CUMULATE, _HOP, _TUMBLE, Slicing
-from runtime.core.windows.spec import SessionSpec, Window, WindowSpec, event_time_ms
+from runtime.core.windows.spec import (
+    CumulateSpec,
+    HopSpec,
+    SessionSpec,
+    TumbleSpec,
+    Window,
+    WindowSpec,
+    event_time_ms,
+)
 
 # State names, declared once (Flink declares its state handles in open()).
 SLICES = "win-slices"  # dict[int, list]: slice end (ms) -> accumulator row [row_count, acc_1, ...]
@@ -97,7 +106,14 @@ class WindowAggregateOperator:
     ``spec`` is a TUMBLE, HOP, CUMULATE or SESSION spec; ``aggregates`` the aggregate calls (or an
     :class:`~runtime.core.windows.accumulators.Aggregates`); ``time_column`` names the event-time column (read
     with :func:`~runtime.core.windows.spec.event_time_ms`, and named in dead-letter reasons); ``time_of``
-    replaces the reading (a function of the row giving epoch ms or None).
+    replaces the reading (a function of the row giving epoch ms or None).  The host keys the operator by the
+    GROUP BY values; for SESSION they must include the spec's ``partition_by`` columns (sessions are kept
+    apart by them, as Flink's SESSION window aggregation requires).
+
+    >>> WindowAggregateOperator("TUMBLE", [], time_column="ts")
+    Traceback (most recent call last):
+    ...
+    runtime.core.errors.SpecError: argument 'spec': expected a TUMBLE, HOP, CUMULATE or SESSION spec, got 'TUMBLE'
     """
 
     def __init__(
@@ -108,6 +124,10 @@ class WindowAggregateOperator:
         time_column: str,
         time_of: Callable[[Any], int | None] | None = None,
     ) -> None:
+        if not isinstance(spec, TumbleSpec | HopSpec | CumulateSpec | SessionSpec):
+            raise SpecError("spec", f"expected a TUMBLE, HOP, CUMULATE or SESSION spec, got {spec!r}")
+        if not isinstance(time_column, str) or not time_column:
+            raise SpecError("time_column", f"expected the event-time column's name, got {time_column!r}")
         self.spec = spec
         self.aggregates = aggregates if isinstance(aggregates, Aggregates) else Aggregates(aggregates)
         self.time_column = time_column
