@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from runtime.core.state import END_OF_TIME, NO_WATERMARK
 from runtime.core.windows.spec import Window
@@ -94,6 +94,7 @@ class LateRow:
     watermark: int
     missed: tuple[Window, ...]
     dropped: bool
+    tag: ClassVar[str] = "late"
 
     @property
     def reason(self) -> str:

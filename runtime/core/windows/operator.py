@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from runtime.core.errors import SpecError
 from runtime.core.pattern.partition import null_event_time_reason
@@ -74,6 +74,8 @@ class WindowRow:
 
     window: Window
     values: tuple[Any, ...]
+    #: the output it goes to (the keyed-operator contract's tag names: main, late, dead_letter)
+    tag: ClassVar[str] = "main"
 
     @property
     def start(self) -> int:
@@ -95,6 +97,7 @@ class DeadLetter:
 
     row: Any
     reason: str
+    tag: ClassVar[str] = "dead_letter"
 
 
 Output = WindowRow | LateRow | DeadLetter
