@@ -9,7 +9,8 @@ One concept per module:
 * :mod:`~runtime.core.windows.accumulators`: create / add / merge / result accumulators;
 * :mod:`~runtime.core.windows.operator`: the keyed streaming window-aggregate operator (KeyContext contract);
 * :mod:`~runtime.core.windows.batch`: batch window aggregation (all rows count);
-* :mod:`~runtime.core.windows.tvf_sql`: the TVF call as Flink's SQL writes it, parsed with positioned errors.
+* :mod:`~runtime.core.windows.tvf_sql`: the TVF call as Flink's SQL writes it, parsed with positioned errors;
+* :mod:`~runtime.core.windows.zones`: TIMESTAMP_LTZ windows on a session time zone's wall clock.
 """
 
 from runtime.core.windows.accumulators import (
@@ -48,6 +49,7 @@ from runtime.core.windows.spec import (
     window_start,
 )
 from runtime.core.windows.tvf_sql import WindowTvf, find_window_tvfs
+from runtime.core.windows.zones import TimeShift
 
 __all__ = [
     "BUILT_IN",
@@ -71,6 +73,7 @@ __all__ = [
     "SessionSpec",
     "Slicing",
     "Sum",
+    "TimeShift",
     "TumbleSpec",
     "Window",
     "WindowAggregateOperator",

@@ -29,6 +29,7 @@ from runtime.core.windows.operator import DeadLetter, WindowRow
 from runtime.core.windows.sessions import sessionize
 from runtime.core.windows.slicing import Slicing
 from runtime.core.windows.spec import SessionSpec, Window, WindowSpec, event_time_ms
+from runtime.core.windows.zones import TimeShift
 
 
 @dataclass(frozen=True)
@@ -48,14 +49,16 @@ def evaluate(
     time_column: str,
     key_of: Callable[[Any], Any] | None = None,
     time_of: Callable[[Any], int | None] | None = None,
+    time_zone: str | None = None,
 ) -> BatchResult:
     """Aggregate ``rows`` per key (``key_of(row)``; default: the SESSION spec's ``partition_by`` values, else
     ``()``, one global key) and window.  A SESSION key must include the ``partition_by`` columns (sessions
     are kept apart by them).  ``time_of`` reads epoch ms (default: ``time_column`` via
-    :func:`~runtime.core.windows.spec.event_time_ms`).
+    :func:`~runtime.core.windows.spec.event_time_ms`); ``time_zone`` aligns TIMESTAMP_LTZ windows on that
+    zone's wall clock (:mod:`~runtime.core.windows.zones`), as the operator does.
     """
     aggs = aggregates if isinstance(aggregates, Aggregates) else Aggregates(aggregates)
-    read_time = time_of or (lambda row: event_time_ms(row[time_column]))
+    read_time = _reader(time_column, time_of, time_zone)
     if key_of is None:
         columns = spec.partition_by if isinstance(spec, SessionSpec) else ()
         key_of = (lambda row: tuple(row[c] for c in columns)) if columns else (lambda row: ())
@@ -103,6 +106,7 @@ def assign_windows(
     time_column: str,
     key_of: Callable[[Any], Any] | None = None,
     time_of: Callable[[Any], int | None] | None = None,
+    time_zone: str | None = None,
 ) -> Assigned:
     """The window TVF itself (no aggregation): every row paired with each window holding it.  A SESSION row
     gets the session of its ``partition_by`` values (``key_of``, default those columns) over the whole input.
@@ -112,7 +116,7 @@ def assign_windows(
     >>> [(r["t"], w.start, w.end) for r, w in assign_windows(session(3, "k"), rows, time_column="t").rows]
     [(0, 0, 6), (4, 4, 7), (3, 0, 6), (9, 9, 12)]
     """
-    read_time = time_of or (lambda row: event_time_ms(row[time_column]))
+    read_time = _reader(time_column, time_of, time_zone)
     reason = null_event_time_reason(time_column)
     timed: list[tuple[int, Any]] = []
     dead: list[DeadLetter] = []
@@ -136,6 +140,16 @@ def assign_windows(
     starts = {key: [w.start for w in found] for key, found in sessions.items()}
     return Assigned([(row, sessions[key][bisect_right(starts[key], time) - 1])
                      for key, (time, row) in zip(keys, timed, strict=True)], dead)
+
+
+def _reader(time_column: str, time_of: Callable[[Any], int | None] | None,
+            time_zone: str | None) -> Callable[[Any], int | None]:
+    read = time_of or (lambda row: event_time_ms(row[time_column]))
+    shift = TimeShift.of(time_zone)
+    if shift is None:
+        return read
+    local = shift.local
+    return lambda row: None if (t := read(row)) is None else local(t)
 
 
 def _add(windows: dict[tuple[Window, int], list[Any]], aggs: Aggregates, slot: tuple[Window, int], row: Any) -> None:

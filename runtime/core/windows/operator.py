@@ -21,7 +21,9 @@ One instance serves every key; it sees one key (the GROUP BY values besides the 
   frees the slices no unfired window needs.  The element handler first fires what the watermark has
   already passed, so hosts may call the two in either order.
 
-Units: row times and windows are epoch milliseconds; the context's watermark and timers are the core's µs.
+Units: row times and windows are epoch milliseconds (wall-clock milliseconds with a ``time_zone``: TIMESTAMP_LTZ
+windows follow the session time zone, :mod:`~runtime.core.windows.zones`); the context's watermark and
+timers are the core's µs.
 
 >>> from datetime import datetime
 >>> from runtime.core.state import InMemoryKeyContext
@@ -59,6 +61,7 @@ from runtime.core.windows.spec import (
     WindowSpec,
     event_time_ms,
 )
+from runtime.core.windows.zones import TimeShift
 
 # State names, declared once (Flink declares its state handles in open()).
 SLICES = "win-slices"  # dict[int, list]: slice end (ms) -> accumulator row [row_count, acc_1, ...]
@@ -109,7 +112,9 @@ class WindowAggregateOperator:
     ``spec`` is a TUMBLE, HOP, CUMULATE or SESSION spec; ``aggregates`` the aggregate calls (or an
     :class:`~runtime.core.windows.accumulators.Aggregates`); ``time_column`` names the event-time column (read
     with :func:`~runtime.core.windows.spec.event_time_ms`, and named in dead-letter reasons); ``time_of``
-    replaces the reading (a function of the row giving epoch ms or None).  The host keys the operator by the
+    replaces the reading (a function of the row giving epoch ms or None).  ``time_zone`` (an IANA name) is for a
+    TIMESTAMP_LTZ time attribute: windows follow that zone's wall clock, as Flink's session time zone does
+    (row times, windows and late rows' ``time`` / ``missed`` are then wall-clock ms; watermarks stay instants).  The host keys the operator by the
     GROUP BY values; for SESSION they must include the spec's ``partition_by`` columns (sessions are kept
     apart by them, as Flink's SESSION window aggregation requires).
 
@@ -126,6 +131,7 @@ class WindowAggregateOperator:
         *,
         time_column: str,
         time_of: Callable[[Any], int | None] | None = None,
+        time_zone: str | None = None,
     ) -> None:
         if not isinstance(spec, TumbleSpec | HopSpec | CumulateSpec | SessionSpec):
             raise SpecError("spec", f"expected a TUMBLE, HOP, CUMULATE or SESSION spec, got {spec!r}")
@@ -134,9 +140,22 @@ class WindowAggregateOperator:
         self.spec = spec
         self.aggregates = aggregates if isinstance(aggregates, Aggregates) else Aggregates(aggregates)
         self.time_column = time_column
-        self.time_of = time_of or (lambda row: event_time_ms(row[time_column]))
+        read_time = time_of or (lambda row: event_time_ms(row[time_column]))
+        #: TIMESTAMP_LTZ in a session time zone: windows on its wall clock (see :mod:`~runtime.core.windows.zones`)
+        self.shift = TimeShift.of(time_zone)
+        if self.shift is None:
+            self.time_of = read_time
+        else:
+            local = self.shift.local
+            self.time_of = lambda row: None if (t := read_time(row)) is None else local(t)
         self.dead_reason = null_event_time_reason(time_column)
         self._slicing = None if isinstance(spec, SessionSpec) else Slicing.of(spec)
+
+    def fire_time(self, end: int) -> int:
+        """The watermark (epoch ms) at which the window ending at ``end`` fires: its ``window_time``, ``end - 1``
+        (for a shifted time zone, the instant of that wall-clock time, :meth:`TimeShift.fire_time
+        <runtime.core.windows.zones.TimeShift.fire_time>`)."""
+        return end - 1 if self.shift is None else self.shift.fire_time(end - 1)
 
     # -- element handler ------------------------------------------------------------------------------
     def process_element(self, ctx: KeyContext, row: Any) -> list[Output]:
@@ -180,7 +199,7 @@ class WindowAggregateOperator:
         slicing = self._slicing
         assert slicing is not None
         aggregates = self.aggregates
-        time_of, slice_end, dead_reason = self.time_of, slicing.slice_end, self.dead_reason
+        time_of, slice_end, dead_reason, fire = self.time_of, slicing.slice_end, self.dead_reason, self.fire_time
         cumulate = slicing.shape == _CUMULATE
         slices: dict[int, list[Any]] | None = None
         for row in rows:
@@ -189,9 +208,9 @@ class WindowAggregateOperator:
                 out.append(DeadLetter(row, dead_reason))
                 continue
             target = slice_end(time)
-            if target - 1 <= watermark:  # its first window has fired: late for some or all of its windows
+            if fire(target) <= watermark:  # its first window has fired: late for some or all of its windows
                 windows = slicing.windows_of(time)
-                missed = tuple(w for w in windows if w.end - 1 <= watermark)
+                missed = tuple(w for w in windows if fire(w.end) <= watermark)
                 dropped = len(missed) == len(windows)
                 out.append(LateRow(row, time, watermark, missed, dropped))
                 if dropped:
@@ -219,7 +238,8 @@ class WindowAggregateOperator:
         if watermark <= low:
             return []
         slicing, aggregates = self._slicing, self.aggregates
-        ends = sorted({end for s in slices for end in slicing.window_ends(s) if low < end - 1 <= watermark})
+        fire = self.fire_time
+        ends = sorted({end for s in slices for end in slicing.window_ends(s) if low < fire(end) <= watermark})
         out: list[WindowRow] = []
         shape = slicing.shape
         for end in ends:
@@ -244,7 +264,7 @@ class WindowAggregateOperator:
                 assert accs is not None
                 out.append(WindowRow(Window(slicing.window_start(end), end), aggregates.results(accs)))
         last_window_end = slicing.last_window_end
-        for s in [s for s in slices if last_window_end(s) - 1 <= watermark]:
+        for s in [s for s in slices if fire(last_window_end(s)) <= watermark]:
             del slices[s]  # no unfired window needs it
         if slices:
             ctx.put(SLICES, slices)
@@ -268,7 +288,7 @@ class WindowAggregateOperator:
                 sessions = ctx.get(SESSIONS) or []
             own = session_window(time, gap)
             merged, lo, hi = add_window(sessions, own)
-            if merged.end - 1 <= watermark:
+            if self.fire_time(merged.end) <= watermark:
                 # Fired sessions are gone (emitted, then cleared), so a merged session that has fired merged
                 # with nothing: the row's own session fired before it arrived (Flink: isWindowLate, retire).
                 out.append(LateRow(row, time, watermark, (merged,), True))
@@ -289,11 +309,12 @@ class WindowAggregateOperator:
 
     def _fire_sessions(self, ctx: KeyContext, watermark: int) -> list[WindowRow]:
         sessions: list[list[Any]] | None = ctx.get(SESSIONS)
-        if not sessions or sessions[0][1] - 1 > watermark:
+        fire = self.fire_time
+        if not sessions or fire(sessions[0][1]) > watermark:
             return []
-        # sorted and disjoint: ends ascend with starts, so the fired sessions are a prefix
+        # sorted and disjoint: ends ascend with starts (and fire times with ends), so the fired ones are a prefix
         count = 0
-        while count < len(sessions) and sessions[count][1] - 1 <= watermark:
+        while count < len(sessions) and fire(sessions[count][1]) <= watermark:
             count += 1
         results = self.aggregates.results
         out = [WindowRow(Window(s[0], s[1]), results(s[2])) for s in sessions[:count]]
@@ -315,14 +336,14 @@ class WindowAggregateOperator:
         else:
             slices = ctx.get(SLICES)
             if slices:
-                window_ends = self._slicing.window_ends
+                window_ends, fire = self._slicing.window_ends, self.fire_time
                 for s in slices:
                     for end in window_ends(s):
-                        if end - 1 > watermark:
+                        if fire(end) > watermark:
                             if next_end is None or end < next_end:
                                 next_end = end
                             break
-        wanted = None if next_end is None else timer_us(next_end - 1)
+        wanted = None if next_end is None else timer_us(self.fire_time(next_end))
         current = ctx.get(TIMER)
         if current == wanted:
             return
