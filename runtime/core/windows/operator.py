@@ -157,6 +157,13 @@ class WindowAggregateOperator:
         <runtime.core.windows.zones.TimeShift.fire_time>`)."""
         return end - 1 if self.shift is None else self.shift.fire_time(end - 1)
 
+    def _watermark(self, ctx: KeyContext) -> int:
+        """The context's watermark in ms, never below the one the key's windows have fired through: a host
+        handing an older watermark (it must not) cannot make a fired window take rows it will never emit."""
+        watermark = watermark_ms(ctx.watermark)
+        fired = ctx.get(FIRED) if self._slicing is not None else None
+        return fired if fired is not None and fired > watermark else watermark
+
     # -- element handler ------------------------------------------------------------------------------
     def process_element(self, ctx: KeyContext, row: Any) -> list[Output]:
         """:meth:`process_elements` for one row."""
@@ -168,7 +175,7 @@ class WindowAggregateOperator:
         Returns the windows the watermark had already passed (fired first, so a row arriving late is never
         counted in them), then the rows' late reports and dead letters, in arrival order.
         """
-        watermark = watermark_ms(ctx.watermark)
+        watermark = self._watermark(ctx)
         out: list[Output] = list(self._fire(ctx, watermark))
         if self._slicing is None:
             self._add_to_sessions(ctx, rows, watermark, out)
@@ -180,7 +187,7 @@ class WindowAggregateOperator:
     # -- the watermark produces output ------------------------------------------------------------------
     def on_watermark(self, ctx: KeyContext) -> list[Output]:
         """Emit every window whose ``window_time`` the watermark has reached (once, by window end)."""
-        watermark = watermark_ms(ctx.watermark)
+        watermark = self._watermark(ctx)
         out: list[Output] = list(self._fire(ctx, watermark))
         self._schedule(ctx, watermark)
         return out

@@ -331,3 +331,15 @@ def test_end_of_input_flushes_everything(spec) -> None:
         h.send(_row(t))
     h.end()
     assert sum(w.values[0] for _, w in h.windows) >= 4 and h.late == []
+
+
+def test_an_older_watermark_cannot_reopen_fired_windows() -> None:
+    op = WindowAggregateOperator(hop(5, 10), CALLS, time_column="t")
+    ctx = InMemoryKeyContext()
+    op.process_elements(ctx, [_row(7)])
+    ctx.current_watermark = 9_000
+    assert [w.window for w in op.on_watermark(ctx)] == [Window(0, 10)]
+    ctx.current_watermark = 2_000  # a host going back in time (it must not)
+    [late] = op.process_elements(ctx, [_row(8)])
+    assert late.missed == (Window(0, 10),) and late.watermark == 9
+    assert [w.values[0] for w in op.finish(ctx)] == [2]
