@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from runtime.core.sql_tokens import TokenType, tokenize
-from runtime.core.state import NO_WATERMARK, InMemoryKeyContext
-from runtime.core.state_codec import decode_cell, encode_cell
-from runtime.core.windows import (
+from timeweave.core.sql_tokens import TokenType, tokenize
+from timeweave.core.state import NO_WATERMARK, InMemoryKeyContext
+from timeweave.core.state_codec import decode_cell, encode_cell
+from timeweave.core.windows import (
     AggregateCall,
     CountStar,
     LateRow,
@@ -25,7 +25,7 @@ from runtime.core.windows import (
     event_time_ms,
     find_window_tvfs,
 )
-from runtime.core.windows.late import format_ms
+from timeweave.core.windows.late import format_ms
 from tests.helpers.flink_cases import CASES, Case, normalize
 
 WINDOW_CASES = sorted(p.name for p in CASES.glob("win_*"))

@@ -2,18 +2,18 @@
 
 One concept per module:
 
-* :mod:`~runtime.core.windows.spec`: the window specs (frozen, validated with Flink's rules), :class:`Window`;
-* :mod:`~runtime.core.windows.slicing`: row time -> slice, window -> slices (HOP and CUMULATE share slices);
-* :mod:`~runtime.core.windows.sessions`: session merging (Flink's ``MergingWindowSet``);
-* :mod:`~runtime.core.windows.late`: the late rule and the late output's record;
-* :mod:`~runtime.core.windows.accumulators`: create / add / merge / result accumulators;
-* :mod:`~runtime.core.windows.operator`: the keyed streaming window-aggregate operator (KeyContext contract);
-* :mod:`~runtime.core.windows.batch`: batch window aggregation (all rows count);
-* :mod:`~runtime.core.windows.tvf_sql`: the TVF call as Flink's SQL writes it, parsed with positioned errors;
-* :mod:`~runtime.core.windows.zones`: TIMESTAMP_LTZ windows on a session time zone's wall clock.
+* :mod:`~timeweave.core.windows.spec`: the window specs (frozen, validated with Flink's rules), :class:`Window`;
+* :mod:`~timeweave.core.windows.slicing`: row time -> slice, window -> slices (HOP and CUMULATE share slices);
+* :mod:`~timeweave.core.windows.sessions`: session merging (Flink's ``MergingWindowSet``);
+* :mod:`~timeweave.core.windows.late`: the late rule and the late output's record;
+* :mod:`~timeweave.core.windows.accumulators`: create / add / merge / result accumulators;
+* :mod:`~timeweave.core.windows.operator`: the keyed streaming window-aggregate operator (KeyContext contract);
+* :mod:`~timeweave.core.windows.batch`: batch window aggregation (all rows count);
+* :mod:`~timeweave.core.windows.tvf_sql`: the TVF call as Flink's SQL writes it, parsed with positioned errors;
+* :mod:`~timeweave.core.windows.zones`: TIMESTAMP_LTZ windows on a session time zone's wall clock.
 """
 
-from runtime.core.windows.accumulators import (
+from timeweave.core.windows.accumulators import (
     BUILT_IN,
     Accumulator,
     AggregateCall,
@@ -27,12 +27,12 @@ from runtime.core.windows.accumulators import (
     Min,
     Sum,
 )
-from runtime.core.windows.batch import Assigned, BatchResult, assign_windows, evaluate
-from runtime.core.windows.late import LateRow, is_fired, missed_windows, timer_us, watermark_ms
-from runtime.core.windows.operator import DeadLetter, WindowAggregateOperator, WindowRow
-from runtime.core.windows.sessions import add_window, session_window, sessionize
-from runtime.core.windows.slicing import Slicing
-from runtime.core.windows.spec import (
+from timeweave.core.windows.batch import Assigned, BatchResult, assign_windows, evaluate
+from timeweave.core.windows.late import LateRow, is_fired, missed_windows, timer_us, watermark_ms
+from timeweave.core.windows.operator import DeadLetter, WindowAggregateOperator, WindowRow
+from timeweave.core.windows.sessions import add_window, session_window, sessionize
+from timeweave.core.windows.slicing import Slicing
+from timeweave.core.windows.spec import (
     AlignedSpec,
     CumulateSpec,
     HopSpec,
@@ -48,8 +48,8 @@ from runtime.core.windows.spec import (
     tumble,
     window_start,
 )
-from runtime.core.windows.tvf_sql import WindowTvf, find_window_tvfs
-from runtime.core.windows.zones import TimeShift
+from timeweave.core.windows.tvf_sql import WindowTvf, find_window_tvfs
+from timeweave.core.windows.zones import TimeShift
 
 __all__ = [
     "BUILT_IN",

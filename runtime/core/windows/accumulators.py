@@ -7,7 +7,7 @@ sessions into each other, and the *result* is read when the window fires.
 
 Contract (what makes slice sharing correct): ``add(acc, value)`` and ``merge(acc, other)`` may modify
 ``acc`` and return it (or return a new value), and never modify ``other`` (a HOP slice is merged into
-several windows).  Accumulators are plain data :mod:`runtime.core.state_codec` stores: ``None``, numbers,
+several windows).  Accumulators are plain data :mod:`timeweave.core.state_codec` stores: ``None``, numbers,
 ``Decimal``, strings, datetimes, lists, sets (never objects needing pickle).
 
 SQL's NULL rules: COUNT(x), SUM, MIN, MAX, AVG and COUNT(DISTINCT x) ignore NULL values; SUM, MIN, MAX
@@ -29,7 +29,7 @@ from decimal import Decimal
 from operator import itemgetter
 from typing import Any, Protocol, runtime_checkable
 
-from runtime.core.errors import SpecError
+from timeweave.core.errors import SpecError
 
 
 @runtime_checkable

@@ -1,13 +1,13 @@
 """Batch window aggregation: every row counts (no watermark, so no late row), what batch doors compute.
 
 It assigns each row to *all* its windows with the same assigners the TVF uses (:meth:`Slicing.windows_of
-<runtime.core.windows.slicing.Slicing.windows_of>`, :func:`~runtime.core.windows.sessions.sessionize`) and
-accumulates with the same :mod:`~runtime.core.windows.accumulators`, deliberately without slices: the
+<timeweave.core.windows.slicing.Slicing.windows_of>`, :func:`~timeweave.core.windows.sessions.sessionize`) and
+accumulates with the same :mod:`~timeweave.core.windows.accumulators`, deliberately without slices: the
 streaming operator's slice sharing is checked against this direct answer (a stream without late rows,
 flushed, gives the same rows).  Rows with a NULL event time are dead letters, as in every door.
 
->>> from runtime.core.windows.accumulators import AggregateCall, Sum
->>> from runtime.core.windows.spec import hop
+>>> from timeweave.core.windows.accumulators import AggregateCall, Sum
+>>> from timeweave.core.windows.spec import hop
 >>> result = evaluate(hop(5, 10), [AggregateCall(Sum(), "v", name="total")],
 ...                   [{"t": 1, "v": 1}, {"t": 7, "v": 2}, {"t": None, "v": 3}], time_column="t")
 >>> [(key, row.window.start, row.window.end, row.values) for key, row in result.rows]
@@ -23,13 +23,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.core.pattern.partition import null_event_time_reason
-from runtime.core.windows.accumulators import AggregateCall, Aggregates
-from runtime.core.windows.operator import DeadLetter, WindowRow
-from runtime.core.windows.sessions import sessionize
-from runtime.core.windows.slicing import Slicing
-from runtime.core.windows.spec import SessionSpec, Window, WindowSpec, event_time_ms
-from runtime.core.windows.zones import TimeShift
+from timeweave.core.pattern.partition import null_event_time_reason
+from timeweave.core.windows.accumulators import AggregateCall, Aggregates
+from timeweave.core.windows.operator import DeadLetter, WindowRow
+from timeweave.core.windows.sessions import sessionize
+from timeweave.core.windows.slicing import Slicing
+from timeweave.core.windows.spec import SessionSpec, Window, WindowSpec, event_time_ms
+from timeweave.core.windows.zones import TimeShift
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,8 @@ def evaluate(
     """Aggregate ``rows`` per key (``key_of(row)``; default: the SESSION spec's ``partition_by`` values, else
     ``()``, one global key) and window.  A SESSION key must include the ``partition_by`` columns (sessions
     are kept apart by them).  ``time_of`` reads epoch ms (default: ``time_column`` via
-    :func:`~runtime.core.windows.spec.event_time_ms`); ``time_zone`` aligns TIMESTAMP_LTZ windows on that
-    zone's wall clock (:mod:`~runtime.core.windows.zones`), as the operator does.
+    :func:`~timeweave.core.windows.spec.event_time_ms`); ``time_zone`` aligns TIMESTAMP_LTZ windows on that
+    zone's wall clock (:mod:`~timeweave.core.windows.zones`), as the operator does.
     """
     aggs = aggregates if isinstance(aggregates, Aggregates) else Aggregates(aggregates)
     read_time = _reader(time_column, time_of, time_zone)
@@ -111,7 +111,7 @@ def assign_windows(
     """The window TVF itself (no aggregation): every row paired with each window holding it.  A SESSION row
     gets the session of its ``partition_by`` values (``key_of``, default those columns) over the whole input.
 
-    >>> from runtime.core.windows.spec import session
+    >>> from timeweave.core.windows.spec import session
     >>> rows = [{"t": 0, "k": "a"}, {"t": 4, "k": "b"}, {"t": 3, "k": "a"}, {"t": 9, "k": "a"}]
     >>> [(r["t"], w.start, w.end) for r, w in assign_windows(session(3, "k"), rows, time_column="t").rows]
     [(0, 0, 6), (4, 4, 7), (3, 0, 6), (9, 9, 12)]

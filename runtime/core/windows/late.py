@@ -7,7 +7,7 @@ sessions it merges into).  Every row dropped from at least one window goes to th
 (:class:`LateRow`) with the window(s) it missed and the watermark at its arrival; ``dropped`` says
 whether it counted nowhere.  (Flink drops such rows silently, counting them in ``numLateRecordsDropped``.)
 
-Units: windows and row times are epoch milliseconds; a :class:`~runtime.core.state.KeyContext` speaks
+Units: windows and row times are epoch milliseconds; a :class:`~timeweave.core.state.KeyContext` speaks
 the core's microseconds (watermark and timers), converted here by :func:`watermark_ms` and
 :func:`timer_us`.
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
-from runtime.core.state import END_OF_TIME, NO_WATERMARK
-from runtime.core.windows.spec import Window
+from timeweave.core.state import END_OF_TIME, NO_WATERMARK
+from timeweave.core.windows.spec import Window
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -41,7 +41,7 @@ def missed_windows(windows: Iterable[Window], watermark: int) -> tuple[Window, .
 
 
 def watermark_ms(watermark: int) -> int:
-    """A core watermark (µs, :class:`~runtime.core.state.KeyContext`) in milliseconds, the windows' unit.
+    """A core watermark (µs, :class:`~timeweave.core.state.KeyContext`) in milliseconds, the windows' unit.
 
     ``NO_WATERMARK`` and ``END_OF_TIME`` stay as they are (below and above every window).  Flooring is
     exact for the rule: ``end - 1 <= floor(w / 1000)`` iff ``(end - 1) * 1000 <= w``.

@@ -1,17 +1,17 @@
-"""The keyed window-aggregate operator (Flink's ``WindowAggOperator``), on the :class:`~runtime.core.state.KeyContext` contract.
+"""The keyed window-aggregate operator (Flink's ``WindowAggOperator``), on the :class:`~timeweave.core.state.KeyContext` contract.
 
 One instance serves every key; it sees one key (the GROUP BY values besides the window) at a time.
 
-* **State** (declared here, plain data :mod:`runtime.core.state_codec` stores): aligned windows keep one
-  accumulator row per *slice* (:data:`SLICES`, see :mod:`~runtime.core.windows.slicing`) and the watermark
+* **State** (declared here, plain data :mod:`timeweave.core.state_codec` stores): aligned windows keep one
+  accumulator row per *slice* (:data:`SLICES`, see :mod:`~timeweave.core.windows.slicing`) and the watermark
   through which the key's windows have fired (:data:`FIRED`); sessions keep the key's in-flight sessions
   with their accumulator rows (:data:`SESSIONS`); both keep the one registered timer (:data:`TIMER`).
 * **Rows** update one slice (HOP and CUMULATE share slices between windows) or merge into the key's
   sessions (Flink's ``MergingWindowSet``: a row may bridge two sessions).  A row with a NULL event time
   is a :class:`DeadLetter` with the reason.
-* **The late rule** (:mod:`~runtime.core.windows.late`): a row is dropped only from windows that have
+* **The late rule** (:mod:`~timeweave.core.windows.late`): a row is dropped only from windows that have
   fired at the watermark of its arrival (``window_end - 1 <= watermark``) and still counts in the others;
-  every row dropped from at least one window is reported as a :class:`~runtime.core.windows.late.LateRow`.
+  every row dropped from at least one window is reported as a :class:`~timeweave.core.windows.late.LateRow`.
   CUMULATE folds a row whose own slice has fired into its period's running accumulator (Flink's merge
   target), so it counts in the period's later windows.  A session row is first merged; it is dropped only
   when the merged session has fired (it then merged with nothing: fired sessions are gone).
@@ -22,13 +22,13 @@ One instance serves every key; it sees one key (the GROUP BY values besides the 
   already passed, so hosts may call the two in either order.
 
 Units: row times and windows are epoch milliseconds (wall-clock milliseconds with a ``time_zone``: TIMESTAMP_LTZ
-windows follow the session time zone, :mod:`~runtime.core.windows.zones`); the context's watermark and
+windows follow the session time zone, :mod:`~timeweave.core.windows.zones`); the context's watermark and
 timers are the core's µs.
 
 >>> from datetime import datetime
->>> from runtime.core.state import InMemoryKeyContext
->>> from runtime.core.windows.accumulators import AggregateCall, CountStar, Sum
->>> from runtime.core.windows.spec import tumble
+>>> from timeweave.core.state import InMemoryKeyContext
+>>> from timeweave.core.windows.accumulators import AggregateCall, CountStar, Sum
+>>> from timeweave.core.windows.spec import tumble
 >>> op = WindowAggregateOperator(tumble("10 minutes"), [AggregateCall(CountStar(), name="cnt"),
 ...                              AggregateCall(Sum(), "price", name="total")], time_column="ts")
 >>> ctx = InMemoryKeyContext()
@@ -45,14 +45,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from runtime.core.errors import SpecError
-from runtime.core.pattern.partition import null_event_time_reason
-from runtime.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
-from runtime.core.windows.accumulators import AggregateCall, Aggregates
-from runtime.core.windows.late import LateRow, format_ms, timer_us, watermark_ms
-from runtime.core.windows.sessions import add_window, session_window
-from runtime.core.windows.slicing import _CUMULATE, _HOP, _TUMBLE, Slicing
-from runtime.core.windows.spec import (
+from timeweave.core.errors import SpecError
+from timeweave.core.pattern.partition import null_event_time_reason
+from timeweave.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
+from timeweave.core.windows.accumulators import AggregateCall, Aggregates
+from timeweave.core.windows.late import LateRow, format_ms, timer_us, watermark_ms
+from timeweave.core.windows.sessions import add_window, session_window
+from timeweave.core.windows.slicing import _CUMULATE, _HOP, _TUMBLE, Slicing
+from timeweave.core.windows.spec import (
     CumulateSpec,
     HopSpec,
     SessionSpec,
@@ -61,7 +61,7 @@ from runtime.core.windows.spec import (
     WindowSpec,
     event_time_ms,
 )
-from runtime.core.windows.zones import TimeShift
+from timeweave.core.windows.zones import TimeShift
 
 # State names, declared once (Flink declares its state handles in open()).
 SLICES = "win-slices"  # dict[int, list]: slice end (ms) -> accumulator row [row_count, acc_1, ...]
@@ -110,8 +110,8 @@ class WindowAggregateOperator:
     """Window aggregation of one key of an event-time stream; see the module docstring for the rules.
 
     ``spec`` is a TUMBLE, HOP, CUMULATE or SESSION spec; ``aggregates`` the aggregate calls (or an
-    :class:`~runtime.core.windows.accumulators.Aggregates`); ``time_column`` names the event-time column (read
-    with :func:`~runtime.core.windows.spec.event_time_ms`, and named in dead-letter reasons); ``time_of``
+    :class:`~timeweave.core.windows.accumulators.Aggregates`); ``time_column`` names the event-time column (read
+    with :func:`~timeweave.core.windows.spec.event_time_ms`, and named in dead-letter reasons); ``time_of``
     replaces the reading (a function of the row giving epoch ms or None).  ``time_zone`` (an IANA name) is for a
     TIMESTAMP_LTZ time attribute: windows follow that zone's wall clock, as Flink's session time zone does
     (row times, windows and late rows' ``time`` / ``missed`` are then wall-clock ms; watermarks stay instants).  The host keys the operator by the
@@ -121,7 +121,7 @@ class WindowAggregateOperator:
     >>> WindowAggregateOperator("TUMBLE", [], time_column="ts")
     Traceback (most recent call last):
     ...
-    runtime.core.errors.SpecError: argument 'spec': expected a TUMBLE, HOP, CUMULATE or SESSION spec, got 'TUMBLE'
+    timeweave.core.errors.SpecError: argument 'spec': expected a TUMBLE, HOP, CUMULATE or SESSION spec, got 'TUMBLE'
     """
 
     def __init__(
@@ -141,7 +141,7 @@ class WindowAggregateOperator:
         self.aggregates = aggregates if isinstance(aggregates, Aggregates) else Aggregates(aggregates)
         self.time_column = time_column
         read_time = time_of or (lambda row: event_time_ms(row[time_column]))
-        #: TIMESTAMP_LTZ in a session time zone: windows on its wall clock (see :mod:`~runtime.core.windows.zones`)
+        #: TIMESTAMP_LTZ in a session time zone: windows on its wall clock (see :mod:`~timeweave.core.windows.zones`)
         self.shift = TimeShift.of(time_zone)
         if self.shift is None:
             self.time_of = read_time
@@ -154,7 +154,7 @@ class WindowAggregateOperator:
     def fire_time(self, end: int) -> int:
         """The watermark (epoch ms) at which the window ending at ``end`` fires: its ``window_time``, ``end - 1``
         (for a shifted time zone, the instant of that wall-clock time, :meth:`TimeShift.fire_time
-        <runtime.core.windows.zones.TimeShift.fire_time>`)."""
+        <timeweave.core.windows.zones.TimeShift.fire_time>`)."""
         return end - 1 if self.shift is None else self.shift.fire_time(end - 1)
 
     def _watermark(self, ctx: KeyContext) -> int:

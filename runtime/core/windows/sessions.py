@@ -27,7 +27,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from typing import Any
 
-from runtime.core.windows.spec import Window
+from timeweave.core.windows.spec import Window
 
 
 def session_window(timestamp: int, gap: int) -> Window:

@@ -10,7 +10,7 @@ HOP of ``size / slide`` windows per row costs one accumulator update per row, no
 * :meth:`Slicing.slices_of` lists the slices (by end) a window is made of;
 * :meth:`Slicing.windows_of` assigns a row time to all its windows (the TVF's output rows).
 
->>> from runtime.core.windows.spec import hop
+>>> from timeweave.core.windows.spec import hop
 >>> s = Slicing.of(hop(5, 15))
 >>> s.slice_size, s.slice_end(7), list(s.window_ends(10)), s.slices_of(20)
 (5, 10, [10, 15, 20], [10, 15, 20])
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.core.windows.spec import AlignedSpec, CumulateSpec, HopSpec, TumbleSpec, Window, window_start
+from timeweave.core.windows.spec import AlignedSpec, CumulateSpec, HopSpec, TumbleSpec, Window, window_start
 
 _TUMBLE, _HOP, _CUMULATE = 0, 1, 2
 
@@ -42,7 +42,7 @@ class Slicing:
     def of(cls, spec: AlignedSpec) -> Slicing:
         """The slicing of ``spec``.
 
-        >>> from runtime.core.windows.spec import cumulate, tumble
+        >>> from timeweave.core.windows.spec import cumulate, tumble
         >>> Slicing.of(tumble(10)).slice_size, Slicing.of(cumulate(2, 10)).slice_size
         (10, 2)
         """
@@ -62,7 +62,7 @@ class Slicing:
     def slice_end(self, timestamp: int) -> int:
         """The end of the slice holding ``timestamp``.
 
-        >>> from runtime.core.windows.spec import tumble
+        >>> from timeweave.core.windows.spec import tumble
         >>> Slicing.of(tumble(10, offset=-3)).slice_end(7)
         17
         """
@@ -77,7 +77,7 @@ class Slicing:
     def window_ends(self, slice_end: int) -> range:
         """The ends of the windows slice ``slice_end`` belongs to, ascending.
 
-        >>> from runtime.core.windows.spec import cumulate
+        >>> from timeweave.core.windows.spec import cumulate
         >>> list(Slicing.of(cumulate(2, 10)).window_ends(14))
         [14, 16, 18, 20]
         """
@@ -99,7 +99,7 @@ class Slicing:
     def slices_of(self, window_end: int) -> list[int]:
         """The ends of the slices making up the window ending at ``window_end``, ascending.
 
-        >>> from runtime.core.windows.spec import cumulate
+        >>> from timeweave.core.windows.spec import cumulate
         >>> Slicing.of(cumulate(2, 10)).slices_of(16)
         [12, 14, 16]
         """
@@ -108,7 +108,7 @@ class Slicing:
     def windows_of(self, timestamp: int) -> list[Window]:
         """Every window holding ``timestamp`` (the rows a window TVF outputs for it), by end.
 
-        >>> from runtime.core.windows.spec import cumulate
+        >>> from timeweave.core.windows.spec import cumulate
         >>> [(w.start, w.end) for w in Slicing.of(cumulate(2, 10)).windows_of(15)]
         [(10, 16), (10, 18), (10, 20)]
         """

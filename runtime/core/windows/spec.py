@@ -4,7 +4,7 @@ A window is ``[start, end)``; its ``window_time`` is ``end - 1`` (Flink's precis
 Aligned windows (TUMBLE, HOP, CUMULATE) start at ``offset`` plus a multiple of their period; the offset
 may be negative (a 1-day window in UTC+8 is ``tumble("1 day", offset="-8 hours")``).  Each spec is a
 frozen dataclass validated once, at construction, with Flink's rules; a bad value raises
-:class:`~runtime.core.errors.SpecError` naming the argument:
+:class:`~timeweave.core.errors.SpecError` naming the argument:
 
 * TUMBLE: ``size > 0`` and ``abs(offset) < size`` (Flink's ``TumblingSliceAssigner``);
 * HOP: ``slide > 0``, ``size > 0`` and ``size`` an integral multiple of ``slide`` (Flink's slicing
@@ -24,7 +24,7 @@ TumbleSpec(size=600000, offset=0)
 >>> cumulate(step="2 minutes", max_size="5 minutes")
 Traceback (most recent call last):
 ...
-runtime.core.errors.SpecError: CUMULATE: argument 'max_size': must be an integral multiple of step, but got max_size 300000 ms and step 120000 ms
+timeweave.core.errors.SpecError: CUMULATE: argument 'max_size': must be an integral multiple of step, but got max_size 300000 ms and step 120000 ms
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
-from runtime.core.errors import SpecError
+from timeweave.core.errors import SpecError
 
 _DURATION = re.compile(
     r"^\s*([+-]?\s*\d+(?:\.\d+)?)\s*(milliseconds?|millis|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|h|days?|d)\s*$",
@@ -55,7 +55,7 @@ def duration_ms(value: int | timedelta | str, argument: str, *, where: str | Non
     >>> duration_ms("ten minutes", "size")
     Traceback (most recent call last):
     ...
-    runtime.core.errors.SpecError: argument 'size': cannot read duration 'ten minutes'; write e.g. '10 minutes', '-8 hours' or 500 (ms)
+    timeweave.core.errors.SpecError: argument 'size': cannot read duration 'ten minutes'; write e.g. '10 minutes', '-8 hours' or 500 (ms)
     """
     if isinstance(value, bool):
         raise SpecError(argument, f"expected a duration, got {value!r}", where=where)
@@ -244,7 +244,7 @@ def tumble(size: int | timedelta | str, offset: int | timedelta | str = 0) -> Tu
     >>> tumble("0 seconds")
     Traceback (most recent call last):
     ...
-    runtime.core.errors.SpecError: TUMBLE: argument 'size': must be greater than 0, but got size 0 ms
+    timeweave.core.errors.SpecError: TUMBLE: argument 'size': must be greater than 0, but got size 0 ms
     """
     return TumbleSpec(duration_ms(size, "size", where="TUMBLE"), duration_ms(offset, "offset", where="TUMBLE"))
 
@@ -257,7 +257,7 @@ def hop(slide: int | timedelta | str, size: int | timedelta | str, offset: int |
     >>> hop("2 seconds", "5 seconds")
     Traceback (most recent call last):
     ...
-    runtime.core.errors.SpecError: HOP: argument 'size': must be an integral multiple of slide, but got size 5000 ms and slide 2000 ms
+    timeweave.core.errors.SpecError: HOP: argument 'size': must be an integral multiple of slide, but got size 5000 ms and slide 2000 ms
     """
     return HopSpec(duration_ms(slide, "slide", where="HOP"), duration_ms(size, "size", where="HOP"),
                    duration_ms(offset, "offset", where="HOP"))

@@ -12,7 +12,7 @@ and with named arguments, in any order after the positional ones: ``DATA =>``, `
 ``GAP =>``, ``OFFSET =>``.  The data argument is ``TABLE <name>`` or ``TABLE (<subquery>)``.  Durations are
 ``INTERVAL [-]'<n>' <unit>`` with units MILLISECOND, SECOND, MINUTE, HOUR, DAY (singular or plural; a
 fractional count such as ``'1.5' SECOND`` down to the millisecond) or ``INTERVAL '<d> <h>:<m>[:<s>]' DAY TO
-SECOND``-style ranges.  The spec is validated here (:mod:`~runtime.core.windows.spec`), so a bad size, gap,
+SECOND``-style ranges.  The spec is validated here (:mod:`~timeweave.core.windows.spec`), so a bad size, gap,
 step or offset is reported with its position in the query and the argument's name, before any job runs;
 :meth:`WindowTvf.check_columns` checks DESCRIPTOR and PARTITION BY against the input's columns.
 
@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-from runtime.core.errors import QuerySyntaxError, SpecError
-from runtime.core.sql_tokens import Token, TokenType, tokenize
-from runtime.core.windows.spec import CumulateSpec, HopSpec, SessionSpec, TumbleSpec, WindowSpec
+from timeweave.core.errors import QuerySyntaxError, SpecError
+from timeweave.core.sql_tokens import Token, TokenType, tokenize
+from timeweave.core.windows.spec import CumulateSpec, HopSpec, SessionSpec, TumbleSpec, WindowSpec
 
 FUNCTIONS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
 #: Positional parameter order per function (Flink's operand order) and the optional ones.
@@ -69,13 +69,13 @@ class WindowTvf:
         """Check the DESCRIPTOR and PARTITION BY columns against the input's columns (name -> type name,
         e.g. Spark's ``timestamp`` / ``timestamp_ntz``; names compared case-insensitively, as Spark does).
         A missing column, or a time column that is not a timestamp, is a positioned
-        :class:`~runtime.core.errors.QuerySyntaxError` naming the argument.
+        :class:`~timeweave.core.errors.QuerySyntaxError` naming the argument.
 
         >>> [call] = find_window_tvfs("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)")
         >>> call.check_columns({"ts": "string"}, "SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)")
         Traceback (most recent call last):
         ...
-        runtime.core.errors.QuerySyntaxError: TUMBLE argument TIMECOL: column ts of t is a string, not a timestamp (line 1, col 42)
+        timeweave.core.errors.QuerySyntaxError: TUMBLE argument TIMECOL: column ts of t is a string, not a timestamp (line 1, col 42)
         ...
         """
         types = {name.lower(): type_name for name, type_name in columns.items()}
@@ -137,7 +137,7 @@ def find_window_tvfs(text: str) -> list[WindowTvf]:
     >>> find_window_tvfs("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '0' MINUTES)")
     Traceback (most recent call last):
     ...
-    runtime.core.errors.QuerySyntaxError: TUMBLE argument SIZE: must be greater than 0, but got size 0 ms (line 1, col 47)
+    timeweave.core.errors.QuerySyntaxError: TUMBLE argument SIZE: must be greater than 0, but got size 0 ms (line 1, col 47)
     ...
     """
     tokens = tokenize(text)

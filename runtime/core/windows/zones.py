@@ -25,8 +25,8 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from runtime.core.errors import SpecError
-from runtime.core.state import END_OF_TIME, NO_WATERMARK
+from timeweave.core.errors import SpecError
+from timeweave.core.state import END_OF_TIME, NO_WATERMARK
 
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
@@ -47,7 +47,7 @@ class TimeShift:
         >>> TimeShift.of("Mars/Olympus")
         Traceback (most recent call last):
         ...
-        runtime.core.errors.SpecError: argument 'time_zone': unknown time zone 'Mars/Olympus'
+        timeweave.core.errors.SpecError: argument 'time_zone': unknown time zone 'Mars/Olympus'
         """
         if zone is None or zone.upper() in ("UTC", "Z", "ETC/UTC", "GMT", "+00:00"):
             return None

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.core.errors import SpecError
-from runtime.core.state_codec import decode, encode
-from runtime.core.windows import (
+from timeweave.core.errors import SpecError
+from timeweave.core.state_codec import decode, encode
+from timeweave.core.windows import (
     AggregateCall,
     Aggregates,
     Avg,

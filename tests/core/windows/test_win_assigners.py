@@ -8,8 +8,8 @@ from itertools import pairwise
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.core.windows import Slicing, Window, cumulate, event_time_ms, hop, tumble, window_start
-from runtime.core.windows.late import format_ms
+from timeweave.core.windows import Slicing, Window, cumulate, event_time_ms, hop, tumble, window_start
+from timeweave.core.windows.late import format_ms
 
 MIN = 60_000
 HOUR = 60 * MIN

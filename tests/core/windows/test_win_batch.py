@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.core.state import InMemoryKeyContext
-from runtime.core.windows import (
+from timeweave.core.state import InMemoryKeyContext
+from timeweave.core.windows import (
     AggregateCall,
     CountStar,
     Slicing,

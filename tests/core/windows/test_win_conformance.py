@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from runtime.core.windows import Aggregates, LateRow, SessionSpec, Slicing, WindowRow, evaluate, event_time_ms
+from timeweave.core.windows import Aggregates, LateRow, SessionSpec, Slicing, WindowRow, evaluate, event_time_ms
 from tests.helpers.flink_cases import Case, load_case
 from tests.helpers.window_cases import WINDOW_CASES, WindowPlan, in_grouping_set, render, stream_through_core
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.core.state import END_OF_TIME, NO_WATERMARK, InMemoryKeyContext
-from runtime.core.state_codec import decode_cell, encode_cell
-from runtime.core.windows import (
+from timeweave.core.state import END_OF_TIME, NO_WATERMARK, InMemoryKeyContext
+from timeweave.core.state_codec import decode_cell, encode_cell
+from timeweave.core.windows import (
     AggregateCall,
     Aggregates,
     CountDistinct,
@@ -31,7 +31,7 @@ from runtime.core.windows import (
     session,
     tumble,
 )
-from runtime.core.windows.operator import SLICES
+from timeweave.core.windows.operator import SLICES
 
 CALLS = [AggregateCall(CountStar(), name="n"), AggregateCall(Sum(), "v", name="total"),
          AggregateCall(Max(), "id", name="last"), AggregateCall(CountDistinct(), "v", name="distinct")]

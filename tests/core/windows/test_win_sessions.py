@@ -7,8 +7,8 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.core.windows import Window, add_window, session_window, sessionize
-from runtime.core.windows.sessions import intersects
+from timeweave.core.windows import Window, add_window, session_window, sessionize
+from timeweave.core.windows.sessions import intersects
 
 
 def test_exactly_one_gap_apart_merges() -> None:

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from runtime.core.errors import SpecError
-from runtime.core.windows import (
+from timeweave.core.errors import SpecError
+from timeweave.core.windows import (
     CumulateSpec,
     HopSpec,
     SessionSpec,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.windows import CumulateSpec, HopSpec, SessionSpec, TumbleSpec, find_window_tvfs
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.windows import CumulateSpec, HopSpec, SessionSpec, TumbleSpec, find_window_tvfs
 
 MIN = 60_000
 

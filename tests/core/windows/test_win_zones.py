@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from runtime.core.errors import SpecError
-from runtime.core.state import InMemoryKeyContext
-from runtime.core.windows import (
+from timeweave.core.errors import SpecError
+from timeweave.core.state import InMemoryKeyContext
+from timeweave.core.windows import (
     AggregateCall,
     CountStar,
     TimeShift,
