@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tests.helpers.flink_cases import CASES, Case, normalize
 from timeweave.core.sql_tokens import TokenType, tokenize
 from timeweave.core.state import NO_WATERMARK, InMemoryKeyContext
 from timeweave.core.state_codec import decode_cell, encode_cell
@@ -26,7 +27,6 @@ from timeweave.core.windows import (
     find_window_tvfs,
 )
 from timeweave.core.windows.late import format_ms
-from tests.helpers.flink_cases import CASES, Case, normalize
 
 WINDOW_CASES = sorted(p.name for p in CASES.glob("win_*"))
 _ACCUMULATORS = {"COUNT": CountStar, "SUM": Sum, "MAX": Max}

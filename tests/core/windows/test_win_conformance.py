@@ -14,9 +14,9 @@ import re
 
 import pytest
 
-from timeweave.core.windows import Aggregates, LateRow, SessionSpec, Slicing, WindowRow, evaluate, event_time_ms
 from tests.helpers.flink_cases import Case, load_case
 from tests.helpers.window_cases import WINDOW_CASES, WindowPlan, in_grouping_set, render, stream_through_core
+from timeweave.core.windows import Aggregates, LateRow, SessionSpec, Slicing, WindowRow, evaluate, event_time_ms
 
 
 def _recomputed(plan: WindowPlan, key_columns: tuple[str, ...], late: list[tuple[tuple, LateRow]]):
