@@ -23,18 +23,30 @@ REPO = Path(__file__).resolve().parents[2]
 FOLDERS = {"": "runtime", "airflow": "airflow_plugin", "dbt_package": "dbt_macros"}
 
 
+def _current(package: Path) -> dict[str, Path] | None:
+    if not package.is_dir():
+        return None
+    return {link.name: Path(os.readlink(link)) for link in package.iterdir() if link.is_symlink()}
+
+
 def ensure() -> str:
     """Make ``import timeweave`` resolve to this checkout; returns the ``PYTHONPATH`` to use."""
     root = REPO / ".dev"
     package = root / "timeweave"
-    shutil.rmtree(package, ignore_errors=True)
-    package.mkdir(parents=True)
-    for entry in (REPO / "runtime").iterdir():
-        if entry.name != "__pycache__":
-            (package / entry.name).symlink_to(entry)
-    for name, folder in FOLDERS.items():
-        if name:
-            (package / name).symlink_to(REPO / folder, target_is_directory=True)
+    links = {entry.name: entry for entry in (REPO / "runtime").iterdir() if entry.name != "__pycache__"}
+    links.update({name: REPO / folder for name, folder in FOLDERS.items() if name})
+    if _current(package) != links:
+        # Built aside and swapped in: another pytest run in this checkout may be importing from it right now.
+        staging = root / f".timeweave-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for name, target in links.items():
+            (staging / name).symlink_to(target, target_is_directory=target.is_dir())
+        retired = root / f".retired-{os.getpid()}"
+        if package.exists():
+            package.rename(retired)
+        staging.rename(package)
+        shutil.rmtree(retired, ignore_errors=True)
     entries = [str(root), str(REPO)]
     for name in [m for m in sys.modules if m == "timeweave" or m.startswith("timeweave.")]:
         del sys.modules[name]
