@@ -1,13 +1,13 @@
 """Chaos: kill -9 the streaming jobs and backfills at random points, restart them, compare their outputs.
 
 For each job type (temporal-join streaming, MATCH_RECOGNIZE streaming, temporal-join backfill,
-MATCH_RECOGNIZE backfill) the jobs run as a user runs them (``python -m runtime.jobs streaming --config job.json``
-then ``--flush``; ``python -m runtime.jobs backfill --config ... --start ... --end ... --slices 4``, then
+MATCH_RECOGNIZE backfill) the jobs run as a user runs them (``python -m timeweave.jobs streaming --config job.json``
+then ``--flush``; ``python -m timeweave.jobs backfill --config ... --start ... --end ... --slices 4``, then
 ``--only k``), are killed with SIGKILL on their whole process group (driver, JVM, Python workers) at random
 points (time after start, right after start, after the n-th commit file, between planning and commit of a
 batch, while a staging / ``_temporary`` directory exists, as ``slice=`` directories appear, while the state is
 written), and are restarted until they complete.  Main, late and dead-letter outputs are then compared with an
-uninterrupted run and with the DataFrame door (``runtime.temporal_join_with_rejects`` / ``runtime.match_recognize``
+uninterrupted run and with the DataFrame door (``timeweave.temporal_join_with_rejects`` / ``timeweave.match_recognize``
 in a subprocess).  The logic lives in ``tests/helpers/chaos.py`` (the CI test ``tests/spark/test_chaos.py`` runs
 it with one kill per streaming job type and two per backfill job type, the door on the suite's session).
 

@@ -1,7 +1,7 @@
 """Chaos harness: kill -9 the streaming and backfill jobs at random points, restart them, compare outputs.
 
 Shared by ``bench/chaos.py`` (the command line, many kills) and ``tests/spark/test_chaos.py`` (a few kills in
-CI).  Every job runs as a user runs it, a subprocess of ``python -m runtime.jobs streaming|backfill``, started in a
+CI).  Every job runs as a user runs it, a subprocess of ``python -m timeweave.jobs streaming|backfill``, started in a
 session of its own (``start_new_session=True``) so that ``os.killpg(pid, SIGKILL)`` takes the Python driver, the
 JVM it launched and the JVM's Python workers down together.
 
@@ -482,7 +482,7 @@ def _project(rows: Counter, keep: Callable[[str], bool]) -> Counter:
 def door_main(argv: Sequence[str]) -> int:
     """``python -m tests.helpers.chaos door INPUTS OUT``: the DataFrame door's rows, as parquet under ``OUT``
     (see :func:`write_door`).  ``INPUTS`` is the JSON :func:`run_door` writes (input root and late ids)."""
-    from runtime.jobs.session import get_session
+    from timeweave.jobs.session import get_session
 
     spark = get_session()
     write_door(spark, json.loads(Path(argv[0]).read_text()), Path(argv[1]))
@@ -499,7 +499,7 @@ def write_door(spark: Any, spec: dict[str, Any], out: Path) -> None:
     """
     from pyspark.sql import functions as F
 
-    import runtime
+    import timeweave
 
     key = "spark.sql.parquet.outputTimestampType"
     saved = spark.conf.get(key, None)
@@ -514,14 +514,14 @@ def write_door(spark: Any, spec: dict[str, Any], out: Path) -> None:
         events = read(root / "mr" / "input", MR_SCHEMA)
         for variant, tj_late, mr_late in (("stream", spec["tj_late"], spec["mr_late"]), ("batch", [], [])):
             orders = left.where(~F.col("id").isin(tj_late)) if tj_late else left
-            main, dead = runtime.temporal_join_with_rejects(
+            main, dead = timeweave.temporal_join_with_rejects(
                 orders, right, "order_time", key="currency", time="update_time", format="changelog", op="op",
                 how="left", left_key="currency",
             )
             main.write.mode("overwrite").parquet(str(out / f"tj_{variant}" / "main"))
             dead.write.mode("overwrite").parquet(str(out / f"tj_{variant}" / "dead_letter"))
             rows = events.where(~F.col("id").isin(mr_late)) if mr_late else events
-            runtime.match_recognize(rows.where("t IS NOT NULL"), MR_CLAUSE).write.mode("overwrite").parquet(
+            timeweave.match_recognize(rows.where("t IS NOT NULL"), MR_CLAUSE).write.mode("overwrite").parquet(
                 str(out / f"mr_{variant}" / "main"))
             # The stream's and backfill's dead letter for MATCH_RECOGNIZE: the rows without an event time.
             rows.where("t IS NULL").select(F.to_json(F.struct("*")).alias("row")).write.mode("overwrite").parquet(
@@ -600,7 +600,7 @@ class JobResult:
 
 def _job_argv(job: str, config: Path, inputs: Inputs, slices: int, flush: bool = False,
               only: Sequence[int] | None = None, slices_per_job: int | None = None) -> list[str]:
-    argv = [sys.executable, "-m", "runtime.jobs"]
+    argv = [sys.executable, "-m", "timeweave.jobs"]
     if job.endswith("_streaming"):
         return [*argv, "streaming", "--config", str(config), *(["--flush"] if flush else [])]
     argv += ["backfill", "--config", str(config), "--start", inputs.start.isoformat(), "--end",

@@ -1,7 +1,7 @@
 """kill -9 during the streaming jobs and backfills, in CI: a kill or two per job type, nothing duplicated or lost.
 
 The harness is ``tests/helpers/chaos.py`` (``bench/chaos.py`` runs it with 20+ kills per job type): every job is
-a ``python -m runtime.jobs`` subprocess killed with SIGKILL on its whole process group at a random point, then
+a ``python -m timeweave.jobs`` subprocess killed with SIGKILL on its whole process group at a random point, then
 restarted to completion; its main, late and dead-letter outputs must equal the DataFrame door's rows (the
 door is given the input minus the rows the data makes late; a stream's late output must hold exactly those).
 Fixed seed; no uninterrupted reference run here (bench/chaos.py adds it) to stay within the CI budget, and the
@@ -51,7 +51,7 @@ def test_kills_per_job_type_lose_and_duplicate_nothing(spark, tmp_path: Path) ->
 def test_backfill_dead_letter_rows_carry_only_input_columns(spark, tmp_path: Path) -> None:
     import json
 
-    from runtime.jobs.backfill import run_backfill
+    from timeweave.jobs.backfill import run_backfill
 
     (tmp_path / "left").mkdir()
     (tmp_path / "right").mkdir()

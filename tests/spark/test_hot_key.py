@@ -5,7 +5,7 @@ micro-batch stored the key's whole state (every version) as ONE MapState value; 
 value, the JVM unpickles it, copies it into a row and writes it to RocksDB, several copies at once, and
 with wide enough versions the driver died with ``OutOfMemoryError: Java heap space`` (then ``EOFError``
 in the Python worker).  A key's cell is now stored in pieces of at most
-:data:`runtime.core.state_codec.PIECE_BYTES` (each a checksummed state blob of its own, a manifest in the
+:data:`timeweave.core.state_codec.PIECE_BYTES` (each a checksummed state blob of its own, a manifest in the
 key's own entry), so no state value grows with a key's history.
 
 The JVM-free tests drive the processors with PySpark's ``TwsTester`` (its MapState is Spark's contract
@@ -23,11 +23,11 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.streaming.tws_tester import TwsTester
 
-from runtime.core.errors import StateFormatError
-from runtime.core.state_codec import PIECE_BYTES, decode_cell, encode_cell
-from runtime.core.temporal_join import LeftBuffer
-from runtime.core.versioned import VersionEvent, VersionHistory
-from runtime.spark import streaming as S
+from timeweave.core.errors import StateFormatError
+from timeweave.core.state_codec import PIECE_BYTES, decode_cell, encode_cell
+from timeweave.core.temporal_join import LeftBuffer
+from timeweave.core.versioned import VersionEvent, VersionHistory
+from timeweave.spark import streaming as S
 from tests.spark.test_state_bridge import B, _out, _spec
 
 MS = 1_000
@@ -102,7 +102,7 @@ def _read(tester: TwsTester, key: str) -> tuple:
 
 
 class _Map(dict):
-    """The MapState calls :class:`runtime.spark.streaming._MapEntry` makes, over a dict."""
+    """The MapState calls :class:`timeweave.spark.streaming._MapEntry` makes, over a dict."""
 
     getValue, updateValue, removeKey = dict.get, dict.__setitem__, dict.pop
 
@@ -214,8 +214,8 @@ def test_a_hot_key_of_many_pieces_in_one_micro_batch(spark, tmp_path) -> None:
     assert HOT_VERSIONS * NOTE_CHARS > 10 * PIECE_BYTES  # the notes alone fill more than ten pieces
     from pyspark.sql import functions as F
 
-    import runtime
-    from runtime.jobs.streaming import run_streaming
+    import timeweave
+    from timeweave.jobs.streaming import run_streaming
 
     _write_hot_inputs(tmp_path, HOT_VERSIONS, HOT_ORDERS)
     left_ddl = "order_id BIGINT, currency STRING, order_time TIMESTAMP"
@@ -235,7 +235,7 @@ def test_a_hot_key_of_many_pieces_in_one_micro_batch(spark, tmp_path) -> None:
 
     left = spark.read.schema(left_ddl).parquet(str(tmp_path / "left"))
     right = spark.read.schema(right_ddl).parquet(str(tmp_path / "right"))
-    expected = runtime.temporal_join(left, right, "order_time", key="currency", time="update_time", how="left",
+    expected = timeweave.temporal_join(left, right, "order_time", key="currency", time="update_time", how="left",
                                      right_columns=["rate", "note"])
     streamed = spark.read.parquet(str(tmp_path / "stream"))
     assert streamed.columns == expected.columns
@@ -257,7 +257,7 @@ def test_a_match_recognize_partitions_compressed_cell_is_stored_in_pieces_too() 
     partition's buffered rows that do not compress) is stored in pieces and read back."""
     import random
 
-    from runtime.spark import match_recognize_streaming as M
+    from timeweave.spark import match_recognize_streaming as M
 
     rnd = random.Random(7)
     rows = [(i, i, (i, "".join(rnd.choices("abcdefghijklmnopqrstuvwxyz0123456789", k=64)))) for i in range(60_000)]
@@ -271,7 +271,7 @@ def test_a_match_recognize_partitions_compressed_cell_is_stored_in_pieces_too() 
 
 def test_pieces_written_with_another_piece_size_are_all_read_and_removed() -> None:
     """The manifest, not the piece size of this release, says how many pieces a cell has."""
-    from runtime.core.state_codec import split
+    from timeweave.core.state_codec import split
 
     cells = _Map()
     big = _big_cell(20_000)

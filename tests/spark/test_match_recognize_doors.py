@@ -1,6 +1,6 @@
 """MATCH_RECOGNIZE through the Spark doors: Flink conformance, random inputs (every door equal), bad input.
 
-Doors: ``runtime.match_recognize`` (DataFrame), ``runtime.sql`` (``... MATCH_RECOGNIZE (...)`` in FROM)
+Doors: ``timeweave.match_recognize`` (DataFrame), ``timeweave.sql`` (``... MATCH_RECOGNIZE (...)`` in FROM)
 and the UDTF ``timeweave_match_recognize(TABLE(t), '<clause>')``; the reference is the core's
 ``match_recognize`` over the same rows.  The documented differences from Flink (AVG is DOUBLE, the
 standard's default skip and end-of-input greediness) are the core's, asserted in
@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 from pyspark.sql import types as T
 
-import runtime
-from runtime.core.errors import QuerySyntaxError
-from runtime.core.match_sql import find_match_recognize
-from runtime.core.pattern import MatchRuntimeError, PatternValidationError, match_recognize, parse_clause
-from runtime.spark.match_recognize import UDTF_NAME, plan, sql_string
-from runtime.spark.sql_door import rewrite
+import timeweave
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.match_sql import find_match_recognize
+from timeweave.core.pattern import MatchRuntimeError, PatternValidationError, match_recognize, parse_clause
+from timeweave.spark.match_recognize import UDTF_NAME, plan, sql_string
+from timeweave.spark.sql_door import rewrite
 from tests.helpers.dbt_run import run_dbt_project
 from tests.helpers.flink_cases import CASES, dataframe, load_case, normalize
 
@@ -73,7 +73,7 @@ def flink_rows(case_name: str, file: str) -> Counter[tuple[str | None, ...]]:
 
 @pytest.fixture(scope="module")
 def registered(spark):
-    return runtime.register(spark)
+    return timeweave.register(spark)
 
 
 # -- conformance ---------------------------------------------------------------------------------------------
@@ -84,8 +84,8 @@ def test_flink_cases_dataframe_and_sql_doors(spark, name) -> None:
     case = load_case(name)
     ticker = dataframe(spark, case.tables["Ticker"])
     ticker.createOrReplaceTempView("Ticker")
-    by_dataframe = runtime.match_recognize(ticker, clause_of(case.query))
-    by_sql = runtime.sql(spark, case.query)
+    by_dataframe = timeweave.match_recognize(ticker, clause_of(case.query))
+    by_sql = timeweave.sql(spark, case.query)
     columns = by_dataframe.columns
     assert by_sql.columns == columns
     expected = text_rows(core_rows(name), columns)
@@ -109,12 +109,12 @@ def test_flink_runtime_error_cases_fail_the_job(spark, name) -> None:
     with pytest.raises(MatchRuntimeError):
         core_rows(name)
     with pytest.raises(Exception, match="cannot skip to the first row of the match"):
-        runtime.match_recognize(ticker, clause_of(case.query)).collect()
+        timeweave.match_recognize(ticker, clause_of(case.query)).collect()
 
 
 def test_avg_price_types_follow_the_standard(spark) -> None:
     case = load_case("mr_avg_price")
-    out = runtime.match_recognize(dataframe(spark, case.tables["Ticker"]), clause_of(case.query))
+    out = timeweave.match_recognize(dataframe(spark, case.tables["Ticker"]), clause_of(case.query))
     assert [(f.name, f.dataType) for f in out.schema.fields] == [
         ("symbol", T.StringType()), ("start_tstamp", T.TimestampType()), ("end_tstamp", T.TimestampType()),
         ("avgPrice", T.DoubleType()),
@@ -154,8 +154,8 @@ def test_random_inputs_every_door_equals_the_core(spark, registered, clause) -> 
     rows = random_rows(len(clause))
     df = spark.createDataFrame([tuple(r.values()) for r in rows], SCHEMA).repartition(3)
     df.createOrReplaceTempView("mr_random")
-    by_dataframe = runtime.match_recognize(df, clause)
-    by_sql = runtime.sql(spark, f"SELECT * FROM mr_random MATCH_RECOGNIZE ({clause}) AS mr")
+    by_dataframe = timeweave.match_recognize(df, clause)
+    by_sql = timeweave.sql(spark, f"SELECT * FROM mr_random MATCH_RECOGNIZE ({clause}) AS mr")
     by_udtf = spark.sql(f"SELECT * FROM {UDTF_NAME}(TABLE(mr_random), {sql_string(clause)})")
     columns = by_dataframe.columns
     assert by_sql.columns == columns == by_udtf.columns
@@ -178,7 +178,7 @@ def test_sql_door_over_a_cte_subquery_and_twice_in_one_query(spark) -> None:
         SELECT m2.n FROM (SELECT * FROM mr_twice WHERE v > 1) MATCH_RECOGNIZE ({clause}) m2"""
     rewritten = rewrite(spark, query)
     assert "MATCH_RECOGNIZE" not in rewritten and f"{UDTF_NAME}(TABLE(SELECT * FROM big)" in rewritten  # a CTE: the UDTF
-    got = Counter(r["n"] for r in runtime.sql(spark, query).collect())
+    got = Counter(r["n"] for r in timeweave.sql(spark, query).collect())
     assert got == expected + expected
 
 
@@ -212,7 +212,7 @@ def _ticker(spark):
 def test_bad_clauses_fail_at_the_call_with_a_position(spark, clause, message, at) -> None:
     df = _ticker(spark)
     with pytest.raises(QuerySyntaxError) as info:
-        runtime.match_recognize(df, clause)
+        timeweave.match_recognize(df, clause)
     if message:
         assert message in str(info.value)
     if at:
@@ -223,12 +223,12 @@ def test_sql_door_errors_point_into_the_query(spark) -> None:
     _ticker(spark).createOrReplaceTempView("mr_bad")
     query = "SELECT *\nFROM mr_bad MATCH_RECOGNIZE (\n  ORDER BY rowtime PATTERN (A) DEFINE A AS A.volume > 0) m"
     with pytest.raises(PatternValidationError) as info:
-        runtime.sql(spark, query)
+        timeweave.sql(spark, query)
     assert (info.value.line, info.value.col) == (3, query.split("\n")[2].index("A.volume") + 1)
     with pytest.raises(QuerySyntaxError, match=r"must follow a table or \(subquery\) in FROM \(line 1, col 28\)"):
         find_match_recognize("SELECT * FROM mr_bad WHERE x MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS true)")
     with pytest.raises(QuerySyntaxError, match=r"never closed \(line 1, col 38\)"):
-        runtime.sql(spark, "SELECT * FROM mr_bad MATCH_RECOGNIZE (PATTERN (A)")
+        timeweave.sql(spark, "SELECT * FROM mr_bad MATCH_RECOGNIZE (PATTERN (A)")
 
 
 def test_udtf_rejects_a_bad_clause_at_analysis(spark, registered) -> None:
@@ -238,7 +238,7 @@ def test_udtf_rejects_a_bad_clause_at_analysis(spark, registered) -> None:
 
 
 def test_register_is_idempotent(spark, registered) -> None:
-    assert runtime.register(spark) == registered
+    assert timeweave.register(spark) == registered
 
 
 # -- dbt: timeweave.match_recognize under table / incremental / ephemeral, and a view refused ------------------
@@ -263,7 +263,7 @@ def test_dbt_models_equal_the_dataframe_door(spark, spark_home, tmp_path) -> Non
     events.write.mode("overwrite").saveAsTable("timeweave_mr.events")
     clause = dbt_clause()
     assert "'it''s'" in clause  # a quote inside the clause: the macro's string literal must escape it
-    expected_df = runtime.match_recognize(spark.table("timeweave_mr.events"), clause)
+    expected_df = timeweave.match_recognize(spark.table("timeweave_mr.events"), clause)
     columns = expected_df.columns
     expected = text_rows(expected_df.collect(), columns)
     assert expected == text_rows(list(match_recognize(parse_clause(clause), rows)), columns)
@@ -294,16 +294,16 @@ def test_null_event_time_rows_are_matched_by_no_door_and_listed_as_dead_letters(
     clause = "PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n, LAST(A.v) AS last_v PATTERN (A+) DEFINE A AS A.v > 0"
     expected = [("x", 3, 7)]  # the NULL-time rows (sorted last by Trino) would make it (x, 5, 9)
 
-    matches, rejected = runtime.match_recognize_with_rejects(df, clause)
+    matches, rejected = timeweave.match_recognize_with_rejects(df, clause)
     assert [tuple(r) for r in matches.collect()] == expected
-    assert [tuple(r) for r in runtime.match_recognize(df, clause).collect()] == expected
+    assert [tuple(r) for r in timeweave.match_recognize(df, clause).collect()] == expected
     assert sorted((r.side, r.reason, json.loads(r.row)["v"]) for r in rejected.collect()) == [
         ("input", "NULL event time column t", 8), ("input", "NULL event time column t", 9)]
-    runtime.register(spark)
+    timeweave.register(spark)
     df.createOrReplaceTempView("mr_null_times")
     query = f"SELECT * FROM mr_null_times MATCH_RECOGNIZE ({clause}) AS m"
-    assert [tuple(r) for r in runtime.sql(spark, query).collect()] == expected
-    assert runtime.dead_letters(spark, query).count() == 2
+    assert [tuple(r) for r in timeweave.sql(spark, query).collect()] == expected
+    assert timeweave.dead_letters(spark, query).count() == 2
     udtf = spark.sql(f"SELECT * FROM {UDTF_NAME}(TABLE(mr_null_times), {sql_string(clause)})")
     assert [tuple(r) for r in udtf.collect()] == expected
     assert [tuple(r.values()) for r in match_recognize(parse_clause(clause), [

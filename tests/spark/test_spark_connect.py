@@ -1,4 +1,4 @@
-"""The doors and runtime.register work on a Spark Connect session too: the temporal join's DataFrame and SQL
+"""The doors and timeweave.register work on a Spark Connect session too: the temporal join's DataFrame and SQL
 doors, MATCH_RECOGNIZE's DataFrame, SQL and UDTF doors.
 
 Both families run in ONE script (tests/spark/scripts/connect_doors.py) on one local Connect server: the server is
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.spark.match_recognize import UDTF_NAME
+from timeweave.spark.match_recognize import UDTF_NAME
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -1,5 +1,5 @@
 """Every door on one Spark Connect session (one local Connect server): the temporal join's DataFrame and SQL
-doors and runtime.register, then MATCH_RECOGNIZE's DataFrame, SQL and UDTF doors.  Prints one JSON line,
+doors and timeweave.register, then MATCH_RECOGNIZE's DataFrame, SQL and UDTF doors.  Prints one JSON line,
 ``RESULT {"temporal_join": {...}, "match_recognize": {...}}``.
 
 One process for both families: a Connect server is a JVM of its own, and starting it is most of the run."""
@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from pyspark.sql import SparkSession
 
-import runtime
+import timeweave
 
 MR_CLAUSE = ("PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n, LAST(B.v) AS top "
              "AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+) DEFINE B AS B.v > PREV(B.v)")
@@ -24,15 +24,15 @@ def temporal_join(spark) -> dict:
     rates = spark.createDataFrame([("EUR", 1.5, datetime(2024, 1, 1))], "cur STRING, rate DOUBLE, t TIMESTAMP")
     result = {
         "session": type(spark).__module__,
-        "dataframe": sorted([r.id, r.rate] for r in runtime.temporal_join(orders, rates, "ts", key="cur", time="t", how="left").collect()),
-        "register_first": runtime.register(spark),
-        "register_again": runtime.register(spark),
+        "dataframe": sorted([r.id, r.rate] for r in timeweave.temporal_join(orders, rates, "ts", key="cur", time="t", how="left").collect()),
+        "register_first": timeweave.register(spark),
+        "register_again": timeweave.register(spark),
     }
-    runtime.versioned_table(rates, key="cur", time="t", name="rates_c")
+    timeweave.versioned_table(rates, key="cur", time="t", name="rates_c")
     orders.createOrReplaceTempView("orders_c")
     result["sql"] = sorted(
         [r.id, r.rate]
-        for r in runtime.sql(spark, "SELECT o.id, r.rate FROM orders_c o LEFT JOIN rates_c FOR SYSTEM_TIME AS OF o.ts r ON o.cur = r.cur").collect()
+        for r in timeweave.sql(spark, "SELECT o.id, r.rate FROM orders_c o LEFT JOIN rates_c FOR SYSTEM_TIME AS OF o.ts r ON o.cur = r.cur").collect()
     )
     return result
 
@@ -44,9 +44,9 @@ def match_recognize(spark) -> dict:
     df.createOrReplaceTempView("mr_connect")
     return {
         "session": type(spark).__module__,
-        "register": runtime.register(spark),
-        "dataframe": sorted([r.k, r.n, r.top] for r in runtime.match_recognize(df, MR_CLAUSE).collect()),
-        "sql": sorted([r.k, r.n, r.top] for r in runtime.sql(spark, f"SELECT * FROM mr_connect MATCH_RECOGNIZE ({MR_CLAUSE}) m").collect()),
+        "register": timeweave.register(spark),
+        "dataframe": sorted([r.k, r.n, r.top] for r in timeweave.match_recognize(df, MR_CLAUSE).collect()),
+        "sql": sorted([r.k, r.n, r.top] for r in timeweave.sql(spark, f"SELECT * FROM mr_connect MATCH_RECOGNIZE ({MR_CLAUSE}) m").collect()),
         "udtf": sorted([r.k, r.n, r.top] for r in spark.sql(
             f"SELECT * FROM timeweave_match_recognize(TABLE(mr_connect), '{MR_CLAUSE}')").collect()),
     }
