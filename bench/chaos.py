@@ -9,7 +9,7 @@ batch, while a staging / ``_temporary`` directory exists, as ``slice=`` director
 written), and are restarted until they complete.  Main, late and dead-letter outputs are then compared with an
 uninterrupted run and with the DataFrame door (``timeweave.temporal_join_with_rejects`` / ``timeweave.match_recognize``
 in a subprocess).  The logic lives in ``tests/helpers/chaos.py`` (the CI test ``tests/spark/test_chaos.py`` runs
-it with two kills per job type).
+it with one kill per streaming job type and two per backfill job type, the door on the suite's session).
 
     .venv/bin/python bench/chaos.py --kills 20
     .venv/bin/python bench/chaos.py --kills 6 --jobs tj_streaming mr_backfill --seed 7 --work /tmp/chaos

@@ -75,6 +75,6 @@ def test_the_old_import_name_is_gone():
         for file in (REPO / folder).rglob("*.py"):
             for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
                 stripped = line.strip()
-                if stripped.startswith(("import runtime", "from runtime", "import airflow_plugin", "from airflow_plugin")):
+                if stripped.startswith(("import timeweave", "from timeweave", "import timeweave.airflow", "from airflow_plugin")):
                     offenders.append(f"{file.relative_to(REPO)}:{number}")
     assert not offenders, offenders

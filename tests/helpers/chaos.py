@@ -480,48 +480,62 @@ def _project(rows: Counter, keep: Callable[[str], bool]) -> Counter:
 
 
 def door_main(argv: Sequence[str]) -> int:
-    """``python -m tests.helpers.chaos door INPUTS OUT``: the DataFrame door's rows, as parquet under ``OUT``.
-
-    ``OUT/<family>_<variant>/{main,dead_letter}`` for family ``tj``/``mr`` and variant ``stream`` (input
-    without the late rows: what a stream must have joined) and ``batch`` (every row: what a backfill joins).
-    ``INPUTS`` is the JSON :func:`run_door` writes (input root and late ids).
-    """
-    spec = json.loads(Path(argv[0]).read_text())
-    out = Path(argv[1])
-    from pyspark.sql import functions as F
-
-    import timeweave
+    """``python -m tests.helpers.chaos door INPUTS OUT``: the DataFrame door's rows, as parquet under ``OUT``
+    (see :func:`write_door`).  ``INPUTS`` is the JSON :func:`run_door` writes (input root and late ids)."""
     from timeweave.jobs.session import get_session
 
     spark = get_session()
-    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    root = Path(spec["root"])
-
-    def read(path: Path, schema: str):
-        return spark.read.schema(schema).option("header", "true").csv(str(path))
-
-    left, right = read(root / "tj" / "left", TJ_LEFT_SCHEMA), read(root / "tj" / "right", TJ_RIGHT_SCHEMA)
-    events = read(root / "mr" / "input", MR_SCHEMA)
-    for variant, tj_late, mr_late in (("stream", spec["tj_late"], spec["mr_late"]), ("batch", [], [])):
-        orders = left.where(~F.col("id").isin(tj_late)) if tj_late else left
-        main, dead = timeweave.temporal_join_with_rejects(
-            orders, right, "order_time", key="currency", time="update_time", format="changelog", op="op",
-            how="left", left_key="currency",
-        )
-        main.write.mode("overwrite").parquet(str(out / f"tj_{variant}" / "main"))
-        dead.write.mode("overwrite").parquet(str(out / f"tj_{variant}" / "dead_letter"))
-        rows = events.where(~F.col("id").isin(mr_late)) if mr_late else events
-        timeweave.match_recognize(rows.where("t IS NOT NULL"), MR_CLAUSE).write.mode("overwrite").parquet(
-            str(out / f"mr_{variant}" / "main"))
-        # The stream's and backfill's dead letter for MATCH_RECOGNIZE: the rows without an event time.
-        rows.where("t IS NULL").select(F.to_json(F.struct("*")).alias("row")).write.mode("overwrite").parquet(
-            str(out / f"mr_{variant}" / "dead_letter"))
+    write_door(spark, json.loads(Path(argv[0]).read_text()), Path(argv[1]))
     spark.stop()
     return 0
 
 
-def run_door(inputs: Inputs, out: Path) -> Launch | None:
-    """Compute the DataFrame door's outputs of ``inputs`` in a subprocess (see :func:`door_main`)."""
+def write_door(spark: Any, spec: dict[str, Any], out: Path) -> None:
+    """The DataFrame door's rows of the inputs ``spec`` names, as parquet under ``out``, on ``spark``.
+
+    ``out/<family>_<variant>/{main,dead_letter}`` for family ``tj``/``mr`` and variant ``stream`` (input
+    without the late rows: what a stream must have joined) and ``batch`` (every row: what a backfill joins).
+    The session's parquet timestamp type is set for the writes and restored after them.
+    """
+    from pyspark.sql import functions as F
+
+    import timeweave
+
+    key = "spark.sql.parquet.outputTimestampType"
+    saved = spark.conf.get(key, None)
+    spark.conf.set(key, "TIMESTAMP_MICROS")  # the harness reads the rows with pyarrow
+    try:
+        root = Path(spec["root"])
+
+        def read(path: Path, schema: str):
+            return spark.read.schema(schema).option("header", "true").csv(str(path))
+
+        left, right = read(root / "tj" / "left", TJ_LEFT_SCHEMA), read(root / "tj" / "right", TJ_RIGHT_SCHEMA)
+        events = read(root / "mr" / "input", MR_SCHEMA)
+        for variant, tj_late, mr_late in (("stream", spec["tj_late"], spec["mr_late"]), ("batch", [], [])):
+            orders = left.where(~F.col("id").isin(tj_late)) if tj_late else left
+            main, dead = timeweave.temporal_join_with_rejects(
+                orders, right, "order_time", key="currency", time="update_time", format="changelog", op="op",
+                how="left", left_key="currency",
+            )
+            main.write.mode("overwrite").parquet(str(out / f"tj_{variant}" / "main"))
+            dead.write.mode("overwrite").parquet(str(out / f"tj_{variant}" / "dead_letter"))
+            rows = events.where(~F.col("id").isin(mr_late)) if mr_late else events
+            timeweave.match_recognize(rows.where("t IS NOT NULL"), MR_CLAUSE).write.mode("overwrite").parquet(
+                str(out / f"mr_{variant}" / "main"))
+            # The stream's and backfill's dead letter for MATCH_RECOGNIZE: the rows without an event time.
+            rows.where("t IS NULL").select(F.to_json(F.struct("*")).alias("row")).write.mode("overwrite").parquet(
+                str(out / f"mr_{variant}" / "dead_letter"))
+    finally:
+        if saved is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, saved)
+
+
+def run_door(inputs: Inputs, out: Path, spark: Any = None) -> Launch | bool | None:
+    """Compute the DataFrame door's outputs of ``inputs``: on ``spark`` when given (a caller's session, e.g. the
+    test suite's, saves a JVM start), else in a subprocess (see :func:`door_main`).  None when reused."""
     spec = out / "door_inputs.json"
     done = out / "door_done.json"
     text = json.dumps({"root": str(inputs.root), "tj_late": sorted(inputs.tj_late_ids),
@@ -530,6 +544,10 @@ def run_door(inputs: Inputs, out: Path) -> Launch | None:
         return None  # computed before over the very same input files (a re-run in the same work directory)
     out.mkdir(parents=True, exist_ok=True)
     spec.write_text(text)
+    if spark is not None:
+        write_door(spark, json.loads(text), out)
+        done.write_text(text)
+        return True
     result = launch([sys.executable, "-m", "tests.helpers.chaos", "door", str(spec), str(out)], out, None, None)
     if result.returncode != 0:
         raise RuntimeError(f"the DataFrame door failed (exit {result.returncode}); log {result.log}")
@@ -726,7 +744,11 @@ def chaos_job(job: str, inputs: Inputs, work: Path, door: Path, kills: int, rng:
 
 @dataclass(frozen=True)
 class ChaosSettings:
-    """A chaos run: where, how many kills per job type, which job types, the seed, the input size."""
+    """A chaos run: where, how many kills per job type, which job types, the seed, the input size.
+
+    ``streaming_kills``: kills per streaming job type, when not ``kills`` (a backfill needs two for its round and
+    its ``--only`` re-run; a stream's one round needs one).
+    """
 
     work: Path
     kills: int = 20
@@ -739,10 +761,19 @@ class ChaosSettings:
     slices: int = 4
     parallel: int = 1
     max_failures: int = 3
+    streaming_kills: int | None = None
+
+    def kills_of(self, job: str) -> int:
+        """How many kills job type ``job`` gets."""
+        if job.endswith("_streaming") and self.streaming_kills is not None:
+            return self.streaming_kills
+        return self.kills
 
 
-def run_chaos(settings: ChaosSettings, progress: Callable[[str], None] = lambda _: None) -> list[JobResult]:
-    """Write the inputs, compute the DataFrame door once, then :func:`chaos_job` each job type."""
+def run_chaos(settings: ChaosSettings, progress: Callable[[str], None] = lambda _: None,
+              door_spark: Any = None) -> list[JobResult]:
+    """Write the inputs, compute the DataFrame door once (on ``door_spark`` if given, else in a subprocess), then
+    :func:`chaos_job` each job type."""
     unknown = sorted(set(settings.jobs) - set(JOBS))
     if unknown:
         raise ValueError(f"unknown job types {unknown}; choose from {list(JOBS)}")
@@ -752,13 +783,13 @@ def run_chaos(settings: ChaosSettings, progress: Callable[[str], None] = lambda 
     progress(f"inputs: {settings.files} files per input under {inputs.root}")
     door = work / "door"
     t = time.monotonic()
-    fresh = run_door(inputs, door)
+    fresh = run_door(inputs, door, door_spark)
     progress(f"DataFrame door: {time.monotonic() - t:.0f} s" if fresh else f"DataFrame door: reused {door}")
 
     def one(i: int, job: str) -> JobResult:
         rng = random.Random(settings.seed * 1000 + JOBS.index(job))
         try:
-            result = chaos_job(job, inputs, work, door, settings.kills, rng, settings.reference,
+            result = chaos_job(job, inputs, work, door, settings.kills_of(job), rng, settings.reference,
                                settings.kills_per_round, settings.slices, settings.max_failures)
         except (RuntimeError, TimeoutError) as e:  # one job type's error must not hide the others' rows
             result = JobResult(job, error=str(e))
@@ -802,4 +833,4 @@ if __name__ == "__main__":
 
 
 __all__ = ["JOBS", "ChaosSettings", "Diff", "Inputs", "JobResult", "chaos_job", "compare", "format_table",
-           "job_config", "launch", "make_trigger", "read_rows", "run_chaos", "run_door", "write_inputs"]
+           "job_config", "launch", "make_trigger", "read_rows", "run_chaos", "run_door", "write_door", "write_inputs"]

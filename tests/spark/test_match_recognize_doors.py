@@ -14,8 +14,6 @@ import csv
 import json
 import random
 import re
-import subprocess
-import sys
 from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -286,20 +284,6 @@ def test_dbt_view_is_refused_with_timeweaves_message(spark, spark_home, tmp_path
     message = " ".join(str(r.message) for r in result.result) if result.result else str(result.exception)
     assert "needs the session function(s) timeweave_match_recognize" in message
     assert "'table', 'incremental' or 'ephemeral'" in message
-
-
-@pytest.mark.slow
-def test_doors_on_spark_connect() -> None:
-    script = Path(__file__).parent / "scripts" / "connect_match_recognize.py"
-    # A separate process: a Connect client and the suite's classic session cannot share one Python process.
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=900, check=False)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, done.stderr[-3000:]
-    result = json.loads(lines[-1].removeprefix("RESULT "))
-    assert result["session"] == "pyspark.sql.connect.session"
-    assert result["register"] == [UDTF_NAME]
-    assert result["dataframe"] == [["x", 2, 4], ["x", 2, 5], ["x", 3, 3]]  # 1 2 3 | 1 5 | 0 (0) 4
-    assert result["sql"] == result["udtf"] == result["dataframe"]
 
 
 def test_null_event_time_rows_are_matched_by_no_door_and_listed_as_dead_letters(spark) -> None:
