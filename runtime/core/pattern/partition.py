@@ -251,7 +251,7 @@ class PartitionMatcher:
 
         ``budget`` and ``dead_letter`` are the caller's (configuration, not state); the work spent is state.
         """
-        from timeweave.core.state_codec import expect
+        from timeweave.core.state_data import expect
 
         expect(isinstance(data, dict), "matcher state: expected a map")
         matcher = cls.__new__(cls)
