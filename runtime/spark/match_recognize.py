@@ -45,6 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from timeweave.core.errors import QuerySyntaxError, SpecError
+from timeweave.core.match_sql import find_match_recognize, reposition
 from timeweave.core.pattern import (
     ClauseSpec,
     MatchBudget,
@@ -58,6 +59,8 @@ from timeweave.core.pattern.aggregates import AGGREGATE_FUNCTIONS
 from timeweave.core.pattern.fast import dict_rows
 from timeweave.core.pattern.functions import SCALAR_FUNCTIONS
 from timeweave.core.pattern.partition import OutputBlock, as_dicts, null_event_time_reason
+from timeweave.spark import sql_rewrite
+from timeweave.spark import temporal_join_sql as _temporal_join_sql  # noqa: F401 - its rewriter: an input relation may join
 from timeweave.spark.environment import ensure_worker_python
 from timeweave.spark.render import quote
 from timeweave.spark.render import sql_string as render_sql_string
@@ -489,13 +492,10 @@ def rewrite_match_recognize(spark: Any, query: str) -> str:
 
         print(rewrite_match_recognize(spark, "SELECT * FROM ticker MATCH_RECOGNIZE (...) AS m"))
     """
-    from timeweave.core.match_sql import find_match_recognize, reposition
-    from timeweave.spark.sql_door import sql as door_sql
-
     for found in reversed(find_match_recognize(query)):
         prefix = "SELECT * FROM "
         try:
-            source = door_sql(spark, prefix + found.relation)
+            source = sql_rewrite.run(spark, prefix + found.relation)
             schema = source.schema  # resolves the relation now
         except QuerySyntaxError as error:  # a MATCH_RECOGNIZE or temporal join inside the relation
             raise reposition(error, query, found.start - len(prefix)) from None
@@ -524,6 +524,9 @@ def rewrite_match_recognize(spark: Any, query: str) -> str:
             replacement += f" AS {_quote(found.alias)}{found.alias_columns or ''}"
         query = query[: found.start] + replacement + query[found.end :]
     return query
+
+
+sql_rewrite.register(sql_rewrite.ClauseRewriter("MATCH_RECOGNIZE", 10, rewrite_match_recognize))
 
 
 # -- executor side -------------------------------------------------------------------------------------------
