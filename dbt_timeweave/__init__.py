@@ -112,7 +112,7 @@ class TimeweavePlugin(dbtPlugin):
     """
 
     def initialize(self) -> None:
-        import timeweave.spark.sql_door  # noqa: F401 - fail fast when timeweave's runtime is missing
+        import timeweave.spark.registration  # noqa: F401 - fail fast when timeweave's runtime is missing
 
         self.hooked = install_session_hook()
 

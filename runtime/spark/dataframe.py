@@ -1,6 +1,6 @@
 """The DataFrame door: ``versioned_table`` and ``temporal_join`` as DataFrame -> DataFrame calls.
 
-Both render the shared plan (``dbt_macros/macros/timeweave_sql.sql``) and run it with
+Both render the shared plan (``timeweave/spark/timeweave_sql.sql``) and run it with
 ``spark.sql(query, left=df, right=df)``, which works on classic and Spark Connect sessions alike.
 """
 

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections import Counter
 from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -191,8 +192,27 @@ def test_all_rows_schema_order_and_types(spark) -> None:
                     MIN(A.d) AS md, A.v * 2.5 AS x, MATCH_ROWTIME() AS mt ALL ROWS PER MATCH
                     PATTERN (A) DEFINE A AS true""", schema)
     assert [(f.name, f.dataType.simpleString()) for f in bound.schema.fields] == [
-        ("K", "string"), ("t", "timestamp"), ("c", "string"), ("s", "bigint"), ("sd", "decimal(38,2)"),
+        ("K", "string"), ("t", "timestamp"), ("c", "string"), ("s", "bigint"), ("sd", "decimal(20,2)"),
         ("md", "decimal(10,2)"), ("x", "double"), ("mt", "timestamp"), ("v", "int"), ("d", "decimal(10,2)")]
+
+
+def test_avg_and_sum_over_decimal_are_typed_and_rounded_as_sparks_own(spark, registered) -> None:
+    # The core's typer follows Spark's AVG (decimal(p+4, s+4)) and SUM (decimal(p+10, s)); the values, rounded
+    # half up to that scale, equal Spark SQL's own aggregates over the same rows in the DataFrame and SQL doors.
+    rows = [("a", datetime(2024, 1, 1, 0, 0, i), Decimal(v)) for i, v in
+            enumerate(["1.00", "2.00", "2.00", "0.01", "99999999.99", "-3.33"])]
+    rows += [("b", datetime(2024, 1, 1, 0, 0, i), Decimal(v)) for i, v in enumerate(["0.01", "0.02", "0.02"])]
+    df = spark.createDataFrame(rows, "k STRING, t TIMESTAMP, d DECIMAL(10,2)")
+    df.createOrReplaceTempView("tw_decimals")
+    clause = "PARTITION BY k ORDER BY t MEASURES AVG(A.d) AS a, SUM(A.d) AS s PATTERN (A+) DEFINE A AS true"
+    expected = spark.sql("SELECT k, avg(d) AS a, sum(d) AS s FROM tw_decimals GROUP BY k")
+    dataframe_door = timeweave.match_recognize(df, clause)
+    udtf_door = spark.sql(f"SELECT * FROM timeweave_match_recognize(TABLE(tw_decimals), {sql_string(clause)})")
+    for out in (dataframe_door, udtf_door):
+        assert out.schema == expected.schema, out.schema.simpleString()
+        assert sorted(out.collect()) == sorted(expected.collect())
+    assert expected.schema["a"].dataType == T.DecimalType(14, 6)  # what Spark itself says
+    assert sorted(dataframe_door.collect())[1]["a"] == Decimal("0.016667")  # 0.05 / 3, half up
 
 
 # -- bad input: errors before any Spark job, positioned --------------------------------------------------------
