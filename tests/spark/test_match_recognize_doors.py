@@ -185,6 +185,28 @@ def test_sql_door_over_a_cte_subquery_and_twice_in_one_query(spark) -> None:
     assert got == expected + expected
 
 
+def test_nested_sql_of_match_recognize_runs_the_temporal_join_rewriter(spark) -> None:
+    # MATCH_RECOGNIZE's input relation and its subqueries are SQL the door runs through the clause-rewriter
+    # registry (timeweave.spark.sql_rewrite), not through the SQL door: a temporal join inside them is rewritten.
+    from timeweave.core.spec import VersionedTableSpec
+
+    t0 = datetime(2024, 1, 1)
+    orders = spark.createDataFrame([(f"o{i}", "x", t0 + timedelta(minutes=i)) for i in range(8)],
+                                   "id STRING, cur STRING, t TIMESTAMP")
+    rates = spark.createDataFrame([("x", t0, 1.0), ("x", t0 + timedelta(minutes=3), 3.0),
+                                   ("x", t0 + timedelta(minutes=6), 2.0)], "cur STRING, ut TIMESTAMP, rate DOUBLE")
+    orders.createOrReplaceTempView("tw_nested_orders")
+    timeweave.register_versioned(spark, "tw_nested_rates", rates, VersionedTableSpec("cur", "ut"))
+    joined = ("(SELECT o.id, o.cur, o.t, r.rate FROM tw_nested_orders AS o "
+              "JOIN tw_nested_rates FOR SYSTEM_TIME AS OF o.t AS r ON o.cur = r.cur)")
+    clause = ("PARTITION BY cur ORDER BY t MEASURES FIRST(A.id) AS first_id, COUNT(*) AS n PATTERN (A+) "
+              "DEFINE A AS A.rate >= (SELECT max(rate) FROM " + joined + " j)")
+    got = timeweave.sql(spark, f"SELECT * FROM {joined} MATCH_RECOGNIZE ({clause}) AS m").collect()
+    assert [(r.first_id, r.n) for r in got] == [("o3", 3)]  # the rows at rate 3.0, the highest joined rate
+    by_dataframe = timeweave.match_recognize(timeweave.sql(spark, "SELECT * FROM " + joined + " j"), clause).collect()
+    assert [(r.first_id, r.n) for r in by_dataframe] == [("o3", 3)]
+
+
 def test_all_rows_schema_order_and_types(spark) -> None:
     schema = T.StructType([T.StructField(n, t) for n, t in [
         ("v", T.IntegerType()), ("K", T.StringType()), ("t", T.TimestampType()), ("d", T.DecimalType(10, 2))]])
