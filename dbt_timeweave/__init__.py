@@ -52,7 +52,7 @@ def ensure_registered(server_side_parameters: dict[str, Any] | None = None) -> A
     """
     from pyspark.sql import SparkSession
 
-    from timeweave.spark.registration import register
+    from timeweave.spark.sql_door import register
 
     # Fast path, taken by every statement after the first: the process's session is already registered.
     # (_instantiatedSession is pyspark's own "the session getOrCreate would return"; reading it avoids

@@ -18,7 +18,7 @@ _LAZY = {
     "match_recognize": "timeweave.spark.match_recognize",
     "match_recognize_with_rejects": "timeweave.spark.match_recognize",
     "sql": "timeweave.spark.sql_door",
-    "register": "timeweave.spark.registration",
+    "register": "timeweave.spark.sql_door",
     "register_versioned": "timeweave.spark.registration",
 }
 

@@ -1,7 +1,9 @@
 {#-
   Private helpers of the package's public macros (each public macro has a file of its own, named after it,
   and its arguments documented in schema.yml): argument validation with the same rules and messages as runtime/core/spec.py, relation introspection,
-  and the rendering of each side.  The SQL plan itself lives in timeweave_sql.sql, shared with Python.
+  and the rendering of each side.  The SQL plan itself lives in timeweave_sql.sql, a generated copy
+  of the plan Python renders (runtime/spark/timeweave_sql.sql); the core's op codes and dead-letter reasons are
+  generated into _timeweave_core.sql.
 
   Why validate here again: dbt's Jinja cannot import timeweave.core, so the rules of VersionedTableSpec /
   TemporalJoinSpec are restated; tests/dbt/test_dbt_models.py checks both doors reject the same input.

@@ -1,6 +1,7 @@
 {#-
   timeweave.default_upsert_ops(): the op codes read as "a version starts here" (Flink's +I / +U, Debezium's
-  c / r / u, ...): timeweave.core.changelog.UPSERT_OPS, which a test keeps equal.  The default of the
+  c / r / u, ...): timeweave.core.changelog.UPSERT_OPS, generated into
+  _timeweave_core.sql (python -m timeweave.dbt_package.generate).  The default of the
   `upsert_ops` argument of temporal_join, versioned_view and temporal_join_dead_letter.
 
   Example:
@@ -13,5 +14,5 @@
 
 {#- The same on every adapter: op codes are data, not SQL. -#}
 {% macro default__default_upsert_ops() -%}
-  {{ return(['+I', '+U', 'c', 'r', 'u', 'I', 'U', 'INSERT', 'UPDATE_AFTER']) }}
+  {{ return(timeweave.timeweave__upsert_ops()) }}
 {%- endmacro %}

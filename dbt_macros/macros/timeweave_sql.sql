@@ -1,10 +1,19 @@
+{#- GENERATED from timeweave/spark/timeweave_sql.sql (runtime/spark/ in the repository) by `python -m timeweave.dbt_package.generate`: do not edit; edit the source and regenerate
+    (tests/dbt/test_package.py fails while this file differs from what the command writes). -#}
 {#-
   Calls between these macros are written `timeweave.<macro>`: dbt resolves a package's macros that way from
   any project, and the Python renderer provides a `timeweave` namespace over this file.
 
   THE temporal-join plan of timeweave, as pure Jinja: no dbt context is used here, so the Python
-  DataFrame / SQL doors render this very file with jinja2 and dbt models render it through the public
-  macros.  One plan, every batch door.
+  DataFrame / SQL doors render this very file with jinja2 (timeweave.spark.render) and dbt models render
+  it through the public macros.  One plan, every batch door.  This file is the source: the dbt package's
+  macros/timeweave_sql.sql is a generated copy (`python -m timeweave.dbt_package.generate`; a test fails
+  while they differ).
+
+  The core's constants come through macros of the same namespace: timeweave.timeweave__reasons() (the
+  dead-letter reasons of timeweave.core.bad_rows) and timeweave.timeweave__upsert_ops() / __delete_ops()
+  (timeweave.core.changelog).  Python provides them from the core; the dbt package has them generated
+  (macros/_timeweave_core.sql).
 
   Rules implemented (the same rules runtime/core/versioned.py states for the streaming operator):
   - a version is valid from its time (inclusive) to the key's next event (exclusive);
@@ -67,15 +76,18 @@ false
 {%- endif -%}
 {%- endmacro -%}
 
-{#- SQL string: why this row cannot be used (NULL when it can). -#}
+{#- SQL string: why this row cannot be used (NULL when it can).  The reasons' text is the core's
+    (timeweave.core.bad_rows.REJECT_REASONS: "{column}" is the column, "{op}" the op code read). -#}
 {%- macro timeweave__reject_reason(side, key, time, format='append', op=none, delete_flag=none, upsert_ops=[], delete_ops=[]) -%}
+{%- set reasons = timeweave.timeweave__reasons() -%}
 CASE
 {%- for k in key %}
-  WHEN {{ timeweave.timeweave__q(k) }} IS NULL THEN {{ timeweave.timeweave__str('NULL key column ' ~ k) }}
+  WHEN {{ timeweave.timeweave__q(k) }} IS NULL THEN {{ timeweave.timeweave__str(reasons['null_key'] | replace('{column}', k)) }}
 {%- endfor %}
-  WHEN {{ timeweave.timeweave__q(time) }} IS NULL THEN {{ timeweave.timeweave__str('NULL time column ' ~ time) }}
+  WHEN {{ timeweave.timeweave__q(time) }} IS NULL THEN {{ timeweave.timeweave__str(reasons['null_time'] | replace('{column}', time)) }}
 {%- if side == 'right' and format == 'changelog' %}
-  WHEN ({{ timeweave.timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL THEN concat('unknown op ', coalesce(cast({{ timeweave.timeweave__q(op) }} AS STRING), 'NULL'), {{ timeweave.timeweave__str(' in column ' ~ op) }})
+{%- set around = reasons['unknown_op'].split('{op}') %}
+  WHEN ({{ timeweave.timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL THEN concat({{ timeweave.timeweave__str(around[0] | replace('{column}', op)) }}, coalesce(cast({{ timeweave.timeweave__q(op) }} AS STRING), {{ timeweave.timeweave__str(reasons['null_op']) }}), {{ timeweave.timeweave__str(around[1] | replace('{column}', op)) }})
 {%- endif %}
 END
 {%- endmacro -%}

@@ -33,10 +33,8 @@ timeweave.core.errors.StateFormatError: my state: unknown state format version 7
 
 from __future__ import annotations
 
-import sys
 import threading
 import zlib
-from array import array
 from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from operator import itemgetter
@@ -46,6 +44,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import msgpack
 
 from timeweave.core.errors import StateFormatError
+
+# The helpers the state classes' to_state / from_state use live below them (state_data), so that this codec,
+# which knows the closed set of state classes, sits above those classes without an import cycle.
+from timeweave.core.state_data import expect, from_int64s, int64s, malformed
 
 MAGIC = b"TWst"
 #: The format version this release writes and the only one it reads.
@@ -151,7 +153,7 @@ def _unpack(data: bytes) -> Any:
     depth = _DEPTH.value = getattr(_DEPTH, "value", 0) + 1
     try:
         if depth > MAX_NESTING:
-            raise _malformed(f"values nested deeper than {MAX_NESTING} levels")
+            raise malformed(f"values nested deeper than {MAX_NESTING} levels")
         return msgpack.unpackb(data, ext_hook=_ext, raw=False, strict_map_key=False, use_list=True)
     finally:
         _DEPTH.value = depth - 1
@@ -167,23 +169,23 @@ def _ext(tag: int, data: bytes) -> Any:
         try:
             return Decimal(data.decode())
         except InvalidOperation as exc:
-            raise _malformed(f"bad decimal {data[:40]!r}") from exc
+            raise malformed(f"bad decimal {data[:40]!r}") from exc
     if tag == _BIGINT:
         return int(data.decode())
     if tag not in _TAGS:
-        raise _malformed(f"unknown value tag {tag}")
+        raise malformed(f"unknown value tag {tag}")
     value = _unpack(data)
     if tag == _TUPLE:
         return tuple(_list(value, "tuple"))
     if tag == _TUPLES:
         count, columns = _list(value, "tuple columns")
         if not all(isinstance(c, list) and len(c) == count for c in _list(columns, "tuple columns")):
-            raise _malformed("tuple columns of unequal length")
+            raise malformed("tuple columns of unequal length")
         return list(zip(*columns, strict=True))
     if tag == _DATETIME:
         fields = _list(value, "datetime")
         if len(fields) not in (8, 9):
-            raise _malformed(f"datetime with {len(fields)} fields")
+            raise malformed(f"datetime with {len(fields)} fields")
         tz = _tz(fields[8]) if len(fields) == 9 else None
         return datetime(*fields[:7], tzinfo=tz, fold=fields[7])
     if tag == _DATE:
@@ -216,7 +218,7 @@ def _ext(tag: int, data: bytes) -> Any:
         from timeweave.core.pattern.operator import HeldMatcher
 
         return HeldMatcher.from_state(value)
-    raise _malformed(f"unknown value tag {tag}")
+    raise malformed(f"unknown value tag {tag}")
 
 
 def _tz(value: Any) -> Any:
@@ -224,32 +226,16 @@ def _tz(value: Any) -> Any:
         try:
             return ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise _malformed(f"unknown time zone {value!r:.60}") from exc
+            raise malformed(f"unknown time zone {value!r:.60}") from exc
     if value == [0, 0, 0]:
         return UTC
     return timezone(timedelta(*_list(value, "time zone offset")))
 
 
-def _malformed(message: str) -> StateFormatError:
-    return StateFormatError(f"malformed state: {message}")
-
-
 def _list(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
-        raise _malformed(f"{what}: expected a list, found {type(value).__name__}")
+        raise malformed(f"{what}: expected a list, found {type(value).__name__}")
     return value
-
-
-def expect(condition: bool, message: str) -> None:
-    """For ``from_state`` functions: a structure that is not what ``to_state`` writes is malformed state.
-
-    >>> expect(False, "left buffer: columns of unequal length")
-    Traceback (most recent call last):
-    ...
-    timeweave.core.errors.StateFormatError: malformed state: left buffer: columns of unequal length
-    """
-    if not condition:
-        raise _malformed(message)
 
 
 # -- the blob ---------------------------------------------------------------------------------------
@@ -317,31 +303,6 @@ _CELL_INT64 = 6  # a column of 64-bit integers as little-endian bytes (int64s)
 _INT = frozenset((int,))
 
 
-def int64s(values: list[int]) -> bytes:
-    """``values`` (integers within 64 bits) as little-endian int64 bytes: a column of times or sequences
-    packs and unpacks as one memory copy, and the bytes can only hold integers.
-
-    >>> from_int64s(int64s([1, -(2**63), 2**63 - 1]), "times")
-    [1, -9223372036854775808, 9223372036854775807]
-    """
-    column = array("q", values)
-    if _BIG_ENDIAN:
-        column.byteswap()
-    return column.tobytes()
-
-
-def from_int64s(data: Any, what: str) -> list[int]:
-    """The integers :func:`int64s` stored (``what`` names them in the error for anything else)."""
-    if not isinstance(data, bytes) or len(data) % 8:
-        raise _malformed(f"{what}: expected 64-bit integers")
-    column = array("q")
-    column.frombytes(data)
-    if _BIG_ENDIAN:
-        column.byteswap()
-    return column.tolist()
-
-
-_BIG_ENDIAN = sys.byteorder == "big"
 
 
 def _cell_value(value: Any, column: bool = False) -> list[Any]:
@@ -372,7 +333,7 @@ def _cell_kinds() -> dict[type, int]:
 
 
 class _Kinds(dict):  # type: ignore[type-arg]
-    """:data:`_CELL_KINDS`: filled on first use (the core's state classes import this module)."""
+    """:data:`_CELL_KINDS`: filled on first use (importing the state classes, MATCH_RECOGNIZE's among them, is deferred until a cell holds one)."""
 
     def get(self, cls: type, default: Any = None) -> Any:
         if not self:
@@ -385,7 +346,7 @@ _CELL_KINDS = _Kinds()
 
 def _cell_from(item: Any) -> Any:
     if not (isinstance(item, list) and len(item) == 2 and type(item[0]) is int):
-        raise _malformed("a cell value is [kind, data]")
+        raise malformed("a cell value is [kind, data]")
     kind, data = item
     if kind == _GENERIC:
         return data
@@ -395,7 +356,7 @@ def _cell_from(item: Any) -> Any:
         count, columns = _list(data, "tuple columns")
         columns = [_cell_from(c) for c in _list(columns, "tuple columns")]
         if not columns or not all(isinstance(c, list) and len(c) == count for c in columns):
-            raise _malformed("tuple columns of unequal length")
+            raise malformed("tuple columns of unequal length")
         return list(zip(*columns, strict=True))
     if kind == _CELL_LEFT_BUFFER:
         from timeweave.core.temporal_join import LeftBuffer
@@ -413,7 +374,7 @@ def _cell_from(item: Any) -> Any:
         from timeweave.core.pattern.operator import HeldMatcher
 
         return HeldMatcher.from_state(data)
-    raise _malformed(f"unknown cell value kind {kind}")
+    raise malformed(f"unknown cell value kind {kind}")
 
 
 def encode_cell(values: dict[str, Any], timers: set[int], seq: int) -> bytes:

@@ -35,7 +35,7 @@ from typing import Any
 from timeweave.core.errors import SpecError
 from timeweave.core.spec import StateRetention, TemporalJoinSpec
 from timeweave.core.state import NO_WATERMARK, KeyContext
-from timeweave.core.state_codec import expect, from_int64s, int64s
+from timeweave.core.state_data import expect, from_int64s, int64s
 from timeweave.core.versioned import Match, VersionEvent, VersionHistory
 
 # State names, declared once (Flink declares its state handles in open()).

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from timeweave.core.state_codec import expect
+from timeweave.core.state_data import expect
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """The DataFrame door: ``versioned_table`` and ``temporal_join`` as DataFrame -> DataFrame calls.
 
-Both render the shared plan (``dbt_macros/macros/timeweave_sql.sql``) and run it with
+Both render the shared plan (``timeweave/spark/timeweave_sql.sql``) and run it with
 ``spark.sql(query, left=df, right=df)``, which works on classic and Spark Connect sessions alike.
 """
 
@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame
 from timeweave.core.spec import TemporalJoinSpec, ValidityColumns, VersionedTableSpec
 from timeweave.spark import render
 from timeweave.spark.plan import reject_reason
+from timeweave.spark.registration import register_versioned
 from timeweave.spark.schema import schema_kinds
 
 _SOURCE_ATTR = "_timeweave_versioned_source"
@@ -63,8 +64,6 @@ def versioned_table(
     history = _session(df).sql(render.formattable(sql), source=df)
     setattr(history, _SOURCE_ATTR, VersionedSource(df, spec))
     if name:
-        from timeweave.spark.registration import register_versioned
-
         register_versioned(_session(df), name, df, spec)
     return history
 

@@ -19,9 +19,10 @@ the clause needs, so the call itself carries no PARTITION BY / ORDER BY.
 
 Output schema (SQL:2016): ONE ROW PER MATCH gives the PARTITION BY columns then the measures; ALL ROWS
 PER MATCH gives the PARTITION BY columns, the ORDER BY columns, the measures, then the other input
-columns.  Measure types: COUNT and MATCH_NUMBER() are BIGINT, AVG is DOUBLE, CLASSIFIER() is STRING,
-navigation/MIN/MAX keep their argument's type, SUM and arithmetic follow the core's values (integers
-stay BIGINT, any DOUBLE makes DOUBLE).  Rows tied on ORDER BY come in Spark's (unspecified) order, as
+columns.  Measure types are the core's (:mod:`timeweave.core.pattern.schema`, one typer for every door):
+COUNT and MATCH_NUMBER() are BIGINT, AVG is DOUBLE (DECIMAL(p+4, s+4) over DECIMAL(p, s), as Spark's AVG),
+SUM of integers is BIGINT (DECIMAL(p+10, s) over DECIMAL(p, s), as Spark's SUM), CLASSIFIER() is STRING,
+navigation/MIN/MAX keep their argument's type; this door maps the type names onto Spark types.  Rows tied on ORDER BY come in Spark's (unspecified) order, as
 in Flink; order on a unique column for reproducible results.
 """
 
@@ -31,10 +32,10 @@ import functools
 import hashlib
 import json
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
-from decimal import Decimal
+from datetime import datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any
 
 import pyarrow as pa
@@ -45,6 +46,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from timeweave.core.errors import QuerySyntaxError, SpecError
+from timeweave.core.match_sql import find_match_recognize, reposition
 from timeweave.core.pattern import (
     ClauseSpec,
     MatchBudget,
@@ -54,10 +56,18 @@ from timeweave.core.pattern import (
     subqueries,
 )
 from timeweave.core.pattern import expr as E
-from timeweave.core.pattern.aggregates import AGGREGATE_FUNCTIONS
 from timeweave.core.pattern.fast import dict_rows
-from timeweave.core.pattern.functions import SCALAR_FUNCTIONS
 from timeweave.core.pattern.partition import OutputBlock, as_dicts, null_event_time_reason
+from timeweave.core.pattern.schema import (
+    INTERVAL,
+    NULL_TYPE,
+    decimal_precision,
+    normalize,
+    output_schema,
+    resolve_column,
+)
+from timeweave.spark import sql_rewrite
+from timeweave.spark import temporal_join_sql as _temporal_join_sql  # noqa: F401 - its rewriter: an input relation may join
 from timeweave.spark.environment import ensure_worker_python
 from timeweave.spark.render import quote
 from timeweave.spark.render import sql_string as render_sql_string
@@ -96,248 +106,72 @@ class MatchPlan:
     input_names: tuple[str, ...] = field(default=(), compare=False)
 
 
-def _fail(spec: ClauseSpec, message: str, position: int) -> PatternValidationError:
-    return PatternValidationError(message, text=spec.text, position=max(position, 0))
-
-
 def _field(spec: ClauseSpec, schema: T.StructType, name: str, position: int) -> T.StructField:
-    """The input field ``name`` names (case-insensitively, as Spark resolves columns)."""
-    exact = [f for f in schema.fields if f.name == name]
-    folded = exact or [f for f in schema.fields if f.name.lower() == name.lower()]
-    if len(folded) == 1:
-        return folded[0]
-    columns = ", ".join(f.name for f in schema.fields)
-    if not folded:
-        raise _fail(spec, f"column {name} not found in the input (columns: {columns})", position)
-    raise _fail(spec, f"column {name} is ambiguous in the input (columns: {columns})", position)
+    """The input field ``name`` names (the core's rule: exact, else case-insensitive, as Spark resolves columns)."""
+    found = resolve_column(spec, schema.fieldNames(), name, position)
+    return next(f for f in schema.fields if f.name == found)
 
 
-def _name_position(spec: ClauseSpec, keyword: str, name: str) -> int:
-    """Best position of ``name`` after ``keyword`` in the clause text (names without a stored position)."""
-    upper = spec.text.upper()
-    after = upper.find(keyword)
-    found = upper.find(name.upper(), after if after >= 0 else 0)
-    return found if found >= 0 else max(after, 0)
-
-
-_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
-_CAST_TYPES: dict[str, T.DataType] = {
-    "BIGINT": T.LongType(), "DOUBLE": T.DoubleType(), "DECIMAL": T.DecimalType(38, 18), "VARCHAR": T.StringType(),
-    "BOOLEAN": T.BooleanType(), "TIMESTAMP": T.TimestampType(), "DATE": T.DateType(),
+_SPARK_TYPES: dict[str, T.DataType] = {
+    "bigint": T.LongType(), "int": T.IntegerType(), "smallint": T.ShortType(), "tinyint": T.ByteType(),
+    "double": T.DoubleType(), "float": T.FloatType(), "string": T.StringType(), "boolean": T.BooleanType(),
+    "timestamp": T.TimestampType(), "timestamp_ntz": T.TimestampNTZType(), "date": T.DateType(),
+    INTERVAL: T.DayTimeIntervalType(), NULL_TYPE: T.NullType(),
 }  # fmt: skip
 
 
-#: The fixed result types of function and aggregate type rules (``ScalarFunction.returns``, ``AggregateFunction.result_type``).
-_FIXED_TYPES: dict[str, T.DataType] = {
-    "string": T.StringType(), "bigint": T.LongType(), "double": T.DoubleType(), "boolean": T.BooleanType(),
-}  # fmt: skip
+def _input_types(data_type: T.DataType, found: dict[str, T.DataType]) -> dict[str, T.DataType]:
+    """Each input type (and array element type) by the name the core types with: Spark's ``simpleString``."""
+    found.setdefault(data_type.simpleString(), data_type)
+    if isinstance(data_type, T.ArrayType):
+        _input_types(data_type.elementType, found)
+    return found
 
 
-def _literal_type(value: Any) -> T.DataType:
-    if value is None:
-        return T.NullType()
-    if isinstance(value, bool):
-        return T.BooleanType()
-    if isinstance(value, int):
-        return T.LongType()
-    if isinstance(value, float):
-        return T.DoubleType()
-    if isinstance(value, Decimal):
-        exponent = value.as_tuple().exponent
-        scale = -exponent if isinstance(exponent, int) and exponent < 0 else 0
-        return T.DecimalType(38, min(scale, 18))
-    if isinstance(value, str):
-        return T.StringType()
-    if isinstance(value, datetime):
-        return T.TimestampType()
-    if isinstance(value, date):
-        return T.DateType()
-    if isinstance(value, timedelta):
-        return T.DayTimeIntervalType()
-    return T.StringType()
+def spark_type(type_name: str, inputs: dict[str, T.DataType]) -> T.DataType:
+    """The Spark type of a core type name (:mod:`timeweave.core.pattern.schema`): an input's own type, a
+    computed type, ``decimal(p,s)`` or ``array<...>`` of those.
 
-
-def _common(types: Sequence[T.DataType]) -> T.DataType:
-    """The type of a value that may come from any of ``types`` (CASE branches, COALESCE, arithmetic)."""
-    known = [t for t in types if not isinstance(t, T.NullType)]
-    if not known:
-        return T.NullType()
-    if all(isinstance(t, T.NumericType) for t in known):
-        if any(isinstance(t, (T.DoubleType, T.FloatType)) for t in known):
-            return T.DoubleType()
-        decimals = [t for t in known if isinstance(t, T.DecimalType)]
-        if decimals:
-            return T.DecimalType(38, max(t.scale for t in decimals))
-        if len({type(t) for t in known}) == 1:
-            return known[0]
-        return T.LongType()
-    return known[0]
-
-
-class _Typer:
-    """Spark type of each clause expression over an input schema; also checks every column exists."""
-
-    def __init__(self, spec: ClauseSpec, schema: T.StructType) -> None:
-        self.spec = spec
-        self.schema = schema
-
-    def type_of(self, node: E.Expr) -> T.DataType:  # one case per node kind
-        if isinstance(node, E.Literal):
-            return _literal_type(node.value)
-        if isinstance(node, E.Column):
-            return _field(self.spec, self.schema, node.name, node.start).dataType
-        if isinstance(node, E.Unary):
-            operand = self.type_of(node.operand)
-            return T.BooleanType() if node.op == "NOT" else operand
-        if isinstance(node, E.Binary):
-            left, right = self.type_of(node.left), self.type_of(node.right)
-            if node.op in ("AND", "OR", "=", "<>", "!=", "<", "<=", ">", ">="):
-                return T.BooleanType()
-            if node.op == "||":
-                return T.StringType()
-            return self._arith(node.op, left, right)
-        if isinstance(node, (E.IsNull, E.Between, E.InList)):
-            for child in node.children():
-                self.type_of(child)
-            return T.BooleanType()
-        if isinstance(node, E.Case):
-            if node.operand is not None:
-                self.type_of(node.operand)
-            for condition, _ in node.whens:
-                self.type_of(condition)
-            results = [r for _, r in node.whens] + ([node.default] if node.default is not None else [])
-            return _common([self.type_of(r) for r in results])
-        if isinstance(node, E.Cast):
-            self.type_of(node.operand)
-            return _CAST_TYPES.get(node.type_name, T.StringType())
-        if isinstance(node, E.Func):
-            args = [self.type_of(a) for a in node.args]
-            rule = SCALAR_FUNCTIONS[node.name].returns
-            if rule in _FIXED_TYPES:
-                return _FIXED_TYPES[rule]
-            if node.name == "MOD":
-                return self._arith("%", args[0], args[1])
-            if rule == "argument":
-                return args[0]
-            if rule == "array":
-                return T.ArrayType(_nullable(_common(args)), True)
-            if rule == "element":
-                return args[0].elementType if isinstance(args[0], T.ArrayType) else T.StringType()
-            if rule == "branches":
-                return _common(args[1:])  # IF
-            return _common(args)  # COALESCE, GREATEST, LEAST
-        if isinstance(node, E.Navigation):
-            return self.type_of(node.arg)
-        if isinstance(node, E.Aggregate):
-            arg = self.type_of(node.arg) if node.arg is not None else None
-            if node.key is not None:
-                self.type_of(node.key)
-            function = AGGREGATE_FUNCTIONS.get(node.func)
-            if function is not None:
-                if function.result_type in _FIXED_TYPES:
-                    return _FIXED_TYPES[function.result_type]
-                assert arg is not None
-                return arg if function.result_type == "argument" else T.ArrayType(_nullable(arg), True)
-            if node.func == "COUNT":
-                return T.LongType()
-            if node.func == "AVG":
-                return T.DoubleType()
-            if node.func == "SUM" and arg is not None:
-                if isinstance(arg, _INTEGRAL):
-                    return T.LongType()
-                if isinstance(arg, T.DecimalType):
-                    return T.DecimalType(38, arg.scale)
-                if isinstance(arg, T.FloatType):
-                    return T.DoubleType()
-            return arg if arg is not None else T.LongType()
-        if isinstance(node, E.Classifier):
-            return T.StringType()
-        if isinstance(node, E.MatchNumber):
-            return T.LongType()
-        if isinstance(node, E.MatchRowtime):
-            if node.column is not None:
-                return self.type_of(node.column)
-            if not self.spec.order_by:
-                raise _fail(self.spec, "MATCH_ROWTIME() needs ORDER BY <time column>", node.start)
-            first = self.spec.order_by[0]
-            return _field(self.spec, self.schema, first.column, first.start).dataType
-        raise _fail(self.spec, f"cannot type expression {node}", getattr(node, "start", 0))
-
-    def _arith(self, op: str, left: T.DataType, right: T.DataType) -> T.DataType:
-        if isinstance(left, (T.TimestampType, T.TimestampNTZType, T.DateType)):
-            both_times = isinstance(right, (T.TimestampType, T.TimestampNTZType, T.DateType))
-            return T.DayTimeIntervalType() if op == "-" and both_times else left
-        if isinstance(right, (T.TimestampType, T.TimestampNTZType, T.DateType)):
-            return right
-        if isinstance(left, _INTEGRAL) and isinstance(right, _INTEGRAL):
-            return T.LongType()  # the core computes on Python ints
-        return _common([left, right])
-
-
-def _nullable(data_type: T.DataType) -> T.DataType:
-    # A NULL literal measure: Spark needs a concrete type for the column; STRING holds NULL.
-    return T.StringType() if isinstance(data_type, T.NullType) else data_type
+    >>> spark_type("array<decimal(14,6)>", {})
+    ArrayType(DecimalType(14,6), True)
+    """
+    if type_name in inputs:
+        return inputs[type_name]
+    name = normalize(type_name)
+    if name in _SPARK_TYPES:
+        return _SPARK_TYPES[name]
+    decimal = decimal_precision(name)
+    if decimal is not None:
+        return T.DecimalType(*decimal)
+    if name.startswith("array<") and name.endswith(">"):
+        return T.ArrayType(spark_type(type_name.strip()[len("array<"):-1], inputs), True)
+    raise TypeError(f"no Spark type for the MATCH_RECOGNIZE type {type_name!r}")
 
 
 def plan(spec: ClauseSpec | str, schema: T.StructType) -> MatchPlan:
     """Bind ``spec`` to an input ``schema``: check every column, compute the output schema.
 
-    Raises :class:`~timeweave.core.pattern.PatternValidationError` positioned in the clause text.
+    The typing is the core's (:func:`timeweave.core.pattern.schema.output_schema`, over the input types'
+    Spark names); this door maps the type names back onto Spark types.  Raises
+    :class:`~timeweave.core.pattern.PatternValidationError` positioned in the clause text.
 
     >>> s = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.LongType()),
-    ...                   T.StructField("p", T.IntegerType())])
-    >>> p = plan("PARTITION BY k ORDER BY t MEASURES AVG(A.p) AS a, COUNT(*) AS n PATTERN (A+) "
-    ...          "DEFINE A AS A.p > 0", s)
+    ...                   T.StructField("p", T.IntegerType()), T.StructField("d", T.DecimalType(10, 2))])
+    >>> p = plan("PARTITION BY k ORDER BY t MEASURES AVG(A.p) AS a, COUNT(*) AS n, AVG(A.d) AS ad, SUM(A.d) AS sd "
+    ...          "PATTERN (A+) DEFINE A AS A.p > 0", s)
     >>> p.schema.simpleString()
-    'struct<k:string,a:double,n:bigint>'
+    'struct<k:string,a:double,n:bigint,ad:decimal(14,6),sd:decimal(20,2)>'
     """
     if isinstance(spec, str):
         spec = parse_clause(spec)
     subqueries.reject(spec, "this door")  # timeweave.sql and timeweave.match_recognize inline them first
-    typer = _Typer(spec, schema)
-    partition_fields = [_field(spec, schema, c, _name_position(spec, "PARTITION", c)) for c in spec.partition_by]
-    order_fields = [_field(spec, schema, k.column, k.start) for k in spec.order_by]
-    for definition in spec.definitions:
-        condition = typer.type_of(definition.condition)
-        if not isinstance(condition, T.BooleanType | T.NullType):  # Trino / the standard: a predicate, not a value
-            raise _fail(spec, f"the condition defining {definition.var} must be boolean, not "
-                        f"{condition.simpleString()}", definition.condition.start)
-    measure_types = [_nullable(typer.type_of(m.expr)) for m in spec.measures]
-    fields: list[T.StructField] = []
-    keys: list[str] = []
-    taken: set[str] = set()
-
-    def add(name: str, data_type: T.DataType, key: str) -> None:
-        taken.add(name.lower())
-        fields.append(T.StructField(name, data_type, True))
-        keys.append(key)
-
-    for spelled, f in zip(spec.partition_by, partition_fields, strict=True):
-        if f.name.lower() not in taken:
-            add(f.name, f.dataType, spelled)
-    if spec.rows_per_match.all_rows:
-        for key, f in zip(spec.order_by, order_fields, strict=True):
-            if f.name.lower() not in taken:
-                add(f.name, f.dataType, key.column)
-        input_names = {f.name.lower() for f in schema.fields}
-        for measure in spec.measures:
-            if measure.name.lower() in input_names:
-                raise _fail(spec, f"measure {measure.name} has the name of an input column; "
-                                  "ALL ROWS PER MATCH outputs both", measure.start)
-    for measure, data_type in zip(spec.measures, measure_types, strict=True):
-        if measure.name.lower() in taken:
-            raise _fail(spec, f"output column {measure.name} appears twice", measure.start)
-        add(measure.name, data_type, measure.name)
-    if spec.rows_per_match.all_rows:
-        for f in schema.fields:
-            if f.name.lower() not in taken:
-                add(f.name, f.dataType, f.name)
-    order = tuple(
-        (f.name, k.descending, k.nulls_first if k.nulls_first is not None else k.descending)
-        for k, f in zip(spec.order_by, order_fields, strict=True)
-    )
+    inputs: dict[str, T.DataType] = {}
+    for f in schema.fields:
+        _input_types(f.dataType, inputs)
+    bound = output_schema(spec, [(f.name, f.dataType.simpleString()) for f in schema.fields])
+    fields = [T.StructField(name, spark_type(type_name, inputs), True) for name, type_name in bound.columns]
     return MatchPlan(
-        spec, schema, T.StructType(fields), tuple(keys), tuple(f.name for f in partition_fields), order,
+        spec, schema, T.StructType(fields), bound.keys, bound.partition_columns, bound.order_columns,
         tuple(f.name for f in schema.fields),
     )
 
@@ -489,13 +323,10 @@ def rewrite_match_recognize(spark: Any, query: str) -> str:
 
         print(rewrite_match_recognize(spark, "SELECT * FROM ticker MATCH_RECOGNIZE (...) AS m"))
     """
-    from timeweave.core.match_sql import find_match_recognize, reposition
-    from timeweave.spark.sql_door import sql as door_sql
-
     for found in reversed(find_match_recognize(query)):
         prefix = "SELECT * FROM "
         try:
-            source = door_sql(spark, prefix + found.relation)
+            source = sql_rewrite.run(spark, prefix + found.relation)
             schema = source.schema  # resolves the relation now
         except QuerySyntaxError as error:  # a MATCH_RECOGNIZE or temporal join inside the relation
             raise reposition(error, query, found.start - len(prefix)) from None
@@ -526,6 +357,9 @@ def rewrite_match_recognize(spark: Any, query: str) -> str:
     return query
 
 
+sql_rewrite.register(sql_rewrite.ClauseRewriter("MATCH_RECOGNIZE", 10, rewrite_match_recognize))
+
+
 # -- executor side -------------------------------------------------------------------------------------------
 
 
@@ -548,9 +382,26 @@ def _to_arrow(values: list[Any], arrow_type: pa.DataType) -> pa.Array:
         return pc.assume_timezone(local, arrow_type.tz, ambiguous="earliest", nonexistent="earliest")
     if pa.types.is_floating(arrow_type):
         values = [float(v) if isinstance(v, Decimal) else v for v in values]
+    elif pa.types.is_decimal(arrow_type):
+        # The declared scale (the core's typer: AVG of decimal(p,s) has scale s+4), rounded half up as Spark
+        # casts a decimal; the core's average carries more digits than that.
+        values = _to_scale(values, arrow_type.scale)
     elif pa.types.is_integer(arrow_type):
         values = [int(v) if isinstance(v, (bool, float, Decimal)) else v for v in values]
     return pa.array(values, type=arrow_type)
+
+
+def _to_scale(values: list[Any], scale: int) -> list[Any]:
+    """Numbers as Decimals of ``scale`` digits after the point, rounded half up (NULL stays NULL).
+
+    >>> _to_scale([Decimal("1.3333333333333333333333333333"), Decimal("2.5"), 7, None], 2)
+    [Decimal('1.33'), Decimal('2.50'), Decimal('7.00'), None]
+    """
+    quantum = Decimal(1).scaleb(-scale)
+    with localcontext() as context:
+        context.prec = 80  # beyond 38 digits on either side of the point: quantize never runs out of digits
+        return [v if v is None else Decimal(v if isinstance(v, (Decimal, int)) else str(v)).quantize(
+            quantum, rounding=ROUND_HALF_UP) for v in values]
 
 
 @dataclass(frozen=True)

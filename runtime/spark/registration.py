@@ -1,4 +1,5 @@
-"""Session registration: SQL functions the doors need, and versioned tables known to ``timeweave.sql``.
+"""Session registration of versioned tables known to ``timeweave.sql`` (the SQL functions the doors call are
+registered by :func:`timeweave.spark.sql_door.register`, above every operator's module).
 
 A versioned table's spec is stored in the session's SQL conf (``timeweave.versioned.<name>``), so it
 works identically on classic and Spark Connect sessions and is visible to dbt's session.  Catalog
@@ -16,7 +17,6 @@ from timeweave.core.errors import SpecError
 from timeweave.core.spec import VersionedTableSpec
 
 _CONF_PREFIX = "timeweave.versioned."
-_REGISTERED = "timeweave.registered"
 
 
 def _spec_to_json(spec: VersionedTableSpec) -> str:
@@ -67,30 +67,4 @@ def versioned_spec(spark, name: str) -> VersionedTableSpec | None:
     return _spec_from_mapping(data, where=name)
 
 
-def register(spark) -> list[str]:
-    """Register the SQL functions timeweave's doors call on this session; idempotent.
-
-    The temporal join needs none (its plan is plain Spark SQL, so it also works in views); functions
-    of later operators are added to this one list.  Returns the names registered.
-
-    Example::
-
-        timeweave.register(spark)
-    """
-    names: list[str] = []
-    for registrar in _REGISTRARS:
-        names.extend(registrar(spark))
-    spark.conf.set(_REGISTERED, "true")
-    return names
-
-
-_REGISTRARS: list = []
-
-
-def _match_recognize_udtf(spark) -> list[str]:
-    from timeweave.spark.match_recognize import register_udtf  # lazy: keeps this module light
-
-    return register_udtf(spark)
-
-
-_REGISTRARS.append(_match_recognize_udtf)
+__all__ = ["register_versioned", "versioned_spec"]

@@ -1,43 +1,66 @@
-"""Render the plan macros of ``dbt_macros/macros/timeweave_sql.sql`` from Python.
+"""Render the batch plan's macros (``timeweave/spark/timeweave_sql.sql``, beside this module) from Python.
 
-The batch doors (DataFrame, SQL, backfill) and dbt models render the same Jinja file, so there is
-one plan.  This module imports no pyspark: it only produces SQL text.
+The batch doors (DataFrame, SQL, backfill) and dbt models render the same Jinja plan, so there is one
+plan.  This file is its source; the dbt package ships a generated copy (``python -m
+timeweave.dbt_package.generate``), so nothing here reads the dbt package.  The plan reads the core's
+constants (op codes, dead-letter reasons) through :data:`CORE_MACROS`, which the dbt package has generated
+as macros.  This module imports no pyspark: it only produces SQL text.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from timeweave.core.bad_rows import REJECT_REASONS
 from timeweave.core.changelog import DELETE_OPS, UPSERT_OPS
 from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
 
-MACRO_FILE = Path(__file__).resolve().parents[2] / "dbt_macros" / "macros" / "timeweave_sql.sql"
+#: The plan's source (package data, shipped in the wheel beside this module).
+PLAN_FILE = Path(__file__).resolve().parent / "timeweave_sql.sql"
+
+
+def core_macros() -> dict[str, Any]:
+    """The core's constants the plan reads, by the macro name it calls (``timeweave.timeweave__reasons()``).
+
+    Python renders them from the core; the dbt package's ``macros/_timeweave_core.sql`` is generated from
+    this same mapping, each a macro returning its value.
+
+    >>> core_macros()["timeweave__reasons"]["null_key"]
+    'NULL key column {column}'
+    """
+    return {
+        "timeweave__upsert_ops": list(UPSERT_OPS),
+        "timeweave__delete_ops": list(DELETE_OPS),
+        "timeweave__reasons": dict(REJECT_REASONS),
+    }
+
+
+def _constant(value: Any) -> Callable[[], Any]:
+    return lambda: value
 
 
 @cache
 def _macros() -> Any:
-    path = MACRO_FILE
-    if not path.exists():  # installed as a wheel: dbt_macros/ ships as timeweave.dbt_package
-        import timeweave.dbt_package
-
-        path = Path(timeweave.dbt_package.__file__).parent / "macros" / "timeweave_sql.sql"
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, extensions=["jinja2.ext.do"])  # dbt enables "do" too
     # The macros call each other as `timeweave.<macro>` (dbt's package namespace); mirror it here.
     env.globals["timeweave"] = _PackageNamespace()
-    return env.from_string(path.read_text()).module
+    return env.from_string(PLAN_FILE.read_text()).module
 
 
 class _PackageNamespace:
-    """``timeweave.<macro>`` inside the plan file, resolved against the file's own macros."""
+    """``timeweave.<macro>`` inside the plan file: the core's constants, else the file's own macros."""
 
     def __getattr__(self, name: str) -> Any:
+        core = core_macros()  # fresh values per call: a template cannot change the core's
+        if name in core:
+            return _constant(core[name])
         return getattr(_macros(), name)
 
 

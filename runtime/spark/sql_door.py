@@ -1,11 +1,12 @@
-"""The SQL door: ``timeweave.sql(spark, query)`` runs Spark SQL extended with Flink's temporal-join syntax.
+"""The SQL door: ``timeweave.sql(spark, query)`` runs Spark SQL extended with Flink's MATCH_RECOGNIZE and
+temporal-join syntax.
 
-Each ``JOIN r FOR SYSTEM_TIME AS OF l.t ON ...`` is replaced by the shared batch plan as a subquery
-(found by :mod:`timeweave.core.temporal_sql`); everything else passes to Spark SQL unchanged.  The
-subquery exposes the left and right columns flat (where unambiguous) and as struct columns named by
-the aliases, so ``l.col`` / ``r.col`` in the outer query keep working; a bare ``SELECT *`` of that
-query block becomes ``SELECT * EXCEPT (l, r)``, so it lists the left columns then the right columns
-whose names the left side does not already use (Flink would list both, which Spark cannot name apart).
+Each operator's clauses are rewritten by the rewriter its module registers with
+:mod:`timeweave.spark.sql_rewrite` (MATCH_RECOGNIZE: :mod:`timeweave.spark.match_recognize`; ``JOIN r FOR
+SYSTEM_TIME AS OF l.t ON ...``: :mod:`timeweave.spark.temporal_join_sql`); everything else passes to Spark SQL
+unchanged.  This module imports every operator's module, so all of them are registered here; the operators
+import only the registry, never this door.  :func:`register` registers the SQL functions the doors call
+(the MATCH_RECOGNIZE UDTF).
 
 :func:`dead_letters` is the door's dead-letter output: for the same query, the rows of the temporal joins'
 sides that the joins cannot use and the MATCH_RECOGNIZE inputs' rows with a NULL event time, with the reason
@@ -23,11 +24,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from timeweave.core.errors import SpecError
-from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
-from timeweave.core.temporal_sql import TemporalJoinClause, find_temporal_joins
-from timeweave.spark import render
-from timeweave.spark.registration import versioned_spec
-from timeweave.spark.schema import schema_kinds
+from timeweave.core.match_sql import find_match_recognize
+from timeweave.core.spec import VersionedTableSpec
+from timeweave.core.temporal_sql import find_temporal_joins
+from timeweave.spark import sql_rewrite
+from timeweave.spark.dataframe import dead_letters as side_dead_letters
+from timeweave.spark.match_recognize import match_recognize_with_rejects, register_udtf, rewrite_match_recognize
+from timeweave.spark.subqueries import inline_subqueries
+from timeweave.spark.temporal_join_sql import bind_clause
 
 
 def rewrite(spark, query: str) -> str:
@@ -37,19 +41,7 @@ def rewrite(spark, query: str) -> str:
 
         print(timeweave.spark.sql_door.rewrite(spark, "SELECT ... JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON ..."))
     """
-    from timeweave.spark.match_recognize import rewrite_match_recognize  # MATCH_RECOGNIZE first: its input may join
-
-    query = rewrite_match_recognize(spark, query)
-    edits: list[tuple[int, int, str]] = []
-    for n, clause in enumerate(find_temporal_joins(query), start=1):
-        edits.append((clause.start, clause.end, _render_clause(spark, clause, n)))
-        # The rewritten join also exposes the aliases as struct columns (so `o.col` keeps working); a bare
-        # `*` must not list them.
-        hidden = ", ".join(render.quote(alias) for alias in (clause.left_alias, clause.right_alias))
-        edits.extend((star, star + 1, f"* EXCEPT ({hidden})") for star in clause.select_stars)
-    for start, end, replacement in sorted(edits, reverse=True):
-        query = query[:start] + replacement + query[end:]
-    return query
+    return sql_rewrite.rewrite(spark, query)
 
 
 def sql(spark, query: str, **kwargs) -> DataFrame:
@@ -141,11 +133,6 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
         joined = timeweave.sql(spark, query)
         rejected = timeweave.dead_letters(spark, query)   # side, reason, row, clause
     """
-    from timeweave.core.match_sql import find_match_recognize
-    from timeweave.spark.dataframe import dead_letters as side_dead_letters
-    from timeweave.spark.match_recognize import match_recognize_with_rejects, rewrite_match_recognize
-    from timeweave.spark.subqueries import inline_subqueries
-
     formatter = _Formatter(spark)
     try:
         text = formatter.format(query, **kwargs) if kwargs else query
@@ -165,7 +152,7 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
             parts.append(rejected.withColumn("clause", F.lit(f"MATCH_RECOGNIZE #{n}")))
         text = rewrite_match_recognize(spark, text)
         for n, clause in enumerate(find_temporal_joins(text), start=1):
-            spec, left_df, right_df = _bind_clause(spark, clause, n)
+            spec, left_df, right_df = bind_clause(spark, clause, n)
             parts.append(side_dead_letters(left_df, right_df, spec).withColumn("clause", F.lit(spec.where)))
         if not parts:
             return spark.createDataFrame([], "side STRING, reason STRING, row STRING, clause STRING")
@@ -178,51 +165,26 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
             formatter.clear()
 
 
-def _bind_clause(spark, clause: TemporalJoinClause, n: int) -> tuple[TemporalJoinSpec, DataFrame, DataFrame]:
-    """The spec of join #``n`` of a query (checked against both sides) and its two sides as DataFrames."""
-    where = f"temporal join #{n} ({clause.right_name} AS {clause.right_alias})"
-    versioned = versioned_spec(spark, clause.right_name)
-    if versioned is None:
-        raise SpecError(
-            "versioned",
-            f"'{clause.right_name}' is not a versioned table: register it with timeweave.versioned_table(..., name=...) "
-            "or timeweave.register_versioned(...), or set timeweave.key / timeweave.time table properties",
-            where=where,
-        )
-    right_keys = [r for _, r in clause.key_pairs]
-    if sorted(right_keys) != sorted(versioned.key):
-        raise SpecError(
-            "ON",
-            f"the equalities join on {right_keys}, but the versioned table's key is {list(versioned.key)} "
-            "(a temporal join must equate the whole key, as in Flink)",
-            where=where,
-        )
-    by_right = {r: left for left, r in clause.key_pairs}
-    spec = TemporalJoinSpec(
-        versioned, left_time=clause.left_time, left_key=[by_right[k] for k in versioned.key], how=clause.how,
-        predicate=clause.predicate, where=where,
-    )
-    left_df = spark.sql(f"SELECT * FROM {clause.left_relation} AS __tw_probe")
-    right_df = spark.table(clause.right_name)
-    spec.bind(schema_kinds(left_df.schema), schema_kinds(right_df.schema))
-    return spec, left_df, right_df
+def register(spark) -> list[str]:
+    """Register the SQL functions timeweave's doors call on this session; idempotent.
+
+    The temporal join needs none (its plan is plain Spark SQL, so it also works in views); functions
+    of later operators are added to :data:`_FUNCTIONS`.  Returns the names registered.
+
+    Example::
+
+        timeweave.register(spark)
+    """
+    names: list[str] = []
+    for registrar in _FUNCTIONS:
+        names.extend(registrar(spark))
+    spark.conf.set(_REGISTERED, "true")
+    return names
 
 
-def _render_clause(spark, clause: TemporalJoinClause, n: int) -> str:
-    spec, left_df, right_df = _bind_clause(spark, clause, n)
-    versioned, where = spec.versioned, spec.where
-    right_columns = right_df.columns
-    # Flat right columns only where the name is free, so unqualified references keep one meaning.
-    flat_right = [c for c in right_columns if c not in left_df.columns and c not in versioned.meta_columns]
-    spec = TemporalJoinSpec(
-        versioned, left_time=spec.left_time, left_key=spec.left_key, how=spec.how, right_columns=flat_right,
-        predicate=spec.predicate, where=where,
-    )
-    body = render.temporal_join_sql(
-        spec, f"{clause.left_relation} AS __tw_left{n}", clause.right_name, left_df.columns, right_columns,
-        left_alias=clause.left_alias, right_alias=clause.right_alias, nested=True,
-    )
-    return f"({body}) AS __tw_join{n}"
+_REGISTERED = "timeweave.registered"
+#: Each operator's SQL-function registrar: ``registrar(spark)`` registers them and returns their names.
+_FUNCTIONS = (register_udtf,)
 
 
-__all__ = ["VersionedTableSpec", "dead_letters", "rewrite", "sql"]
+__all__ = ["VersionedTableSpec", "dead_letters", "register", "rewrite", "sql"]

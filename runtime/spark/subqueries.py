@@ -16,6 +16,8 @@ from pyspark.sql import types as T
 from timeweave.core.errors import QuerySyntaxError
 from timeweave.core.pattern import ClauseSpec, PatternValidationError, parse_clause, subqueries
 from timeweave.core.pattern import expr as E
+from timeweave.spark import sql_rewrite
+from timeweave.spark import temporal_join_sql as _temporal_join_sql  # noqa: F401 - its rewriter: a subquery may join
 
 #: ``x IN (subquery)`` becomes a list of constants; beyond this many, joining the input is the better plan.
 MAX_IN_VALUES = 100_000
@@ -41,15 +43,13 @@ def inline_subqueries(spark: Any, clause: str | ClauseSpec) -> ClauseSpec:
     found = subqueries.find(spec)
     if not found:
         return spec
-    from timeweave.spark.sql_door import sql as door_sql  # the SQL door imports this package's modules
-
     results: dict[str, list[tuple[Any, ...]]] = {}
     types: dict[str, str] = {}
     for node in found:
         if node.query in results:
             continue
         try:
-            df = door_sql(spark, node.query)
+            df = sql_rewrite.run(spark, node.query)  # as the SQL door runs it
             fields = df.schema.fields
         except QuerySyntaxError as error:
             raise PatternValidationError(f"in the subquery ({node.query}): {error.description}",

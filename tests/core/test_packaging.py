@@ -50,6 +50,8 @@ def test_every_module_ships_under_the_timeweave_name(wheel):
     assert not missing, f"modules missing from the wheel: {sorted(missing)[:10]}"
     assert "timeweave/py.typed" in names
     assert "timeweave/dbt_package/macros/timeweave_sql.sql" in names
+    assert "timeweave/dbt_package/macros/_timeweave_core.sql" in names
+    assert "timeweave/spark/timeweave_sql.sql" in names  # the plan's source, which the Python doors render
     assert "timeweave/dbt_package/dbt_project.yml" in names
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith((".dist-info", ".data"))}
     assert top_level == {"timeweave", "dbt_timeweave"}, f"unexpected top-level names: {sorted(top_level)}"

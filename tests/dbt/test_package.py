@@ -1,7 +1,8 @@
 """The timeweave dbt package's shape, without a JVM: dbt-utils-style layout (one public macro a file, named
 after it, that only dispatches), every argument documented in macros/schema.yml with a type dbt accepts, the
-docs checked by ``dbt parse`` itself, the default op lists equal to the core's, and the integration-tests
-project's seeds equal to Flink's case files."""
+docs checked by ``dbt parse`` itself, the generated files (the plan, the core's constants) equal to what
+``python -m timeweave.dbt_package.generate`` writes, the default op lists and dead-letter reasons equal to the
+core's, and the integration-tests project's seeds equal to Flink's case files."""
 
 from __future__ import annotations
 
@@ -15,13 +16,17 @@ import jinja2
 import pytest
 import yaml
 
+from timeweave.core.bad_rows import REJECT_REASONS
 from timeweave.core.changelog import DELETE_OPS, UPSERT_OPS
+from timeweave.dbt_package import generate
+from timeweave.spark.render import PLAN_FILE
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dbt_macros"
 MACROS = PACKAGE / "macros"
 PROJECT = PACKAGE / "integration_tests"
-# Files of private macros: the helpers of the public macros, and the plan that Python renders too.
-PRIVATE_FILES = ("_timeweave_internal.sql", "timeweave_sql.sql")
+# Files of private macros: the helpers of the public macros, and the generated ones (the plan that Python renders
+# too, the core's constants).
+PRIVATE_FILES = ("_timeweave_internal.sql", "timeweave_sql.sql", "_timeweave_core.sql")
 _MACRO = re.compile(r"{%-?\s*macro\s+(\w+)\s*\((.*?)\)\s*-?%}", re.S)
 
 
@@ -105,19 +110,74 @@ def _return(value: object) -> None:
     raise _Returned(value)
 
 
+class _Namespace:
+    """``timeweave.<macro>`` over macro files rendered with plain jinja2, ``return(...)`` giving the value."""
+
+    def __init__(self, *paths: Path) -> None:
+        env = jinja2.Environment(undefined=jinja2.StrictUndefined, extensions=["jinja2.ext.do"])
+        env.globals.update({"return": _return, "timeweave": self})
+        self._modules = [env.from_string(path.read_text()).module for path in paths]
+
+    def __getattr__(self, name: str) -> Any:
+        macro = next(getattr(m, name) for m in self._modules if hasattr(m, name))
+
+        def call(*args: Any) -> Any:
+            try:
+                macro(*args)
+            except _Returned as returned:
+                return returned.value
+            raise AssertionError(f"{name} returned nothing")
+
+        return call
+
+
 def _dbt_return_value(path: Path, macro: str) -> Any:
-    """What a dbt macro passes to ``return(...)``, rendered with plain jinja2."""
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, extensions=["jinja2.ext.do"])
-    env.globals["return"] = _return
-    module = env.from_string(path.read_text()).module
-    with pytest.raises(_Returned) as returned:
-        getattr(module, macro)()
-    return returned.value.value
+    """What a dbt macro passes to ``return(...)``, rendered with plain jinja2 (with the generated constants)."""
+    return getattr(_Namespace(path, MACROS / "_timeweave_core.sql"), macro)()
 
 
 def test_default_op_lists_equal_the_core_lists() -> None:
     assert tuple(_dbt_return_value(MACROS / "default_upsert_ops.sql", "default__default_upsert_ops")) == UPSERT_OPS
     assert tuple(_dbt_return_value(MACROS / "default_delete_ops.sql", "default__default_delete_ops")) == DELETE_OPS
+
+
+def test_generated_files_are_current() -> None:
+    # The plan's source is runtime/spark/timeweave_sql.sql; the dbt package's copy and the core's constants are
+    # generated (dbt's Jinja cannot import Python, and dbt loads macros from the package folder only).
+    stale = generate.stale_files()
+    assert not stale, f"stale generated files of the dbt package: {stale}; run `{generate.COMMAND}`"
+    plan = (MACROS / "timeweave_sql.sql").read_text()
+    assert plan.startswith("{#- GENERATED from ") and plan.endswith(PLAN_FILE.read_text())
+
+
+def test_a_stale_copy_is_found(tmp_path: Path) -> None:
+    (tmp_path / "macros").mkdir()
+    for name, text in generate.generated_files().items():
+        (tmp_path / name).write_text(text)
+    assert generate.stale_files(tmp_path) == []
+    edited = tmp_path / "macros" / "timeweave_sql.sql"
+    edited.write_text(edited.read_text().replace("ROW_NUMBER()", "RANK()", 1))
+    (tmp_path / "macros" / "_timeweave_core.sql").unlink()
+    assert generate.stale_files(tmp_path) == ["macros/timeweave_sql.sql", "macros/_timeweave_core.sql"]
+
+
+def test_generated_constants_are_the_cores() -> None:
+    # Each generated macro returns exactly the core's value (the Jinja literals round-trip, escapes included).
+    constants = _Namespace(MACROS / "_timeweave_core.sql")
+    assert constants.timeweave__reasons() == dict(REJECT_REASONS)
+    assert tuple(constants.timeweave__upsert_ops()) == UPSERT_OPS
+    assert tuple(constants.timeweave__delete_ops()) == DELETE_OPS
+    hostile = ['a"b', "c\\d", "é\n", "{x}"]
+    module = jinja2.Environment().from_string("{{ value == " + generate.jinja_literal(hostile) + " }}")
+    assert module.render(value=hostile) == "True"
+
+
+def test_the_plan_reads_the_dead_letter_reasons_from_the_core() -> None:
+    # No reason text of the temporal join is written in the plan: it renders REJECT_REASONS.
+    plan = PLAN_FILE.read_text()
+    for reason in ("'NULL key column", "'NULL time column", "'unknown op", "'NULL event time", "'NULL'"):
+        assert reason not in plan, reason
+    assert "timeweave.timeweave__reasons()" in plan
 
 
 SEEDS = PROJECT / "seeds"

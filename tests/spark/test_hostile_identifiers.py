@@ -367,7 +367,7 @@ class _DbtMacros:
             "exceptions": type("Exceptions", (), {"raise_compiler_error": staticmethod(self._fail)})(),
             "config": {"materialized": "table"},
         })
-        macros = Path(render.MACRO_FILE).parent
+        macros = Path(__file__).resolve().parents[2] / "dbt_macros" / "macros"
         # Jinja does not export macros whose name starts with "_": the package's helpers are renamed to load.
         self._modules = [
             env.from_string(path.read_text().replace("macro _", "macro private_").replace("timeweave._", "timeweave.private_")).module

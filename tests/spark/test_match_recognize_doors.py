@@ -16,6 +16,7 @@ import random
 import re
 from collections import Counter
 from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,28 @@ def test_sql_door_over_a_cte_subquery_and_twice_in_one_query(spark) -> None:
     assert got == expected + expected
 
 
+def test_nested_sql_of_match_recognize_runs_the_temporal_join_rewriter(spark) -> None:
+    # MATCH_RECOGNIZE's input relation and its subqueries are SQL the door runs through the clause-rewriter
+    # registry (timeweave.spark.sql_rewrite), not through the SQL door: a temporal join inside them is rewritten.
+    from timeweave.core.spec import VersionedTableSpec
+
+    t0 = datetime(2024, 1, 1)
+    orders = spark.createDataFrame([(f"o{i}", "x", t0 + timedelta(minutes=i)) for i in range(8)],
+                                   "id STRING, cur STRING, t TIMESTAMP")
+    rates = spark.createDataFrame([("x", t0, 1.0), ("x", t0 + timedelta(minutes=3), 3.0),
+                                   ("x", t0 + timedelta(minutes=6), 2.0)], "cur STRING, ut TIMESTAMP, rate DOUBLE")
+    orders.createOrReplaceTempView("tw_nested_orders")
+    timeweave.register_versioned(spark, "tw_nested_rates", rates, VersionedTableSpec("cur", "ut"))
+    joined = ("(SELECT o.id, o.cur, o.t, r.rate FROM tw_nested_orders AS o "
+              "JOIN tw_nested_rates FOR SYSTEM_TIME AS OF o.t AS r ON o.cur = r.cur)")
+    clause = ("PARTITION BY cur ORDER BY t MEASURES FIRST(A.id) AS first_id, COUNT(*) AS n PATTERN (A+) "
+              "DEFINE A AS A.rate >= (SELECT max(rate) FROM " + joined + " j)")
+    got = timeweave.sql(spark, f"SELECT * FROM {joined} MATCH_RECOGNIZE ({clause}) AS m").collect()
+    assert [(r.first_id, r.n) for r in got] == [("o3", 3)]  # the rows at rate 3.0, the highest joined rate
+    by_dataframe = timeweave.match_recognize(timeweave.sql(spark, "SELECT * FROM " + joined + " j"), clause).collect()
+    assert [(r.first_id, r.n) for r in by_dataframe] == [("o3", 3)]
+
+
 def test_all_rows_schema_order_and_types(spark) -> None:
     schema = T.StructType([T.StructField(n, t) for n, t in [
         ("v", T.IntegerType()), ("K", T.StringType()), ("t", T.TimestampType()), ("d", T.DecimalType(10, 2))]])
@@ -189,8 +212,27 @@ def test_all_rows_schema_order_and_types(spark) -> None:
                     MIN(A.d) AS md, A.v * 2.5 AS x, MATCH_ROWTIME() AS mt ALL ROWS PER MATCH
                     PATTERN (A) DEFINE A AS true""", schema)
     assert [(f.name, f.dataType.simpleString()) for f in bound.schema.fields] == [
-        ("K", "string"), ("t", "timestamp"), ("c", "string"), ("s", "bigint"), ("sd", "decimal(38,2)"),
+        ("K", "string"), ("t", "timestamp"), ("c", "string"), ("s", "bigint"), ("sd", "decimal(20,2)"),
         ("md", "decimal(10,2)"), ("x", "double"), ("mt", "timestamp"), ("v", "int"), ("d", "decimal(10,2)")]
+
+
+def test_avg_and_sum_over_decimal_are_typed_and_rounded_as_sparks_own(spark, registered) -> None:
+    # The core's typer follows Spark's AVG (decimal(p+4, s+4)) and SUM (decimal(p+10, s)); the values, rounded
+    # half up to that scale, equal Spark SQL's own aggregates over the same rows in the DataFrame and SQL doors.
+    rows = [("a", datetime(2024, 1, 1, 0, 0, i), Decimal(v)) for i, v in
+            enumerate(["1.00", "2.00", "2.00", "0.01", "99999999.99", "-3.33"])]
+    rows += [("b", datetime(2024, 1, 1, 0, 0, i), Decimal(v)) for i, v in enumerate(["0.01", "0.02", "0.02"])]
+    df = spark.createDataFrame(rows, "k STRING, t TIMESTAMP, d DECIMAL(10,2)")
+    df.createOrReplaceTempView("tw_decimals")
+    clause = "PARTITION BY k ORDER BY t MEASURES AVG(A.d) AS a, SUM(A.d) AS s PATTERN (A+) DEFINE A AS true"
+    expected = spark.sql("SELECT k, avg(d) AS a, sum(d) AS s FROM tw_decimals GROUP BY k")
+    dataframe_door = timeweave.match_recognize(df, clause)
+    udtf_door = spark.sql(f"SELECT * FROM timeweave_match_recognize(TABLE(tw_decimals), {sql_string(clause)})")
+    for out in (dataframe_door, udtf_door):
+        assert out.schema == expected.schema, out.schema.simpleString()
+        assert sorted(out.collect()) == sorted(expected.collect())
+    assert expected.schema["a"].dataType == T.DecimalType(14, 6)  # what Spark itself says
+    assert sorted(dataframe_door.collect())[1]["a"] == Decimal("0.016667")  # 0.05 / 3, half up
 
 
 # -- bad input: errors before any Spark job, positioned --------------------------------------------------------

@@ -990,7 +990,7 @@ class FastRun:
     @classmethod
     def from_state(cls, data: dict[str, Any]) -> FastRun:
         """The attempt :meth:`to_state` gave, without its compiled part (:meth:`attach` adds it)."""
-        from timeweave.core.state_codec import expect
+        from timeweave.core.state_data import expect
 
         def labels(value: Any) -> Any:
             expect(isinstance(value, list) and all(type(x) is int for x in value), "match attempt: bad label ids")
@@ -1019,7 +1019,7 @@ class FastRun:
         self.binding = binding
         unknown = [pc for pc, _ in self._pcs if pc not in binding.entries]
         if unknown:
-            from timeweave.core.state_codec import expect
+            from timeweave.core.state_data import expect
 
             expect(False, f"match attempt: instructions {unknown} are not in the compiled pattern")
         self.threads = [(binding.entries[pc], state) for pc, state in self._pcs]

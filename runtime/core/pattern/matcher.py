@@ -334,7 +334,7 @@ class Run:
     @classmethod
     def from_state(cls, data: dict[str, Any], program: Program) -> Run:
         """The attempt :meth:`to_state` gave, on ``program`` (the clause's); :meth:`rebind` attaches the rest."""
-        from timeweave.core.state_codec import expect
+        from timeweave.core.state_data import expect
 
         run = cls.__new__(cls)
         run.program = program

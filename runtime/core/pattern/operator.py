@@ -35,7 +35,7 @@ from timeweave.core.pattern.budget import MatchBudget
 from timeweave.core.pattern.partition import PartitionMatcher, elapsed, sort_key
 from timeweave.core.pattern.spec import ClauseSpec
 from timeweave.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
-from timeweave.core.state_codec import expect
+from timeweave.core.state_data import expect
 
 # State names, declared once.
 BUFFER = "mr-buffer"  # list[tuple[int, int, dict]]: (event time µs, arrival seq, row) waiting for the watermark

@@ -30,6 +30,7 @@ from functools import lru_cache
 from numbers import Real
 from typing import Any
 
+from timeweave.core.bad_rows import reject_reason
 from timeweave.core.errors import SpecError
 from timeweave.core.pattern.budget import DEFAULT_BUDGET, MatchBudget, MatchBudgetExceeded
 from timeweave.core.pattern.clause import CompiledClause
@@ -251,7 +252,7 @@ class PartitionMatcher:
 
         ``budget`` and ``dead_letter`` are the caller's (configuration, not state); the work spent is state.
         """
-        from timeweave.core.state_codec import expect
+        from timeweave.core.state_data import expect
 
         expect(isinstance(data, dict), "matcher state: expected a map")
         matcher = cls.__new__(cls)
@@ -726,7 +727,7 @@ def null_event_time_reason(column: str) -> str:
     >>> null_event_time_reason("rowtime")
     'NULL event time column rowtime'
     """
-    return f"NULL event time column {column}"
+    return reject_reason("null_event_time", column)
 
 
 def match_recognize(

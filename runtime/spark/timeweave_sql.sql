@@ -1,0 +1,314 @@
+{#-
+  Calls between these macros are written `timeweave.<macro>`: dbt resolves a package's macros that way from
+  any project, and the Python renderer provides a `timeweave` namespace over this file.
+
+  THE temporal-join plan of timeweave, as pure Jinja: no dbt context is used here, so the Python
+  DataFrame / SQL doors render this very file with jinja2 (timeweave.spark.render) and dbt models render
+  it through the public macros.  One plan, every batch door.  This file is the source: the dbt package's
+  macros/timeweave_sql.sql is a generated copy (`python -m timeweave.dbt_package.generate`; a test fails
+  while they differ).
+
+  The core's constants come through macros of the same namespace: timeweave.timeweave__reasons() (the
+  dead-letter reasons of timeweave.core.bad_rows) and timeweave.timeweave__upsert_ops() / __delete_ops()
+  (timeweave.core.changelog).  Python provides them from the core; the dbt package has them generated
+  (macros/_timeweave_core.sql).
+
+  Rules implemented (the same rules runtime/core/versioned.py states for the streaming operator):
+  - a version is valid from its time (inclusive) to the key's next event (exclusive);
+  - a delete event ends validity at its time; a later upsert starts a new version;
+  - ties (same key and time): the highest sequence (last in input order) wins;
+  - the extra predicate is applied to the version found, never used to search for another one;
+  - a left row with a NULL key or NULL time can never match: a LEFT join keeps it, unmatched (right side
+    NULL), as SQL's LEFT JOIN, Flink and DuckDB do; an INNER join drops it and the dead letter lists it
+    (timeweave__probe_sql and timeweave__dead_letter_sql, the two places that read `how` for it).
+
+  Plan: see timeweave__matched_sql (a per-key bucketed range join: no sort of the left side, no
+  per-key range join multiplying rows by versions, skew-proof bucket widths).
+
+  Relations (`left`, `right`) are SQL text: a table name, a ref() or "(subquery)".
+  Column lists are explicit; the public dbt macros introspect them, Python passes the DataFrame's.
+-#}
+
+{#- An identifier (column, alias) from users or data, quoted: inside backticks Spark reads every character
+    literally except the backtick, written twice (no backslash escapes, no configuration changes that). -#}
+{%- macro timeweave__q(name) -%}
+`{{ name | replace('`', '``') }}`
+{%- endmacro -%}
+
+{#- Any text from users or data (a column name in a reason or as a named_struct field, an op code) as a SQL
+    STRING expression whose SQL text holds none of the text's characters: CAST(X'<UTF-8 hex>' AS STRING).
+    Escaping is not relied upon: Spark's string literals take backslash escapes, doubled quotes and
+    adjacent-literal concatenation, and `spark.sql.parser.escapedStringLiterals` turns the backslash rules
+    off, so an escaped literal means different things under different settings.  Hex digits mean one thing
+    everywhere.  The cast of a binary literal is foldable, so it is accepted where Spark wants a constant
+    (named_struct field names, a UDTF's constant argument).  Plain text ([A-Za-z0-9_ ]) stays a readable
+    '...' literal: those characters are inert in a literal under every setting.
+    timeweave.spark.render.sql_string renders this macro for Python, so both doors share the one rule. -#}
+{%- macro timeweave__str(text) -%}
+{%- set s = text | string -%}
+{%- if s | list | reject('in', 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_ ') | list | length == 0 -%}
+'{{ s }}'
+{%- else -%}
+CAST(X'{{ s.encode('utf-8').hex() | upper }}' AS STRING)
+{%- endif -%}
+{%- endmacro -%}
+
+{%- macro timeweave__in_list(values) -%}
+{%- for v in values -%}{{ timeweave.timeweave__str(v) }}{{ ", " if not loop.last }}{%- endfor -%}
+{%- endmacro -%}
+
+{#- Input order when no sequence column is given: file path, then position (rows of one file keep their
+    order; rows of different files are ordered by path).  Give a `sequence` column for full control. -#}
+{%- macro timeweave__input_order() -%}
+named_struct('file', input_file_name(), 'pos', monotonically_increasing_id())
+{%- endmacro -%}
+
+{#- SQL boolean: is this right row a delete?  NULL means an unknown op (dead letter). -#}
+{%- macro timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) -%}
+{%- if format == 'changelog' -%}
+CASE WHEN trim({{ timeweave.timeweave__q(op) }}) IN ({{ timeweave.timeweave__in_list(upsert_ops) }}) THEN false WHEN trim({{ timeweave.timeweave__q(op) }}) IN ({{ timeweave.timeweave__in_list(delete_ops) }}) THEN true END
+{%- elif format == 'upsert' and delete_flag -%}
+coalesce({{ timeweave.timeweave__q(delete_flag) }}, false)
+{%- else -%}
+false
+{%- endif -%}
+{%- endmacro -%}
+
+{#- SQL string: why this row cannot be used (NULL when it can).  The reasons' text is the core's
+    (timeweave.core.bad_rows.REJECT_REASONS: "{column}" is the column, "{op}" the op code read). -#}
+{%- macro timeweave__reject_reason(side, key, time, format='append', op=none, delete_flag=none, upsert_ops=[], delete_ops=[]) -%}
+{%- set reasons = timeweave.timeweave__reasons() -%}
+CASE
+{%- for k in key %}
+  WHEN {{ timeweave.timeweave__q(k) }} IS NULL THEN {{ timeweave.timeweave__str(reasons['null_key'] | replace('{column}', k)) }}
+{%- endfor %}
+  WHEN {{ timeweave.timeweave__q(time) }} IS NULL THEN {{ timeweave.timeweave__str(reasons['null_time'] | replace('{column}', time)) }}
+{%- if side == 'right' and format == 'changelog' %}
+{%- set around = reasons['unknown_op'].split('{op}') %}
+  WHEN ({{ timeweave.timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL THEN concat({{ timeweave.timeweave__str(around[0] | replace('{column}', op)) }}, coalesce(cast({{ timeweave.timeweave__q(op) }} AS STRING), {{ timeweave.timeweave__str(reasons['null_op']) }}), {{ timeweave.timeweave__str(around[1] | replace('{column}', op)) }})
+{%- endif %}
+END
+{%- endmacro -%}
+
+{#- The right side as version events: __tw_k<i>, __tw_t, __tw_seq, __tw_deleted, __tw_p (all right columns). -#}
+{%- macro timeweave__right_events_sql(right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, upsert_ops=[], delete_ops=[]) -%}
+SELECT
+{%- for k in key %}
+  {{ timeweave.timeweave__q(k) }} AS __tw_k{{ loop.index0 }},
+{%- endfor %}
+  CAST({{ timeweave.timeweave__q(time) }} AS TIMESTAMP) AS __tw_t,
+  {% if sequence %}{{ timeweave.timeweave__q(sequence) }}{% else %}{{ timeweave.timeweave__input_order() }}{% endif %} AS __tw_seq,
+  {{ timeweave.timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }} AS __tw_deleted,
+  named_struct({% for c in right_columns %}{{ timeweave.timeweave__str(c) }}, {{ timeweave.timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_p
+FROM {{ right }}
+WHERE ({{ timeweave.timeweave__reject_reason('right', key, time, format, op, delete_flag, upsert_ops, delete_ops) }}) IS NULL
+{%- endmacro -%}
+
+{#- Left rows matched with the version in force at their time, in the flat form timeweave__probe_sql
+    describes: no version (__tw_found false, __tw_p NULL) before the key's first version or inside a deleted
+    span.  Left rows with a NULL key or time find no version; the probe keeps them for a LEFT join only
+    (see timeweave__probe_sql).
+
+    Plan (a bucketed range join, exact; O(n log n) in the versions and O(1) probes per left row):
+    1. one event per (key, time): the highest sequence wins (ROW_NUMBER);
+    2. validity end = the key's next event time (LEAD); deletes end intervals and are then dropped;
+    3. per key, a bucket width w = key's time span / its event count, so a key has about 2 buckets per
+       version however skewed the keys are (a hot key gets narrow buckets, a quiet key wide ones);
+    4. each interval is exploded into the buckets it covers; a left row probes the (key, bucket) of its
+       time (clamped to the key's first and last bucket; the open-ended version lives in the last) and
+       checks the exact range.  Intervals of a key are disjoint, so at most one matches.
+    The left side is never sorted nor shuffled when the versions fit a broadcast; a hot key spreads over
+    many buckets otherwise. -#}
+{%- macro timeweave__matched_sql(left, left_columns, left_key, left_time, events, nkeys, how='inner') -%}
+WITH __tw_ev AS ({{ events }}),
+__tw_st AS ({{ timeweave.timeweave__stats_sql('__tw_ev', nkeys) }}),
+__tw_iv AS ({{ timeweave.timeweave__intervals_sql('__tw_ev', '__tw_st', nkeys) }})
+{{ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, '__tw_st', '__tw_iv', nkeys, how) }}
+{%- endmacro -%}
+
+{#- Step 3's per-key statistics over version events: bucket width __tw_w, the last event time __tw_umax, the
+    key's first bucket __tw_b0, its bucket count __tw_nb and __tw_off, where its buckets start in one
+    numbering of all keys' buckets (keys in order).  The probe's second lookup is then by one BIGINT (the
+    global bucket __tw_gb), a direct array index in Spark's long hashed relation, instead of hashing and
+    comparing a (key..., bucket) row per left row.  The window has no partition: one row per key. -#}
+{%- macro timeweave__stats_sql(events, nkeys) -%}
+{%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
+SELECT *, coalesce(sum(__tw_nb) OVER (ORDER BY {{ ks | join(', ') }} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0L) AS __tw_off
+FROM (
+  SELECT *, __tw_umax DIV __tw_w - __tw_b0 + 1 AS __tw_nb
+  FROM (
+    SELECT *, __tw_umin DIV __tw_w AS __tw_b0
+    FROM (
+      SELECT {{ ks | join(', ') }}, greatest(1L, (max(unix_micros(__tw_t)) - min(unix_micros(__tw_t))) DIV count(1)) AS __tw_w,
+        max(unix_micros(__tw_t)) AS __tw_umax, min(unix_micros(__tw_t)) AS __tw_umin
+      FROM {{ events }}
+      GROUP BY {{ ks | join(', ') }}
+    ) __tw_a
+  ) __tw_b
+) __tw_c
+{%- endmacro -%}
+
+{#- Steps 1, 2 and 4: validity intervals of the versions (deletes dropped), exploded into their buckets
+    (__tw_bucket within the key, __tw_gb in the numbering of all keys' buckets the statistics define). -#}
+{%- macro timeweave__intervals_sql(events, stats, nkeys) -%}
+{%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
+SELECT {{ ks | join(', ') }}, __tw_t, __tw_valid_to, __tw_p, __tw_bucket, __tw_off + __tw_bucket - __tw_b0 AS __tw_gb
+FROM (
+  SELECT __tw_iv.*, __tw_s2.__tw_w, __tw_s2.__tw_off, __tw_s2.__tw_b0,
+    explode(sequence(unix_micros(__tw_iv.__tw_t) DIV __tw_s2.__tw_w,
+                     coalesce(unix_micros(__tw_iv.__tw_valid_to) - 1, __tw_s2.__tw_umax) DIV __tw_s2.__tw_w)) AS __tw_bucket
+  FROM (
+    SELECT *, LEAD(__tw_t) OVER (PARTITION BY {{ ks | join(', ') }} ORDER BY __tw_t) AS __tw_valid_to
+    FROM (
+      SELECT *, ROW_NUMBER() OVER (PARTITION BY {{ ks | join(', ') }}, __tw_t ORDER BY __tw_seq DESC) AS __tw_rn
+      FROM {{ events }}
+    ) __tw_d
+    WHERE __tw_rn = 1
+  ) __tw_iv
+  JOIN {{ stats }} __tw_s2 ON {% for k in ks %}__tw_iv.{{ k }} = __tw_s2.{{ k }}{{ " AND " if not loop.last }}{% endfor %}
+  WHERE NOT __tw_iv.__tw_deleted
+) __tw_x
+{%- endmacro -%}
+
+{#- The probe: each valid left row looks up the (key, bucket) of its time (one global bucket number) and checks
+    the exact range.
+    Output (the flat `matched` relation finalize reads): the left columns as __tw_c<i> (by position in
+    left_columns), __tw_p (the version's struct of right columns, NULL without a version), __tw_found,
+    __tw_vf / __tw_vt (the version's validity).  The left row travels through both joins as plain columns:
+    a struct of it was built per row and taken apart again after the joins (with the second lookup, most
+    of the probe's per-row CPU at 10 M rows), and flat columns the output does not read are pruned.
+    A left row with a NULL key or NULL time finds no statistics (NULL never equals) and so no version: a
+    LEFT join (how='left') keeps it, unmatched; an INNER join filters it out here (it is a dead letter), so
+    it travels through neither join. -#}
+{%- macro timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, nkeys, how='inner') -%}
+{%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
+SELECT {% for c in left_columns %}__tw_lb.__tw_c{{ loop.index0 }}, {% endfor %}__tw_b.__tw_p,
+  __tw_b.__tw_t IS NOT NULL AS __tw_found, __tw_b.__tw_t AS __tw_vf, __tw_b.__tw_valid_to AS __tw_vt
+FROM (
+  SELECT __tw_lr.*,
+    -- the key's bucket of the row's time, clamped to the key's buckets (a row outside the key's first
+    -- and last event cannot match an interval in the clamped bucket either: the range check holds)
+    __tw_s.__tw_off + least(greatest(__tw_lr.__tw_lu DIV __tw_s.__tw_w, __tw_s.__tw_b0), __tw_s.__tw_umax DIV __tw_s.__tw_w) - __tw_s.__tw_b0 AS __tw_gb
+  FROM (
+    SELECT {% for k in left_key %}{{ timeweave.timeweave__q(k) }} AS __tw_k{{ loop.index0 }}, {% endfor %}unix_micros(CAST({{ timeweave.timeweave__q(left_time) }} AS TIMESTAMP)) AS __tw_lu
+      {%- for c in left_columns %}, {{ timeweave.timeweave__q(c) }} AS __tw_c{{ loop.index0 }}{% endfor %}
+    FROM {{ left }}
+{%- if how != 'left' %}
+    WHERE ({{ timeweave.timeweave__reject_reason('left', left_key, left_time) }}) IS NULL
+{%- endif %}
+  ) __tw_lr
+  LEFT JOIN {{ stats }} __tw_s ON {% for k in ks %}__tw_lr.{{ k }} = __tw_s.{{ k }}{{ " AND " if not loop.last }}{% endfor %}
+) __tw_lb
+LEFT JOIN {{ intervals }} __tw_b
+ON __tw_lb.__tw_gb = __tw_b.__tw_gb
+  AND __tw_lb.__tw_lu >= unix_micros(__tw_b.__tw_t)
+  AND (__tw_b.__tw_valid_to IS NULL OR __tw_lb.__tw_lu < unix_micros(__tw_b.__tw_valid_to))
+{%- endmacro -%}
+
+{#- Join type, extra predicate, projection: the one finalize step of every door (batch and streaming).
+    `matched` is flat: the left columns as __tw_c<i> (by position in left_columns), __tw_p (struct of the
+    version's right columns, NULL without one), __tw_found (a version is in force), __tw_vf / __tw_vt (its
+    validity).  output_right: [[source_column, output_name], ...].  The sides are structs named by their
+    aliases only for the predicate and nested=true (the SQL door's outer query reads `o.col` / `r.col`); the
+    plain output reads the flat columns, so no struct is built per row for it. -#}
+{%- macro timeweave__finalize_flat_sql(matched, left_columns, right_columns, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false) -%}
+{%- set left_struct -%}
+named_struct({% for c in left_columns %}{{ timeweave.timeweave__str(c) }}, __tw_c{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %})
+{%- endset -%}
+SELECT
+{%- for c in left_columns %}
+  __tw_c{{ loop.index0 }} AS {{ timeweave.timeweave__q(c) }},
+{%- endfor %}
+{%- for pair in output_right %}
+  CASE WHEN __tw_ok THEN __tw_p.{{ timeweave.timeweave__q(pair[0]) }} END AS {{ timeweave.timeweave__q(pair[1]) }},
+{%- endfor %}
+{%- if valid_from %}
+  CASE WHEN __tw_ok THEN __tw_vf END AS {{ timeweave.timeweave__q(valid_from) }},
+{%- endif %}
+{%- if valid_to %}
+  CASE WHEN __tw_ok THEN __tw_vt END AS {{ timeweave.timeweave__q(valid_to) }},
+{%- endif %}
+{%- if nested %}
+  {{ left_struct }} AS {{ timeweave.timeweave__q(left_alias) }},
+  CASE WHEN __tw_ok THEN __tw_p END AS {{ timeweave.timeweave__q(right_alias) }},
+{%- endif %}
+  __tw_ok AS __tw_matched
+FROM (
+  SELECT *, coalesce(__tw_found{% if predicate %} AND ({{ predicate }}){% endif %}, false) AS __tw_ok
+  FROM (
+    SELECT *{% if predicate %}, {{ left_struct }} AS {{ timeweave.timeweave__q(left_alias) }}, __tw_p AS {{ timeweave.timeweave__q(right_alias) }}{% endif %}
+    FROM {{ matched }}
+  ) __tw_m
+) __tw_f
+{%- if how == 'inner' %}
+WHERE __tw_ok
+{%- endif %}
+{%- endmacro -%}
+
+{#- finalize over the streaming operator's struct form: `matched` has __tw_l (struct of all left columns)
+    and __tw_v (struct deleted, valid_from, valid_to, p; NULL when no version is in force), taken apart
+    into the flat form of timeweave__finalize_flat_sql. -#}
+{%- macro timeweave__finalize_sql(matched, left_columns, right_columns, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false) -%}
+{%- set flat -%}
+(SELECT {% for c in left_columns %}__tw_l.{{ timeweave.timeweave__q(c) }} AS __tw_c{{ loop.index0 }}, {% endfor %}__tw_v.p AS __tw_p,
+  (__tw_v IS NOT NULL AND NOT __tw_v.deleted) AS __tw_found, __tw_v.valid_from AS __tw_vf, __tw_v.valid_to AS __tw_vt
+FROM {{ matched }}) __tw_fm
+{%- endset -%}
+{{ timeweave.timeweave__finalize_flat_sql(flat, left_columns, right_columns, output_right, how, predicate, left_alias, right_alias, valid_from, valid_to, nested) }}
+{%- endmacro -%}
+
+{#- The right side's half of the plan as two relations a sliced backfill builds once and every slice probes:
+    what="stats" gives the per-key statistics, what="intervals" the exploded validity intervals.  `stats`
+    names an already built statistics relation of the same `right` for the intervals to use (so they do
+    not derive them again); `right_columns` are the columns the probe reads from a version (__tw_p). -#}
+{%- macro timeweave__versions_sql(what, right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, upsert_ops=[], delete_ops=[], stats=none) -%}
+WITH __tw_ev AS ({{ timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops) }}),
+__tw_st AS ({% if stats %}SELECT * FROM {{ stats }}{% else %}{{ timeweave.timeweave__stats_sql('__tw_ev', key | length) }}{% endif %})
+{% if what == 'stats' %}SELECT * FROM __tw_st{% else %}{{ timeweave.timeweave__intervals_sql('__tw_ev', '__tw_st', key | length) }}{% endif %}
+{%- endmacro -%}
+
+{#- The left half: the temporal join of `left` against relations built by timeweave__versions_sql. -#}
+{%- macro timeweave__probe_join_sql(left, stats, intervals, left_columns, right_columns, left_key, left_time, key, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none) -%}
+SELECT * EXCEPT (__tw_matched) FROM (
+{{ timeweave.timeweave__finalize_flat_sql(
+    "(" ~ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, key | length, how) ~ ") __tw_mm",
+    left_columns, right_columns, output_right, how, predicate, left_alias, right_alias, valid_from, valid_to) }}
+) __tw_out
+{%- endmacro -%}
+
+{#- The whole event-time temporal join as one query (the batch doors' plan). -#}
+{%- macro timeweave__temporal_join_sql(left, right, left_columns, right_columns, left_key, left_time, key, time, output_right, how='inner', format='append', op=none, delete_flag=none, sequence=none, predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false, upsert_ops=[], delete_ops=[]) -%}
+SELECT * EXCEPT (__tw_matched) FROM (
+{{ timeweave.timeweave__finalize_flat_sql(
+    "(" ~ timeweave.timeweave__matched_sql(left, left_columns, left_key, left_time,
+        timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops),
+        key | length, how) ~ ") __tw_mm",
+    left_columns, right_columns, output_right, how, predicate, left_alias, right_alias, valid_from, valid_to, nested) }}
+) __tw_out
+{%- endmacro -%}
+
+{#- A versioned table's history: one row per version with [valid_from, valid_to); deletes end versions
+    and do not appear themselves.  Tied events: the highest sequence wins. -#}
+{%- macro timeweave__versioned_view_sql(right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, valid_from='valid_from', valid_to='valid_to', upsert_ops=[], delete_ops=[]) -%}
+{%- set meta = [op, delete_flag, sequence] | reject('none') | list -%}
+SELECT {% for c in right_columns if c not in meta %}__tw_p.{{ timeweave.timeweave__q(c) }} AS {{ timeweave.timeweave__q(c) }}, {% endfor %}__tw_t AS {{ timeweave.timeweave__q(valid_from) }}, __tw_next AS {{ timeweave.timeweave__q(valid_to) }}
+FROM (
+  SELECT *, LEAD(__tw_t) OVER (PARTITION BY {% for k in key %}__tw_k{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %} ORDER BY __tw_t) AS __tw_next
+  FROM (
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY {% for k in key %}__tw_k{{ loop.index0 }}, {% endfor %}__tw_t ORDER BY __tw_seq DESC) AS __tw_rn
+    FROM ({{ timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops) }}) __tw_e
+  ) __tw_d
+  WHERE __tw_rn = 1
+) __tw_h
+WHERE NOT __tw_deleted
+{%- endmacro -%}
+
+{#- Rows of one side that cannot take part, with the reason: the dead-letter output.  `how` is the join's:
+    a LEFT join outputs its left rows with a NULL key or time (unmatched), so they are no dead letters. -#}
+{%- macro timeweave__dead_letter_sql(relation, columns, side, key, time, format='append', op=none, delete_flag=none, upsert_ops=[], delete_ops=[], how='inner') -%}
+SELECT {% for c in columns %}{{ timeweave.timeweave__q(c) }}, {% endfor %}{{ timeweave.timeweave__str(side) }} AS __tw_side, __tw_reason AS reason FROM (
+  SELECT *, {{ timeweave.timeweave__reject_reason(side, key, time, format, op, delete_flag, upsert_ops, delete_ops) }} AS __tw_reason
+  FROM {{ relation }}
+) __tw_r
+WHERE __tw_reason IS NOT NULL{% if side == 'left' and how == 'left' %} AND false{% endif %}
+{%- endmacro -%}
