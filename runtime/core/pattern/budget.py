@@ -23,7 +23,7 @@ The check is made at points fixed by the rows alone (each general-VM row step, e
 re-reads rows), never by how the rows were batched, so every door dead-letters the same rows.
 
 >>> MatchBudget.from_mapping({"work_per_row": 50})
-MatchBudget(max_threads=10000, work_per_row=50, base_work=100000)
+MatchBudget(max_threads=10000, work_per_row=50, base_work=50000)
 >>> MatchBudget.from_mapping({"max_thread": 5})
 Traceback (most recent call last):
 ...
@@ -53,12 +53,12 @@ class MatchBudget:
     ...
     runtime.core.errors.SpecError: match_recognize: argument 'match_recognize.budget.max_threads': must be a positive integer, got 0
     >>> MatchBudget().allowance(1_000)
-    300000
+    750000
     """
 
     max_threads: int = 10_000
-    work_per_row: int = 200
-    base_work: int = 100_000
+    work_per_row: int = 700
+    base_work: int = 50_000
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -97,6 +97,47 @@ class MatchBudget:
 
 
 _KEYS = tuple(item.name for item in fields(MatchBudget))
+
+
+@dataclass(frozen=True, slots=True)
+class WorkWeights:
+    """Work units of the matcher's operations, so that a unit costs about the same CPU time whatever the pattern.
+
+    Calibrated with ``bench/match_budget.py --calibrate`` (CPU time of the fuzzed corpus against the
+    operation counts, 2026-11-26): one unit is about a microsecond of CPU on the reference machine.
+    Counting the operations, not timing them, keeps the budget deterministic: every door and every
+    batching of the rows spends the same units.
+
+    General VM (:class:`~runtime.core.pattern.matcher.Run`, weights per operation):
+
+    * ``attempt``: starting a match attempt; ``step``: one attempt stepping over one row (fixed part);
+    * ``evaluation``: one thread evaluated on one row, plus ``aggregate`` per DEFINE aggregate it updates
+      or reads back and ``node`` per expression node of its label's condition;
+    * ``visit``: one instruction followed; ``signature`` plus ``signature_part`` per part for each thread
+      signature computed (:mod:`~runtime.core.pattern.equivalence` memoizes them per step; a signature of
+      the whole history, for DEFINEs reading CLASSIFIER, is hashed at every visit: its parts are charged there).
+
+    Fast path (:class:`~runtime.core.pattern.fast.FastRun`): ``fast_row`` per row an attempt steps over,
+    times the program's largest thread set.  Output: ``output_row`` per row, ``measure`` per measure
+    evaluated in it, ``matched_row`` per row of a match read back for its measures.
+    """
+
+    attempt: int = 5
+    step: int = 5
+    evaluation: int = 4
+    aggregate: int = 1
+    node: int = 0
+    visit: int = 1
+    signature: int = 2
+    signature_part: int = 1
+    fast_row: int = 2
+    output_row: int = 4
+    measure: int = 2
+    matched_row: int = 1
+
+
+#: The calibrated weights every matcher uses.
+WORK_WEIGHTS = WorkWeights()
 
 #: The budget every door uses unless told otherwise.
 DEFAULT_BUDGET = MatchBudget()

@@ -55,6 +55,7 @@ from typing import Any
 
 from runtime.core.pattern import expr as E
 from runtime.core.pattern.aggregates import CORE_AGGREGATES
+from runtime.core.pattern.budget import WORK_WEIGHTS
 from runtime.core.pattern.errors import MatchRuntimeError
 from runtime.core.pattern.expressions import ExpressionCompiler, LabelSet, RowSource, sql_and, sql_or
 from runtime.core.pattern.matcher import MatchResult
@@ -469,6 +470,7 @@ class FastBinding:
         self.fast = fast
         self.rows = rows
         self.frame = Frame(rows)
+        self.row_cost = WORK_WEIGHTS.fast_row  # work units of a row an attempt steps over (the budget's meter)
         per_label = [self._consumer(label) for label in range(len(fast.program.label_names))]
         self.consume: dict[int, Consume] = {pc: per_label[label] for pc, label in fast.label_of.items()}
         # One entry per label pc, [consume, successor entries, reaches done?, pc]: a thread is
@@ -833,6 +835,7 @@ class FastRun:
             first = position
             rewound = 0
             work, reached, budget = meter.work, meter.reached, meter.budget
+            unit = self.binding.row_cost  # work units per row stepped
             if position > reached:
                 reached = position
         while position < limit:
@@ -859,7 +862,7 @@ class FastRun:
                 if meter is not None:
                     if position > reached:
                         reached = position
-                    if start < reached and work + position - first + rewound > budget.allowance(reached):
+                    if start < reached and work + (position - first + rewound) * unit > budget.allowance(reached):
                         meter.exhausted = True  # checked where the rows alone decide, so every batching agrees
                         rewound += position - start
                         frame.start = position = start
@@ -915,7 +918,7 @@ class FastRun:
             threads = advanced
             position += 1
         if meter is not None:
-            meter.work = work + position - first + rewound
+            meter.work = work + (position - first + rewound) * unit
             meter.reached = max(reached, position)
         self.start = start
         self.threads = threads

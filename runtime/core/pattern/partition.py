@@ -31,7 +31,7 @@ from numbers import Real
 from typing import Any
 
 from runtime.core.errors import SpecError
-from runtime.core.pattern.budget import DEFAULT_BUDGET, MatchBudget, MatchBudgetExceeded
+from runtime.core.pattern.budget import DEFAULT_BUDGET, WORK_WEIGHTS, MatchBudget, MatchBudgetExceeded
 from runtime.core.pattern.clause import CompiledClause
 from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
 from runtime.core.pattern.expressions import RowSource
@@ -194,7 +194,7 @@ class PartitionMatcher:
         >>> matcher.push_many([{"t": t, "v": 1} for t in range(20)]) + matcher.finish()
         []
         >>> [row["t"] for row in matcher.take_rejected()][:3], matcher.exceeded.position
-        ([2, 3, 4], 19)
+        ([1, 2, 3], 19)
         """
         rejected, self.rejected = self.rejected, []
         return rejected
@@ -307,7 +307,7 @@ class PartitionMatcher:
             assert fast is not None  # the same spec compiles to the same fast program
             self.run.attach(fast)
         elif self.run is not None:
-            self.run.rebind(self.clause.bind(self.rows), self.clause.equivalence.signature)
+            self.run.rebind(self.clause.bind(self.rows), self.clause.equivalence.signature, self.clause.run_costs)
 
     def _fast_binding(self) -> FastBinding | None:
         if self._fast is None and self.use_fast and self.clause.fast is not None:
@@ -380,7 +380,7 @@ class PartitionMatcher:
                     meter.work += run.work  # type: ignore[union-attr]
                     run.work = 0  # type: ignore[union-attr]
                 else:
-                    meter.work += threads
+                    meter.work += threads * WORK_WEIGHTS.fast_row
                 if position >= meter.reached:
                     meter.reached = position + 1
                 if len(run.threads) > budget.max_threads:
@@ -395,7 +395,7 @@ class PartitionMatcher:
                 # when a fast run collects matches: it concludes them inside advance() or here depending on
                 # where a call ends, and a count must not depend on the batching (one row per match there)
                 # ... and so is reading the match back for its measures (its label list, its MeasureContext)
-                meter.work += len(concluded) * self._row_cost + self._matched_rows
+                meter.work += len(concluded) * self._row_cost + self._matched_rows * WORK_WEIGHTS.matched_row
             out.extend(concluded)
             rows.release_before(self.next_start - clause.lookbehind)
         return out
@@ -403,7 +403,7 @@ class PartitionMatcher:
     @property
     def _row_cost(self) -> int:
         """Work units of one output row: building it and each measure."""
-        return 1 + len(self.spec.measures)
+        return WORK_WEIGHTS.output_row + WORK_WEIGHTS.measure * len(self.spec.measures)
 
     def _work_detail(self) -> str:
         meter, budget = self.meter, self.meter.budget
