@@ -156,3 +156,40 @@ def test_budget_spec_is_validated_with_precise_errors() -> None:
         MatchBudget(max_threads=True)
     assert MatchBudget.from_mapping(None) is DEFAULT_BUDGET
     assert MatchBudget.from_mapping({"max_threads": 7}) == MatchBudget(max_threads=7)
+
+
+# The fuzzed corpus's heaviest input that stayed within the budget when a unit was one thread step or one
+# instruction followed, whatever it cost (bench/match_budget.py, seed 7): 1.5-1.7 CPU-s on 1,000 constant
+# rows, 250,000 units against an allowance of 300,000.  Its units were cheap ones by count and dear ones by
+# CPU (a row step of an attempt re-reading rows, a thread evaluation updating and reading four aggregates).
+HEAVY = ("ORDER BY t MEASURES COUNT(*) AS n ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN "
+         "((((A{1,3} A*? C{1,3}?){2,} B?? A){1,3} ((B{2,}? | B)* (A{5}? B* A+?)){2,}?){5} "
+         "((PERMUTE(B, C, A){5}? B{5}? (B{1,3}? B{2,}? C))*? (C{1,3} (C B?)*)+? (C? | (B+ | A{2,} | B*)? | "
+         "(B A{2,}){5}))?) DEFINE A AS COUNT(A.v) < 50, B AS AVG(B.v) > 6, C AS SUM(C.v) >= 9")
+
+
+def test_work_units_are_weighted_by_cost_so_the_heaviest_corpus_input_hits_the_limit() -> None:
+    matcher = PartitionMatcher(parse_clause(HEAVY), dead_letter=True)
+    rows = [{"t": t, "v": 5} for t in range(1_000)]
+    started = time.process_time()
+    matcher.push_many(rows)
+    matcher.finish()
+    spent = time.process_time() - started
+    assert matcher.exceeded is not None, f"within the limit: {matcher.meter.work:,} units, {spent:.2f} CPU-s"
+    assert matcher.meter.work > DEFAULT_BUDGET.allowance(matcher.meter.reached)
+    assert spent < 1.0 * 3  # the limit's price (~0.1 CPU-s on a quiet machine); a loose bound for a shared CI box
+
+
+def test_an_ordinary_quadratic_query_stays_clear_of_the_default_budget() -> None:
+    """(A | B)+ C with SUM in DEFINE and SKIP TO NEXT ROW: an attempt per row, each some rows long, threads per
+    distinct SUM.  It costs ~0.6 CPU-s per 1,000 rows of its own: the default must leave it alone, with room."""
+    import random
+
+    spec = parse_clause("ORDER BY t MEASURES COUNT(*) AS n AFTER MATCH SKIP TO NEXT ROW PATTERN ((A | B)+ C) "
+                        "DEFINE A AS SUM(A.v) < 20, B AS B.v > 6, C AS C.v < 3")
+    rng = random.Random(3)
+    rows = [{"t": t, "v": rng.randint(0, 9)} for t in range(1_000)]
+    matcher = PartitionMatcher(spec, dead_letter=True)
+    out = matcher.push_many(rows) + matcher.finish()
+    assert matcher.exceeded is None and len(out) > 800
+    assert matcher.meter.work * 1.15 < DEFAULT_BUDGET.allowance(len(rows)), f"{matcher.meter.work:,} units"
