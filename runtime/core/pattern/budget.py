@@ -7,13 +7,15 @@ the end of the A run).  :class:`MatchBudget` bounds both, per partition:
 
 * ``max_threads``: the general VM's live threads in one attempt after one row;
 * work: ``base_work + work_per_row * rows_reached`` (``rows_reached``: one past the furthest row any
-  attempt has read).  A work unit is one thread stepping over one row or one instruction followed (the
-  general VM), or one row stepped by an attempt (the fast path, whose threads never meet and are few); an
-  output row costs one unit plus one per measure.
+  attempt has read).  Work units are weighted by what each operation costs (:class:`WorkWeights`: a row
+  step of an attempt, a thread evaluated with its DEFINE aggregates, an instruction followed, a thread
+  signature computed, a fast-path row, an output row and its measures), so that a unit is about a
+  microsecond of CPU whatever the pattern (``bench/match_budget.py --calibrate``).
 
 Linear matching (every row read by a bounded number of attempts) never comes near the limit; the default
-(:data:`DEFAULT_BUDGET`) leaves ordinary queries alone and stops a pathological partition in about a
-second per 1,000 rows (``bench/match_budget.py``).
+(:data:`DEFAULT_BUDGET`: 50,000 + 700 per row, ~0.75 CPU-s for 1,000 rows) leaves ordinary queries alone
+(the dearest one measured, ``(A | B)+ C`` with SUM in DEFINE and SKIP TO NEXT ROW, spends ~600 units per
+row) and stops a pathological partition before it costs a CPU second per 1,000 rows.
 
 When the budget runs out, :class:`~runtime.core.pattern.PartitionMatcher` raises
 :class:`MatchBudgetExceeded` (the core iterators), or, in the doors with a dead letter, keeps the matches
