@@ -115,7 +115,7 @@ class WorkWeights:
     * ``attempt``: starting a match attempt; ``step``: one attempt stepping over one row (fixed part);
     * ``evaluation``: one thread evaluated on one row, plus ``aggregate`` per DEFINE aggregate it updates
       or reads back and ``node`` per expression node of its label's condition;
-    * ``visit``: one instruction followed; ``signature`` plus ``signature_part`` per part for each thread
+    * ``visit``: one instruction followed, plus ``split`` at a split (it forks the thread); ``signature`` plus ``signature_part`` per part for each thread
       signature computed (:mod:`~runtime.core.pattern.equivalence` memoizes them per step; a signature of
       the whole history, for DEFINEs reading CLASSIFIER, is hashed at every visit: its parts are charged there).
 
@@ -130,6 +130,7 @@ class WorkWeights:
     aggregate: int = 1
     node: int = 0
     visit: int = 1
+    split: int = 1
     signature: int = 2
     signature_part: int = 1
     fast_row: int = 2

@@ -28,7 +28,7 @@ from runtime.core.pattern.expressions import (
 )
 from runtime.core.pattern.fast import FastBinding, FastProgram, FastRun
 from runtime.core.pattern.matcher import MatchResult, Run, RunCosts, Thread
-from runtime.core.pattern.program import compile_pattern
+from runtime.core.pattern.program import Split, compile_pattern
 from runtime.core.pattern.spec import ClauseSpec, RowsPerMatch, SkipMode
 
 
@@ -96,6 +96,7 @@ class CompiledClause:
                       + (weights.aggregate * (len(self._feeds[i]) + read_back) if read_back else 0)
                       for i in range(len(self.label_names)))
         visit = tuple(weights.visit + weights.signature_part * self.equivalence.classifier_parts(pc)
+                      + (weights.split if isinstance(self.program.at(pc), Split) else 0)
                       for pc in range(len(self.program)))
         return RunCosts(weights.attempt, weights.step, label, visit)
 

@@ -337,6 +337,16 @@ class PartitionMatcher:
                 if self.next_start < meter.reached and meter.work > budget.allowance(meter.reached):
                     return self._exhaust(out, self.next_start, self._work_detail())
                 self.run = clause.new_run(rows, self.next_start, self.match_number, fast)
+                if self.run.__class__ is Run:
+                    # the attempt's first closure (the instructions followed before its first row) is work
+                    # too, also when the attempt ends at once (an empty match: no step would charge it); it
+                    # is at row next_start, which counts as read
+                    meter.work += self.run.work  # type: ignore[union-attr]
+                    self.run.work = 0  # type: ignore[union-attr]
+                    if self.next_start >= meter.reached:
+                        meter.reached = self.next_start + 1
+                    if meter.work > budget.allowance(meter.reached):
+                        return self._exhaust(out, self.next_start, self._work_detail())
             run = self.run
             if bulk:
                 assert isinstance(run, FastRun)

@@ -97,6 +97,8 @@ def test_every_batching_rejects_the_same_rows(chunk: int) -> None:
         # output rows count as work: the fast path concluding matches, ALL ROWS re-outputting rows
         ("A+ B", "A AS A.v > 0, B AS B.v <= 0", "ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW"),
         ("(A|B)+ C", "A AS A.v > 0, B AS B.v > 1, C AS C.v <= 0", "ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW"),
+        # an empty match at every row: each attempt's first closure is its only work
+        ("(A* | B*){3}", "A AS A.v > 5, B AS B.v > 5", "ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW"),
     ]:
         spec = parse_clause(_clause(pattern, define, rows_per_match))
         rows = [{"k": "x", "t": t, "v": -1 if t in (5, 12) else 0 if t % 60 == 59 else 1} for t in range(300)]
@@ -193,3 +195,20 @@ def test_an_ordinary_quadratic_query_stays_clear_of_the_default_budget() -> None
     out = matcher.push_many(rows) + matcher.finish()
     assert matcher.exceeded is None and len(out) > 800
     assert matcher.meter.work * 1.15 < DEFAULT_BUDGET.allowance(len(rows)), f"{matcher.meter.work:,} units"
+
+
+# Found by bench/match_budget.py (seed 11): an empty match at every row, each attempt following ~950
+# instructions before it ends (1.1 CPU-s per 1,000 rows).  The first closure of an attempt that never steps
+# over a row was not charged at all (6 units per attempt: its output row).
+EMPTY = ("ORDER BY t MEASURES COUNT(*) AS n ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN "
+         "(((C*? | (C* | B{5} | A?){5}){1,3} | (B+? | (C? A{2,} B+)??){1,3}?){5}? (C?? | ((C+ | B*)? PERMUTE(B, A){2,}){1,3} "
+         "| ((A | B{2,} | C*){1,3} | (C+ C{1,3} A{5}){1,3} | (B? | A*)??)+?)) DEFINE A AS A.v = 6, B AS B.v > 3, C AS C.v = 7")
+
+
+def test_an_attempt_that_ends_at_once_is_charged_its_first_closure() -> None:
+    matcher = PartitionMatcher(parse_clause(EMPTY), dead_letter=True)
+    out = matcher.push_many([{"t": t, "v": 5} for t in range(1_000)]) + matcher.finish()
+    assert matcher.exceeded is not None, f"within the limit: {matcher.meter.work:,} units"
+    position = matcher.exceeded.position
+    assert 0 < position < 1_000 and len(out) == position  # one (empty) match per row before the limit
+    assert [r["t"] for r in matcher.take_rejected()] == list(range(position, 1_000))
