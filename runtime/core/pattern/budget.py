@@ -114,29 +114,37 @@ class WorkWeights:
 
     * ``attempt``: starting a match attempt; ``step``: one attempt stepping over one row (fixed part);
     * ``evaluation``: one thread evaluated on one row, plus ``aggregate`` per DEFINE aggregate it updates
-      or reads back and ``node`` per expression node of its label's condition;
+      or reads back and one per ``nodes_per_unit`` expression nodes of its label's condition;
     * ``visit``: one instruction followed, plus ``split`` at a split (it forks the thread); ``signature`` plus ``signature_part`` per part for each thread
       signature computed (:mod:`~runtime.core.pattern.equivalence` memoizes them per step; a signature of
       the whole history, for DEFINEs reading CLASSIFIER, is hashed at every visit: its parts are charged there).
 
     Fast path (:class:`~runtime.core.pattern.fast.FastRun`): ``fast_row`` per row an attempt steps over,
-    times the program's largest thread set.  Output: ``output_row`` per row, ``measure`` per measure
+    plus one per ``nodes_per_unit`` expression nodes of the clause's largest DEFINE condition.  Output: ``output_row`` per row, ``measure`` per measure
     evaluated in it, ``matched_row`` per row of a match read back for its measures.
     """
 
     attempt: int = 5
     step: int = 5
-    evaluation: int = 4
+    evaluation: int = 3
     aggregate: int = 1
-    node: int = 0
+    nodes_per_unit: int = 3
     visit: int = 1
     split: int = 1
     signature: int = 2
     signature_part: int = 1
-    fast_row: int = 2
+    fast_row: int = 1
     output_row: int = 4
     measure: int = 2
     matched_row: int = 1
+
+    def per_nodes(self, nodes: int) -> int:
+        """Units of evaluating a condition of ``nodes`` expression nodes: one per ``nodes_per_unit``, rounded up.
+
+        >>> WORK_WEIGHTS.per_nodes(3), WORK_WEIGHTS.per_nodes(6), WORK_WEIGHTS.per_nodes(7)
+        (1, 2, 3)
+        """
+        return -(-nodes // self.nodes_per_unit)
 
 
 #: The calibrated weights every matcher uses.

@@ -92,7 +92,7 @@ class CompiledClause:
             nodes[ids[definition.var]] = sum(1 for _ in definition.condition.walk())
         # an evaluation updates the label's aggregates and then reads every DEFINE aggregate's result
         read_back = len(self.define_aggregates)
-        label = tuple(weights.evaluation + weights.node * nodes[i]
+        label = tuple(weights.evaluation + weights.per_nodes(nodes[i])
                       + (weights.aggregate * (len(self._feeds[i]) + read_back) if read_back else 0)
                       for i in range(len(self.label_names)))
         visit = tuple(weights.visit + weights.signature_part * self.equivalence.classifier_parts(pc)

@@ -434,6 +434,7 @@ class FastProgram:
         state = (None, self.initial_aggregates, self.initial_nav)
         self.initial_threads: tuple[list[tuple[int, tuple[Any, ...]]], tuple[Any, ...] | None] = (
             [(pc, state) for pc in start[0]], state if start[1] else None)
+        self.row_cost = WORK_WEIGHTS.fast_row  # work units of a row an attempt steps over (build() prices it)
 
     @staticmethod
     def build(program: Program, spec: Any, label_sets: Mapping[str | None, LabelSet], label_names: list[str],
@@ -453,8 +454,12 @@ class FastProgram:
                 sources[label] = str(definition.condition)
         except Unsupported:
             return None
-        return FastProgram(program, start, targets, conditions, sources, compiler.fast_aggregates,
+        fast = FastProgram(program, start, targets, conditions, sources, compiler.fast_aggregates,
                            compiler.slots, compiler.widths)
+        # the budget's units per row stepped: the dearest label's condition sets the price (one consume per row)
+        nodes = max((sum(1 for _ in d.condition.walk()) for d in spec.definitions), default=0)
+        fast.row_cost = WORK_WEIGHTS.fast_row + WORK_WEIGHTS.per_nodes(nodes)
+        return fast
 
     def bind(self, rows: RowSource) -> FastBinding:
         return FastBinding(self, rows)
@@ -470,7 +475,7 @@ class FastBinding:
         self.fast = fast
         self.rows = rows
         self.frame = Frame(rows)
-        self.row_cost = WORK_WEIGHTS.fast_row  # work units of a row an attempt steps over (the budget's meter)
+        self.row_cost = fast.row_cost  # work units of a row an attempt steps over (the budget's meter)
         per_label = [self._consumer(label) for label in range(len(fast.program.label_names))]
         self.consume: dict[int, Consume] = {pc: per_label[label] for pc, label in fast.label_of.items()}
         # One entry per label pc, [consume, successor entries, reaches done?, pc]: a thread is

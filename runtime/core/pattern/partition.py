@@ -390,7 +390,7 @@ class PartitionMatcher:
                     meter.work += run.work  # type: ignore[union-attr]
                     run.work = 0  # type: ignore[union-attr]
                 else:
-                    meter.work += threads * WORK_WEIGHTS.fast_row
+                    meter.work += threads * run.binding.row_cost  # type: ignore[union-attr]
                 if position >= meter.reached:
                     meter.reached = position + 1
                 if len(run.threads) > budget.max_threads:
