@@ -384,8 +384,9 @@ class PartitionMatcher:
                 threads = len(run.threads)
                 run.step(at_end=self.ended and position == rows.available - 1)
                 # checked after every row: a single attempt of the general VM can grow without bound
-                # ((A|B){1000} with AVG in DEFINE); its unit is a thread evaluated or an instruction followed
-                # (the attempt's first closure included), the fast path's a thread stepped
+                # ((A|B){1000} with AVG in DEFINE); the run counts its units (budget.WorkWeights: a row step,
+                # each thread evaluated, each instruction followed, each signature computed), the fast path
+                # its row price per thread stepped
                 if run.__class__ is Run:
                     meter.work += run.work  # type: ignore[union-attr]
                     run.work = 0  # type: ignore[union-attr]
