@@ -1,11 +1,11 @@
 """MATCH_RECOGNIZE work budget: the worst case of a fuzzed pattern corpus, and the issue's slow patterns.
 
 For every (pattern, data) input the core matcher runs one 1,000-row partition with the default
-:class:`~runtime.core.pattern.MatchBudget` in dead-letter mode; the table gives CPU seconds per 1,000 rows,
+:class:`~timeweave.core.pattern.MatchBudget` in dead-letter mode; the table gives CPU seconds per 1,000 rows,
 split by whether the budget ran out.  The claim checked: no input takes more than 1 CPU-s per 1,000 rows
 without hitting the limit (inputs that hit it stop there; their time is the budget's price).
 
-``--calibrate`` checks the work units instead (:class:`~runtime.core.pattern.budget.WorkWeights`): every input
+``--calibrate`` checks the work units instead (:class:`~timeweave.core.pattern.budget.WorkWeights`): every input
 runs until it has spent ``--units`` work units (or ends), and the table gives the CPU microseconds per unit,
 whose spread over the corpus is what the weights keep small (the budget maps to CPU time only if a unit
 costs about the same whatever the pattern).
@@ -20,8 +20,8 @@ import random
 import time
 from typing import Any
 
-from runtime.core.errors import TimeweaveError
-from runtime.core.pattern import DEFAULT_BUDGET, MatchBudget, PartitionMatcher, parse_clause
+from timeweave.core.errors import TimeweaveError
+from timeweave.core.pattern import DEFAULT_BUDGET, MatchBudget, PartitionMatcher, parse_clause
 
 VARS = ("A", "B", "C")
 CONDITIONS = (

@@ -17,7 +17,7 @@ Linear matching (every row read by a bounded number of attempts) never comes nea
 (the dearest one measured, ``(A | B)+ C`` with SUM in DEFINE and SKIP TO NEXT ROW, spends ~600 units per
 row) and stops a pathological partition before it costs a CPU second per 1,000 rows.
 
-When the budget runs out, :class:`~runtime.core.pattern.PartitionMatcher` raises
+When the budget runs out, :class:`~timeweave.core.pattern.PartitionMatcher` raises
 :class:`MatchBudgetExceeded` (the core iterators), or, in the doors with a dead letter, keeps the matches
 concluded so far and sends the partition's other rows (from the start of the attempt in progress, and
 every later row of the partition or streaming key) to the dead letter with :meth:`MatchBudgetExceeded.reason`.
@@ -29,7 +29,7 @@ MatchBudget(max_threads=10000, work_per_row=50, base_work=50000)
 >>> MatchBudget.from_mapping({"max_thread": 5})
 Traceback (most recent call last):
 ...
-runtime.core.errors.SpecError: match_recognize: argument 'match_recognize.budget.max_thread': unknown key; did you mean 'max_threads'?
+timeweave.core.errors.SpecError: match_recognize: argument 'match_recognize.budget.max_thread': unknown key; did you mean 'max_threads'?
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from runtime.core.errors import SpecError, TimeweaveError
+from timeweave.core.errors import SpecError, TimeweaveError
 
 #: The dead-letter reason code of rows of a partition whose matching ran out of budget (a constant: the
 #: variable parts, pattern and row, follow it in the reason text built by :meth:`MatchBudgetExceeded.reason`).
@@ -53,7 +53,7 @@ class MatchBudget:
     >>> MatchBudget(max_threads=0)
     Traceback (most recent call last):
     ...
-    runtime.core.errors.SpecError: match_recognize: argument 'match_recognize.budget.max_threads': must be a positive integer, got 0
+    timeweave.core.errors.SpecError: match_recognize: argument 'match_recognize.budget.max_threads': must be a positive integer, got 0
     >>> MatchBudget().allowance(1_000)
     750000
     """
@@ -110,16 +110,16 @@ class WorkWeights:
     Counting the operations, not timing them, keeps the budget deterministic: every door and every
     batching of the rows spends the same units.
 
-    General VM (:class:`~runtime.core.pattern.matcher.Run`, weights per operation):
+    General VM (:class:`~timeweave.core.pattern.matcher.Run`, weights per operation):
 
     * ``attempt``: starting a match attempt; ``step``: one attempt stepping over one row (fixed part);
     * ``evaluation``: one thread evaluated on one row, plus ``aggregate`` per DEFINE aggregate it updates
       or reads back and one per ``nodes_per_unit`` expression nodes of its label's condition;
     * ``visit``: one instruction followed, plus ``split`` at a split (it forks the thread); ``signature`` plus ``signature_part`` per part for each thread
-      signature computed (:mod:`~runtime.core.pattern.equivalence` memoizes them per step; a signature of
+      signature computed (:mod:`~timeweave.core.pattern.equivalence` memoizes them per step; a signature of
       the whole history, for DEFINEs reading CLASSIFIER, is hashed at every visit: its parts are charged there).
 
-    Fast path (:class:`~runtime.core.pattern.fast.FastRun`): ``fast_row`` per row an attempt steps over,
+    Fast path (:class:`~timeweave.core.pattern.fast.FastRun`): ``fast_row`` per row an attempt steps over,
     plus one per ``nodes_per_unit`` expression nodes of the clause's largest DEFINE condition.  Output: ``output_row`` per row, ``measure`` per measure
     evaluated in it, ``matched_row`` per row of a match read back for its measures.
     """

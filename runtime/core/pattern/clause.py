@@ -2,7 +2,7 @@
 
 Built once per query (pure data + closures, cheap to rebuild after unpickling a running state).
 
->>> from runtime.core.pattern.parser import parse_clause
+>>> from timeweave.core.pattern.parser import parse_clause
 >>> compiled = CompiledClause(parse_clause("MEASURES NEXT(B.x, 2) AS n PATTERN (A B+) DEFINE B AS PREV(B.x, 3) < B.x"))
 >>> compiled.lookahead, compiled.lookbehind
 (2, 3)
@@ -13,10 +13,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from runtime.core.pattern.budget import WORK_WEIGHTS
-from runtime.core.pattern.equivalence import Equivalence
-from runtime.core.pattern.errors import MatchRuntimeError
-from runtime.core.pattern.expressions import (
+from timeweave.core.pattern.budget import WORK_WEIGHTS
+from timeweave.core.pattern.equivalence import Equivalence
+from timeweave.core.pattern.errors import MatchRuntimeError
+from timeweave.core.pattern.expressions import (
     AggregateSpec,
     DefineContext,
     Dependencies,
@@ -26,10 +26,10 @@ from runtime.core.pattern.expressions import (
     MeasureContext,
     RowSource,
 )
-from runtime.core.pattern.fast import FastBinding, FastProgram, FastRun
-from runtime.core.pattern.matcher import MatchResult, Run, RunCosts, Thread
-from runtime.core.pattern.program import Split, compile_pattern
-from runtime.core.pattern.spec import ClauseSpec, RowsPerMatch, SkipMode
+from timeweave.core.pattern.fast import FastBinding, FastProgram, FastRun
+from timeweave.core.pattern.matcher import MatchResult, Run, RunCosts, Thread
+from timeweave.core.pattern.program import Split, compile_pattern
+from timeweave.core.pattern.spec import ClauseSpec, RowsPerMatch, SkipMode
 
 
 class CompiledClause:
@@ -77,7 +77,7 @@ class CompiledClause:
         self.skip_labels: LabelSet = label_sets[skip.var] if skip.var is not None else None
         self.past_last_row = skip.mode is SkipMode.PAST_LAST_ROW
         self.within: timedelta | None = spec.within
-        # the fast path (None: this clause needs the general VM; see runtime.core.pattern.fast)
+        # the fast path (None: this clause needs the general VM; see timeweave.core.pattern.fast)
         self.fast: FastProgram | None = FastProgram.build(self.program, spec, label_sets, self.label_names,
                                                           order_column)
         # a fast run may move on from a failed attempt by itself unless failed attempts output rows
@@ -85,7 +85,7 @@ class CompiledClause:
         self.run_costs = self._run_costs(spec, ids)
 
     def _run_costs(self, spec: ClauseSpec, ids: dict[str, int]) -> RunCosts:
-        """The general VM's work units per operation for this clause (:class:`~runtime.core.pattern.budget.WorkWeights`)."""
+        """The general VM's work units per operation for this clause (:class:`~timeweave.core.pattern.budget.WorkWeights`)."""
         weights = WORK_WEIGHTS
         nodes = [0] * len(self.label_names)
         for definition in spec.definitions:

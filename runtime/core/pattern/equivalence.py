@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-from runtime.core.pattern.budget import WORK_WEIGHTS
-from runtime.core.pattern.expressions import Dependencies
-from runtime.core.pattern.matcher import Run, Thread
-from runtime.core.pattern.program import Program
+from timeweave.core.pattern.budget import WORK_WEIGHTS
+from timeweave.core.pattern.expressions import Dependencies
+from timeweave.core.pattern.matcher import Run, Thread
+from timeweave.core.pattern.program import Program
 
 
 class Equivalence:

@@ -8,7 +8,7 @@ the same instruction in one step, so rule 2 never fires and the signatures are p
 
 * every ``label`` instruction (and the start) has a fixed *successor list*: the ``label``/``done``
   instructions its epsilon closure reaches, in preference order (the same depth-first order, with
-  the same cut of revisits, as :meth:`Run._advance <runtime.core.pattern.matcher.Run._advance>`);
+  the same cut of revisits, as :meth:`Run._advance <timeweave.core.pattern.matcher.Run._advance>`);
 * the thread set after each step is contained in the successor lists of the set before, so the
   sequence of *largest possible* thread sets is deterministic; walking it until it repeats, no two
   members' successor lists may share a ``label`` instruction.  Then no two threads ever meet and
@@ -16,7 +16,7 @@ the same instruction in one step, so rule 2 never fires and the signatures are p
 
 Programs with ``^``, ``$`` or ``{- -}`` (anchors and saves), and DEFINE conditions reading
 ``CLASSIFIER`` (label history), use the general VM.  For the others, :class:`FastRun` replaces
-:class:`~runtime.core.pattern.matcher.Run`: a thread is a ``(pc, state)`` pair and a state is the
+:class:`~timeweave.core.pattern.matcher.Run`: a thread is a ``(pc, state)`` pair and a state is the
 tuple ``(labels, aggregates, navigation)`` — labels a cons list of nested pairs, aggregates the
 running DEFINE aggregate states, navigation the positions ``FIRST/LAST(v, k)`` may read (so a
 condition never walks the label history).  DEFINE conditions are compiled per label: the
@@ -35,8 +35,8 @@ the general evaluator for the whole clause.
 The differential test runs the fast and the general VM on random patterns and data and requires
 identical output rows.
 
->>> from runtime.core.pattern.parser import parse_pattern
->>> from runtime.core.pattern.program import compile_pattern
+>>> from timeweave.core.pattern.parser import parse_pattern
+>>> from timeweave.core.pattern.program import compile_pattern
 >>> collision_free_targets(compile_pattern(parse_pattern("A+ B"))) is not None
 True
 >>> collision_free_targets(compile_pattern(parse_pattern("A* A* B"))) is None
@@ -53,13 +53,13 @@ from itertools import compress, count
 from numbers import Integral
 from typing import Any
 
-from runtime.core.pattern import expr as E
-from runtime.core.pattern.aggregates import CORE_AGGREGATES
-from runtime.core.pattern.budget import WORK_WEIGHTS
-from runtime.core.pattern.errors import MatchRuntimeError
-from runtime.core.pattern.expressions import ExpressionCompiler, LabelSet, RowSource, sql_and, sql_or
-from runtime.core.pattern.matcher import MatchResult
-from runtime.core.pattern.program import Done, Jump, MatchLabel, Program, Split
+from timeweave.core.pattern import expr as E
+from timeweave.core.pattern.aggregates import CORE_AGGREGATES
+from timeweave.core.pattern.budget import WORK_WEIGHTS
+from timeweave.core.pattern.errors import MatchRuntimeError
+from timeweave.core.pattern.expressions import ExpressionCompiler, LabelSet, RowSource, sql_and, sql_or
+from timeweave.core.pattern.matcher import MatchResult
+from timeweave.core.pattern.program import Done, Jump, MatchLabel, Program, Split
 
 #: Successors of one instruction: the label pcs before the first ``done``, and whether ``done`` follows.
 Targets = tuple[tuple[int, ...], bool]
@@ -129,7 +129,7 @@ def resolved_key(get: Callable[[Mapping[str, Any]], Any]) -> str | None:
     The getter finds the row's spelling of its column on the first row it reads and is exactly
     ``row.get(key)`` from then on: hot loops inline that read (a Python call per value saved).
 
-    >>> from runtime.core.pattern.expressions import ExpressionCompiler
+    >>> from timeweave.core.pattern.expressions import ExpressionCompiler
     >>> get = ExpressionCompiler("", {None: None}, [], clause="MEASURES", order_column=None)._column_getter(E.Column(None, "P", 0))
     >>> resolved_key(get), get({"p": 1}), resolved_key(get)
     (None, 1, 'p')
@@ -768,7 +768,7 @@ def _chain_from_list(labels: list[int]) -> Any:
 
 
 class FastRun:
-    """One match attempt on the fast path; the same interface as :class:`~runtime.core.pattern.matcher.Run`.
+    """One match attempt on the fast path; the same interface as :class:`~timeweave.core.pattern.matcher.Run`.
 
     With ``rolling`` set, :meth:`advance` moves on to ``start + 1`` by itself when the attempt ends
     without a match (only when the driver would do nothing else: no WITH UNMATCHED ROWS output).
@@ -806,7 +806,7 @@ class FastRun:
                 meter: Any = None) -> None:
         """Consume rows ``position .. limit - 1`` (fewer if the attempt ends; rolling continues it).
 
-        With ``meter`` (the driver's :class:`~runtime.core.pattern.partition.WorkMeter`), the rows stepped
+        With ``meter`` (the driver's :class:`~timeweave.core.pattern.partition.WorkMeter`), the rows stepped
         are added to ``meter.work`` and the furthest row read to ``meter.reached``; a new attempt that
         re-reads rows (its start before ``meter.reached``) first checks the budget, and when it is spent
         the call ends there with that attempt not begun and ``meter.exhausted`` set.
@@ -986,7 +986,7 @@ class FastRun:
         self.binding = None  # type: ignore[assignment]
 
     def to_state(self) -> dict[str, Any]:
-        """The attempt as plain data (:mod:`runtime.core.state_codec`): positions, and each thread as
+        """The attempt as plain data (:mod:`timeweave.core.state_codec`): positions, and each thread as
         ``[pc, label ids, aggregate states, navigation state]``; :meth:`from_state` rebuilds it."""
         return {
             "kind": "fast", "start": self.start, "position": self.position, "match_number": self.match_number,
@@ -998,7 +998,7 @@ class FastRun:
     @classmethod
     def from_state(cls, data: dict[str, Any]) -> FastRun:
         """The attempt :meth:`to_state` gave, without its compiled part (:meth:`attach` adds it)."""
-        from runtime.core.state_codec import expect
+        from timeweave.core.state_codec import expect
 
         def labels(value: Any) -> Any:
             expect(isinstance(value, list) and all(type(x) is int for x in value), "match attempt: bad label ids")
@@ -1027,7 +1027,7 @@ class FastRun:
         self.binding = binding
         unknown = [pc for pc, _ in self._pcs if pc not in binding.entries]
         if unknown:
-            from runtime.core.state_codec import expect
+            from timeweave.core.state_codec import expect
 
             expect(False, f"match attempt: instructions {unknown} are not in the compiled pattern")
         self.threads = [(binding.entries[pc], state) for pc, state in self._pcs]
@@ -1064,7 +1064,7 @@ class MeasureCompiler(ExpressionCompiler):
     references, FIRST/LAST of a column, aggregates of a column or ``COUNT(*)``, CLASSIFIER,
     MATCH_NUMBER, MATCH_ROWTIME and the scalar operators over them; anything else (PREV/NEXT,
     navigation or aggregate arguments that are expressions) raises :class:`Unsupported` and the
-    clause keeps the general :class:`~runtime.core.pattern.expressions.MeasureContext` evaluator.
+    clause keeps the general :class:`~timeweave.core.pattern.expressions.MeasureContext` evaluator.
     """
 
     def __init__(self, text: str, label_sets: Mapping[str | None, LabelSet], label_names: list[str],
@@ -1277,7 +1277,7 @@ _FINAL_AGGREGATES: dict[str, Callable[[Callable[[MatchView], list[Any]]], Measur
 class FastMeasures:
     """ONE ROW PER MATCH measures compiled for :class:`MatchView` (None from :meth:`build`: not supported).
 
-    >>> from runtime.core.pattern.parser import parse_clause
+    >>> from timeweave.core.pattern.parser import parse_clause
     >>> spec = parse_clause("MEASURES FIRST(A.p) AS f, AVG(A.p) AS a, COUNT(*) AS n PATTERN (A+ B) DEFINE A AS A.p < 3")
     >>> measures = FastMeasures.build(spec, {None: None, "A": frozenset({0}), "B": frozenset({1})}, ["A", "B"])
     >>> measures.evaluate([{"p": 1}, {"p": 2}, {"p": 7}], 0, [0, 0, 1], 1)
@@ -1333,7 +1333,7 @@ class FastMeasures:
         The same values (and errors) as :meth:`evaluate` per match, with one call per measure for
         all of them where the measure has a batch form.  ``rows[0]`` is at absolute position ``base``.
 
-        >>> from runtime.core.pattern.parser import parse_clause
+        >>> from timeweave.core.pattern.parser import parse_clause
         >>> spec = parse_clause("MEASURES LAST(A.p) AS l, MATCH_NUMBER() AS m PATTERN (A+ B) DEFINE A AS A.p < 3")
         >>> measures = FastMeasures.build(spec, {None: None, "A": frozenset({0}), "B": frozenset({1})}, ["A", "B"])
         >>> measures.evaluate_many([{"p": 1}, {"p": 7}, {"p": 2}, {"p": 9}], 0, [(0, [0, 1]), (2, [0, 1])], 4)

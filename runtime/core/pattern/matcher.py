@@ -9,7 +9,7 @@ lexicographically).  The rules, each applied where marked in the code:
    first, until the thread parks at a ``label`` (needs the next row) or reaches ``done``.
 2. A thread reaching an instruction already reached in this step by an *equivalent* thread is
    dropped: the earlier one is on a more preferred path and will do everything the later one could
-   do (see :mod:`~runtime.core.pattern.equivalence`).  This also cuts loops that match nothing, and
+   do (see :mod:`~timeweave.core.pattern.equivalence`).  This also cuts loops that match nothing, and
    keeps the thread count bounded by the program size times the number of distinct signatures.
 3. When a thread reaches ``done`` it is a match; every thread behind it in the list is less
    preferred and is dropped.  Threads ahead of it keep running: they may still produce a more
@@ -26,7 +26,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runtime.core.pattern.program import Done, Jump, MatchEnd, MatchLabel, MatchStart, Program, Save, Split
+from timeweave.core.pattern.program import Done, Jump, MatchEnd, MatchLabel, MatchStart, Program, Save, Split
 
 
 class Labels:
@@ -174,7 +174,7 @@ class MatchResult:
 
 @dataclass(frozen=True, slots=True)
 class RunCosts:
-    """Work units of one clause's general-VM operations (:mod:`runtime.core.pattern.budget` calibrates them).
+    """Work units of one clause's general-VM operations (:mod:`timeweave.core.pattern.budget` calibrates them).
 
     ``attempt``: starting an attempt; ``step``: one row step of an attempt, whatever its threads;
     ``label[i]``: evaluating one thread on one row for label id ``i`` (its DEFINE condition and the
@@ -344,7 +344,7 @@ class Run:
             thread.labels = labels
 
     def to_state(self) -> dict[str, Any]:
-        """The attempt as plain data (:mod:`runtime.core.state_codec`): positions and threads, no compiled part.
+        """The attempt as plain data (:mod:`timeweave.core.state_codec`): positions and threads, no compiled part.
 
         Each thread is ``[pc, label ids, saves, aggregate states]``; :meth:`from_state` rebuilds it.
         """
@@ -361,7 +361,7 @@ class Run:
     @classmethod
     def from_state(cls, data: dict[str, Any], program: Program) -> Run:
         """The attempt :meth:`to_state` gave, on ``program`` (the clause's); :meth:`rebind` attaches the rest."""
-        from runtime.core.state_codec import expect
+        from timeweave.core.state_codec import expect
 
         run = cls.__new__(cls)
         run.program = program

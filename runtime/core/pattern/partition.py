@@ -5,7 +5,7 @@ it is decided); :func:`match_partition` wraps it as a streaming iterator.  The r
 standard as Trino implements them (``PatternRecognitionPartition``):
 
 * a match is attempted from each candidate start row in order; the first (leftmost) start with a
-  match wins, and within it the most preferred match (see :mod:`~runtime.core.pattern.matcher`);
+  match wins, and within it the most preferred match (see :mod:`~timeweave.core.pattern.matcher`);
 * no match from row r: with ``WITH UNMATCHED ROWS`` the row is output with NULL measures unless an
   earlier match already covered it; the next attempt starts at r + 1;
 * an empty match at r: output (measures over no rows, e.g. ``COUNT(*) = 0``) unless ``OMIT EMPTY
@@ -30,15 +30,15 @@ from functools import lru_cache
 from numbers import Real
 from typing import Any
 
-from runtime.core.errors import SpecError
-from runtime.core.pattern.budget import DEFAULT_BUDGET, WORK_WEIGHTS, MatchBudget, MatchBudgetExceeded
-from runtime.core.pattern.clause import CompiledClause
-from runtime.core.pattern.errors import MatchRuntimeError, PatternValidationError
-from runtime.core.pattern.expressions import RowSource
-from runtime.core.pattern.fast import FastBinding, FastMeasures, FastRun, chain_to_list, dict_rows
-from runtime.core.pattern.matcher import MatchResult, Run
-from runtime.core.pattern.spec import ClauseSpec, RowsPerMatch, SkipMode
-from runtime.core.pattern.subqueries import reject as reject_subqueries
+from timeweave.core.errors import SpecError
+from timeweave.core.pattern.budget import DEFAULT_BUDGET, WORK_WEIGHTS, MatchBudget, MatchBudgetExceeded
+from timeweave.core.pattern.clause import CompiledClause
+from timeweave.core.pattern.errors import MatchRuntimeError, PatternValidationError
+from timeweave.core.pattern.expressions import RowSource
+from timeweave.core.pattern.fast import FastBinding, FastMeasures, FastRun, chain_to_list, dict_rows
+from timeweave.core.pattern.matcher import MatchResult, Run
+from timeweave.core.pattern.spec import ClauseSpec, RowsPerMatch, SkipMode
+from timeweave.core.pattern.subqueries import reject as reject_subqueries
 
 
 def compile_clause(spec: ClauseSpec) -> CompiledClause:
@@ -74,9 +74,9 @@ def elapsed(later: Any, earlier: Any) -> timedelta:
 
 
 class WorkMeter:
-    """The work a partition's matching has spent, against its :class:`~runtime.core.pattern.budget.MatchBudget`.
+    """The work a partition's matching has spent, against its :class:`~timeweave.core.pattern.budget.MatchBudget`.
 
-    ``work`` counts units (see :mod:`~runtime.core.pattern.budget`), ``reached`` is one past the furthest
+    ``work`` counts units (see :mod:`~timeweave.core.pattern.budget`), ``reached`` is one past the furthest
     row an attempt has read; ``exhausted`` is set by a fast run that stopped at a spent budget.
     """
 
@@ -95,13 +95,13 @@ class PartitionMatcher:
     The state (rows still needed, the running attempt, counters) is plain data and pickles; the
     compiled clause is re-attached on unpickling by :meth:`rebind`.
 
-    Matching is bounded by ``budget`` (:class:`~runtime.core.pattern.budget.MatchBudget`; None: the
-    default).  When it runs out, :class:`~runtime.core.pattern.budget.MatchBudgetExceeded` is raised; with
+    Matching is bounded by ``budget`` (:class:`~timeweave.core.pattern.budget.MatchBudget`; None: the
+    default).  When it runs out, :class:`~timeweave.core.pattern.budget.MatchBudgetExceeded` is raised; with
     ``dead_letter=True`` the matcher instead keeps the output decided so far, moves the rows from the start
     of the attempt in progress to :attr:`rejected` (every later row goes there too) and records the error
     in :attr:`exceeded`; the caller takes them with :meth:`take_rejected`.
 
-    >>> from runtime.core.pattern.parser import parse_clause
+    >>> from timeweave.core.pattern.parser import parse_clause
     >>> matcher = PartitionMatcher(parse_clause("MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE B AS B.x > PREV(B.x)"))
     >>> [out for x in (1, 2, 3, 1) for out in matcher.push({"x": x})] + matcher.finish()
     [{'n': 3}]
@@ -187,8 +187,8 @@ class PartitionMatcher:
     def take_rejected(self) -> list[Mapping[str, Any]]:
         """The rows sent to the dead letter since the last call (all with the reason ``exceeded.reason``).
 
-        >>> from runtime.core.pattern.budget import MatchBudget
-        >>> from runtime.core.pattern.parser import parse_clause
+        >>> from timeweave.core.pattern.budget import MatchBudget
+        >>> from timeweave.core.pattern.parser import parse_clause
         >>> spec = parse_clause("ORDER BY t MEASURES COUNT(*) AS n PATTERN (A+ B) DEFINE A AS A.v > 0, B AS B.v < 0")
         >>> matcher = PartitionMatcher(spec, budget=MatchBudget(base_work=10, work_per_row=1), dead_letter=True)
         >>> matcher.push_many([{"t": t, "v": 1} for t in range(20)]) + matcher.finish()
@@ -220,10 +220,10 @@ class PartitionMatcher:
         self.rebind()
 
     def to_state(self) -> dict[str, Any]:
-        """The matcher as plain data (:mod:`runtime.core.state_codec`), without its clause (:meth:`from_state`
+        """The matcher as plain data (:mod:`timeweave.core.state_codec`), without its clause (:meth:`from_state`
         takes it): the rows still needed, the attempt in progress, the counters.
 
-        >>> from runtime.core.pattern.parser import parse_clause
+        >>> from timeweave.core.pattern.parser import parse_clause
         >>> spec = parse_clause("MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE B AS B.x > PREV(B.x)")
         >>> matcher = PartitionMatcher(spec); matcher.push_many([{"x": 1}, {"x": 2}])
         []
@@ -251,7 +251,7 @@ class PartitionMatcher:
 
         ``budget`` and ``dead_letter`` are the caller's (configuration, not state); the work spent is state.
         """
-        from runtime.core.state_codec import expect
+        from timeweave.core.state_codec import expect
 
         expect(isinstance(data, dict), "matcher state: expected a map")
         matcher = cls.__new__(cls)
@@ -656,9 +656,9 @@ def match_partition(
     """Run ``spec`` over one partition whose rows come in ORDER BY order; yields output rows lazily.
 
     Rows are mappings, or sequences with ``columns`` naming their fields.  Matching is bounded by
-    ``budget`` (None: the default); :class:`~runtime.core.pattern.budget.MatchBudgetExceeded` when it runs out.
+    ``budget`` (None: the default); :class:`~timeweave.core.pattern.budget.MatchBudgetExceeded` when it runs out.
 
-    >>> from runtime.core.pattern.parser import parse_clause
+    >>> from timeweave.core.pattern.parser import parse_clause
     >>> spec = parse_clause("MEASURES FIRST(A.p) AS lo, LAST(A.p) AS hi PATTERN (A{2,}) DEFINE A AS A.p >= PREV(A.p, 1)")
     >>> list(match_partition(spec, [(3,), (1,), (2,), (5,), (4,)], columns=["p"]))
     [{'lo': 2, 'hi': 5}]
@@ -719,12 +719,12 @@ def event_time_column(spec: ClauseSpec) -> str | None:
     A row whose event time is NULL has no place in event time: the streaming door cannot order it against
     the watermark and the backfill puts it in no slice.  So that every door gives the same rows, no door
     matches it: the doors with a dead-letter output (streaming, backfill, DataFrame
-    ``match_recognize_with_rejects``, SQL ``runtime.dead_letters``) list it there with the reason
+    ``match_recognize_with_rejects``, SQL ``timeweave.dead_letters``) list it there with the reason
     :func:`null_event_time_reason`; the SQL function (so dbt), which has one output only, leaves it out
     (its rows are ``WHERE <event time> IS NULL`` of the input).  Trino and the standard would sort it
     last (first for DESC) and match it: a deliberate difference.
 
-    >>> from runtime.core.pattern.parser import parse_clause
+    >>> from timeweave.core.pattern.parser import parse_clause
     >>> event_time_column(parse_clause("ORDER BY t, seq MEASURES COUNT(*) AS n PATTERN (A) DEFINE A AS true"))
     't'
     """
@@ -748,7 +748,7 @@ def match_recognize(
     Partitions are processed in order of first appearance.  Rows with a NULL event time
     (:func:`event_time_column`) are not matched, as in every door.
 
-    >>> from runtime.core.pattern.parser import parse_clause
+    >>> from timeweave.core.pattern.parser import parse_clause
     >>> spec = parse_clause("PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS A.v > 0")
     >>> list(match_recognize(spec, [{"k": 1, "t": 2, "v": 1}, {"k": 2, "t": 1, "v": 1}, {"k": 1, "t": 1, "v": 1}]))
     [{'k': 1, 'n': 2}, {'k': 2, 'n': 1}]

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from runtime.core.errors import SpecError
-from runtime.core.pattern import (
+from timeweave.core.errors import SpecError
+from timeweave.core.pattern import (
     BUDGET_REASON_CODE,
     DEFAULT_BUDGET,
     BudgetRejected,
@@ -26,9 +26,9 @@ from runtime.core.pattern import (
     match_partition,
     parse_clause,
 )
-from runtime.core.pattern.operator import HeldMatcher
-from runtime.core.state import END_OF_TIME, InMemoryKeyContext
-from runtime.core.state_codec import decode, encode
+from timeweave.core.pattern.operator import HeldMatcher
+from timeweave.core.state import END_OF_TIME, InMemoryKeyContext
+from timeweave.core.state_codec import decode, encode
 
 # (pattern, DEFINE, rows): every row has v = 1, so the final variable (v < 0) is never true
 SLOW = [
