@@ -7,13 +7,15 @@ the end of the A run).  :class:`MatchBudget` bounds both, per partition:
 
 * ``max_threads``: the general VM's live threads in one attempt after one row;
 * work: ``base_work + work_per_row * rows_reached`` (``rows_reached``: one past the furthest row any
-  attempt has read).  A work unit is one thread stepping over one row or one instruction followed (the
-  general VM), or one row stepped by an attempt (the fast path, whose threads never meet and are few); an
-  output row costs one unit plus one per measure.
+  attempt has read).  Work units are weighted by what each operation costs (:class:`WorkWeights`: a row
+  step of an attempt, a thread evaluated with its DEFINE aggregates, an instruction followed, a thread
+  signature computed, a fast-path row, an output row and its measures), so that a unit is about a
+  microsecond of CPU whatever the pattern (``bench/match_budget.py --calibrate``).
 
 Linear matching (every row read by a bounded number of attempts) never comes near the limit; the default
-(:data:`DEFAULT_BUDGET`) leaves ordinary queries alone and stops a pathological partition in about a
-second per 1,000 rows (``bench/match_budget.py``).
+(:data:`DEFAULT_BUDGET`: 50,000 + 700 per row, ~0.75 CPU-s for 1,000 rows) leaves ordinary queries alone
+(the dearest one measured, ``(A | B)+ C`` with SUM in DEFINE and SKIP TO NEXT ROW, spends ~600 units per
+row) and stops a pathological partition before it costs a CPU second per 1,000 rows.
 
 When the budget runs out, :class:`~timeweave.core.pattern.PartitionMatcher` raises
 :class:`MatchBudgetExceeded` (the core iterators), or, in the doors with a dead letter, keeps the matches
@@ -23,7 +25,7 @@ The check is made at points fixed by the rows alone (each general-VM row step, e
 re-reads rows), never by how the rows were batched, so every door dead-letters the same rows.
 
 >>> MatchBudget.from_mapping({"work_per_row": 50})
-MatchBudget(max_threads=10000, work_per_row=50, base_work=100000)
+MatchBudget(max_threads=10000, work_per_row=50, base_work=50000)
 >>> MatchBudget.from_mapping({"max_thread": 5})
 Traceback (most recent call last):
 ...
@@ -53,12 +55,12 @@ class MatchBudget:
     ...
     timeweave.core.errors.SpecError: match_recognize: argument 'match_recognize.budget.max_threads': must be a positive integer, got 0
     >>> MatchBudget().allowance(1_000)
-    300000
+    750000
     """
 
     max_threads: int = 10_000
-    work_per_row: int = 200
-    base_work: int = 100_000
+    work_per_row: int = 700
+    base_work: int = 50_000
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -97,6 +99,56 @@ class MatchBudget:
 
 
 _KEYS = tuple(item.name for item in fields(MatchBudget))
+
+
+@dataclass(frozen=True, slots=True)
+class WorkWeights:
+    """Work units of the matcher's operations, so that a unit costs about the same CPU time whatever the pattern.
+
+    Calibrated with ``bench/match_budget.py --calibrate`` (CPU time of the fuzzed corpus against the
+    operation counts, 2026-11-26): one unit is about a microsecond of CPU on the reference machine.
+    Counting the operations, not timing them, keeps the budget deterministic: every door and every
+    batching of the rows spends the same units.
+
+    General VM (:class:`~timeweave.core.pattern.matcher.Run`, weights per operation):
+
+    * ``attempt``: starting a match attempt; ``step``: one attempt stepping over one row (fixed part);
+    * ``evaluation``: one thread evaluated on one row, plus ``aggregate`` per DEFINE aggregate it updates
+      or reads back and one per ``nodes_per_unit`` expression nodes of its label's condition;
+    * ``visit``: one instruction followed, plus ``split`` at a split (it forks the thread); ``signature`` plus ``signature_part`` per part for each thread
+      signature computed (:mod:`~timeweave.core.pattern.equivalence` memoizes them per step; a signature of
+      the whole history, for DEFINEs reading CLASSIFIER, is hashed at every visit: its parts are charged there).
+
+    Fast path (:class:`~timeweave.core.pattern.fast.FastRun`): ``fast_row`` per row an attempt steps over,
+    plus one per ``nodes_per_unit`` expression nodes of the clause's largest DEFINE condition.  Output: ``output_row`` per row, ``measure`` per measure
+    evaluated in it, ``matched_row`` per row of a match read back for its measures.
+    """
+
+    attempt: int = 5
+    step: int = 5
+    evaluation: int = 3
+    aggregate: int = 1
+    nodes_per_unit: int = 3
+    visit: int = 1
+    split: int = 1
+    signature: int = 2
+    signature_part: int = 1
+    fast_row: int = 1
+    output_row: int = 4
+    measure: int = 2
+    matched_row: int = 1
+
+    def per_nodes(self, nodes: int) -> int:
+        """Units of evaluating a condition of ``nodes`` expression nodes: one per ``nodes_per_unit``, rounded up.
+
+        >>> WORK_WEIGHTS.per_nodes(3), WORK_WEIGHTS.per_nodes(6), WORK_WEIGHTS.per_nodes(7)
+        (1, 2, 3)
+        """
+        return -(-nodes // self.nodes_per_unit)
+
+
+#: The calibrated weights every matcher uses.
+WORK_WEIGHTS = WorkWeights()
 
 #: The budget every door uses unless told otherwise.
 DEFAULT_BUDGET = MatchBudget()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from timeweave.core.pattern.budget import WORK_WEIGHTS
 from timeweave.core.pattern.equivalence import Equivalence
 from timeweave.core.pattern.errors import MatchRuntimeError
 from timeweave.core.pattern.expressions import (
@@ -26,8 +27,8 @@ from timeweave.core.pattern.expressions import (
     RowSource,
 )
 from timeweave.core.pattern.fast import FastBinding, FastProgram, FastRun
-from timeweave.core.pattern.matcher import MatchResult, Run, Thread
-from timeweave.core.pattern.program import compile_pattern
+from timeweave.core.pattern.matcher import MatchResult, Run, RunCosts, Thread
+from timeweave.core.pattern.program import Split, compile_pattern
 from timeweave.core.pattern.spec import ClauseSpec, RowsPerMatch, SkipMode
 
 
@@ -81,6 +82,23 @@ class CompiledClause:
                                                           order_column)
         # a fast run may move on from a failed attempt by itself unless failed attempts output rows
         self.rolling = spec.rows_per_match is not RowsPerMatch.ALL_WITH_UNMATCHED
+        self.run_costs = self._run_costs(spec, ids)
+
+    def _run_costs(self, spec: ClauseSpec, ids: dict[str, int]) -> RunCosts:
+        """The general VM's work units per operation for this clause (:class:`~timeweave.core.pattern.budget.WorkWeights`)."""
+        weights = WORK_WEIGHTS
+        nodes = [0] * len(self.label_names)
+        for definition in spec.definitions:
+            nodes[ids[definition.var]] = sum(1 for _ in definition.condition.walk())
+        # an evaluation updates the label's aggregates and then reads every DEFINE aggregate's result
+        read_back = len(self.define_aggregates)
+        label = tuple(weights.evaluation + weights.per_nodes(nodes[i])
+                      + (weights.aggregate * (len(self._feeds[i]) + read_back) if read_back else 0)
+                      for i in range(len(self.label_names)))
+        visit = tuple(weights.visit + weights.signature_part * self.equivalence.classifier_parts(pc)
+                      + (weights.split if isinstance(self.program.at(pc), Split) else 0)
+                      for pc in range(len(self.program)))
+        return RunCosts(weights.attempt, weights.step, label, visit)
 
     # -- the matcher's LabelEvaluator ------------------------------------------------------------------
     def bind(self, rows: RowSource) -> _Evaluator:
@@ -101,6 +119,7 @@ class CompiledClause:
             match_number=match_number,
             initial_aggregates=self.initial_aggregates,
             at_end=rows.length is not None and start >= rows.length,
+            costs=self.run_costs,
         )
 
     # -- MEASURES ---------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
+from timeweave.core.pattern.budget import WORK_WEIGHTS
 from timeweave.core.pattern.expressions import Dependencies
 from timeweave.core.pattern.matcher import Run, Thread
 from timeweave.core.pattern.program import Program
@@ -62,6 +63,16 @@ class Equivalence:
             self._per_pointer[pointer] = cached
         return cached
 
+    def classifier_parts(self, pointer: int) -> int:
+        """Parts hashed by every visit of ``pointer`` when its signature is the whole history (CLASSIFIER), else 0.
+
+        The other signatures are memoized per step; :meth:`signature` charges their work when it computes one.
+        """
+        if not self.reachable[pointer]:
+            return 0
+        classifier, _, aggregates = self._dependencies(pointer)
+        return 1 + len(aggregates) if classifier else 0
+
     def signature(self, thread: Thread, pointer: int, run: Run) -> Hashable:
         if thread.labels is None or not self.reachable[pointer]:
             return None
@@ -83,4 +94,7 @@ class Equivalence:
                 parts.append(thread.labels.first_positions(labels, wanted))
         signature = (tuple(parts), tuple(thread.aggregates[i] for i in aggregates))
         run.signature_cache[key] = signature
+        # computing it is the expensive part of a visit: a walk per navigation, a hash per part (the memo is
+        # per step, so which visits compute one is fixed by the rows alone)
+        run.work += WORK_WEIGHTS.signature + WORK_WEIGHTS.signature_part * (len(logical) + len(aggregates))
         return signature

@@ -55,6 +55,7 @@ from typing import Any
 
 from timeweave.core.pattern import expr as E
 from timeweave.core.pattern.aggregates import CORE_AGGREGATES
+from timeweave.core.pattern.budget import WORK_WEIGHTS
 from timeweave.core.pattern.errors import MatchRuntimeError
 from timeweave.core.pattern.expressions import ExpressionCompiler, LabelSet, RowSource, sql_and, sql_or
 from timeweave.core.pattern.matcher import MatchResult
@@ -433,6 +434,7 @@ class FastProgram:
         state = (None, self.initial_aggregates, self.initial_nav)
         self.initial_threads: tuple[list[tuple[int, tuple[Any, ...]]], tuple[Any, ...] | None] = (
             [(pc, state) for pc in start[0]], state if start[1] else None)
+        self.row_cost = WORK_WEIGHTS.fast_row  # work units of a row an attempt steps over (build() prices it)
 
     @staticmethod
     def build(program: Program, spec: Any, label_sets: Mapping[str | None, LabelSet], label_names: list[str],
@@ -452,8 +454,12 @@ class FastProgram:
                 sources[label] = str(definition.condition)
         except Unsupported:
             return None
-        return FastProgram(program, start, targets, conditions, sources, compiler.fast_aggregates,
+        fast = FastProgram(program, start, targets, conditions, sources, compiler.fast_aggregates,
                            compiler.slots, compiler.widths)
+        # the budget's units per row stepped: the dearest label's condition sets the price (one consume per row)
+        nodes = max((sum(1 for _ in d.condition.walk()) for d in spec.definitions), default=0)
+        fast.row_cost = WORK_WEIGHTS.fast_row + WORK_WEIGHTS.per_nodes(nodes)
+        return fast
 
     def bind(self, rows: RowSource) -> FastBinding:
         return FastBinding(self, rows)
@@ -469,6 +475,7 @@ class FastBinding:
         self.fast = fast
         self.rows = rows
         self.frame = Frame(rows)
+        self.row_cost = fast.row_cost  # work units of a row an attempt steps over (the budget's meter)
         per_label = [self._consumer(label) for label in range(len(fast.program.label_names))]
         self.consume: dict[int, Consume] = {pc: per_label[label] for pc, label in fast.label_of.items()}
         # One entry per label pc, [consume, successor entries, reaches done?, pc]: a thread is
@@ -833,6 +840,7 @@ class FastRun:
             first = position
             rewound = 0
             work, reached, budget = meter.work, meter.reached, meter.budget
+            unit = self.binding.row_cost  # work units per row stepped
             if position > reached:
                 reached = position
         while position < limit:
@@ -859,7 +867,7 @@ class FastRun:
                 if meter is not None:
                     if position > reached:
                         reached = position
-                    if start < reached and work + position - first + rewound > budget.allowance(reached):
+                    if start < reached and work + (position - first + rewound) * unit > budget.allowance(reached):
                         meter.exhausted = True  # checked where the rows alone decide, so every batching agrees
                         rewound += position - start
                         frame.start = position = start
@@ -915,7 +923,7 @@ class FastRun:
             threads = advanced
             position += 1
         if meter is not None:
-            meter.work = work + position - first + rewound
+            meter.work = work + (position - first + rewound) * unit
             meter.reached = max(reached, position)
         self.start = start
         self.threads = threads

@@ -172,6 +172,23 @@ class MatchResult:
         return not self.labels
 
 
+@dataclass(frozen=True, slots=True)
+class RunCosts:
+    """Work units of one clause's general-VM operations (:mod:`timeweave.core.pattern.budget` calibrates them).
+
+    ``attempt``: starting an attempt; ``step``: one row step of an attempt, whatever its threads;
+    ``label[i]``: evaluating one thread on one row for label id ``i`` (its DEFINE condition and the
+    aggregates it updates and reads); ``visit[pc]``: following instruction ``pc`` once (its thread
+    signature and the seen-set test of rule 2).  Without costs a :class:`Run` counts one unit per thread
+    evaluated and per instruction followed.
+    """
+
+    attempt: int
+    step: int
+    label: tuple[int, ...]
+    visit: tuple[int, ...]
+
+
 class Run:
     """One match attempt starting at absolute row ``start``; feed rows in order with :meth:`step`."""
 
@@ -186,6 +203,7 @@ class Run:
         match_number: int = 1,
         initial_aggregates: tuple[Any, ...] = (),
         at_end: bool = False,
+        costs: RunCosts | None = None,
     ) -> None:
         self.program = program
         self.start = start
@@ -201,7 +219,9 @@ class Run:
         self.signature_cache: dict[Hashable, Hashable] = {}
         self._cells: dict[tuple[int, int], Labels] = {}
         self._at_end = at_end
-        self.work = 0  # threads evaluated + instructions followed (the partition's MatchBudget meters it)
+        # work units spent (the partition's MatchBudget meters them): see RunCosts
+        self.work = 0 if costs is None else costs.attempt
+        self.costs = costs
         self._advance(self.threads, Thread(0, None, (), initial_aggregates))
         self._settle()
 
@@ -219,16 +239,21 @@ class Run:
         self.signature_cache: dict[Hashable, Hashable] = {}
         self._at_end = at_end
         advanced: list[Thread] = []
-        self.work += len(self.threads)
+        costs = self.costs
+        # a row step's fixed cost, plus each thread's evaluation (its label's DEFINE and aggregates)
+        label_costs = None if costs is None else costs.label
+        work = 0 if costs is None else costs.step
         for thread in self.threads:
             instruction = self.program.at(thread.pc)
             assert isinstance(instruction, MatchLabel)
+            work += 1 if label_costs is None else label_costs[instruction.label]
             aggregates = self.evaluator.evaluate(thread, instruction.label, position, self)
             if aggregates is None:
                 continue  # the row does not satisfy the label: the thread dies
             thread.labels = self._cons(instruction.label, thread.labels)
             thread.aggregates = aggregates
             self._advance(advanced, thread, thread.pc + 1)
+        self.work += work
         self.threads = advanced
         self._settle()
 
@@ -265,9 +290,10 @@ class Run:
         # Explicit stack instead of recursion: deep unrolled quantifiers must not hit the recursion limit.
         stack: list[tuple[Thread, int]] = [(thread, pointer)]
         visits = 0
+        visit_costs = None if self.costs is None else self.costs.visit
         while stack:
-            visits += 1
             thread, pointer = stack.pop()
+            visits += 1 if visit_costs is None else visit_costs[pointer]  # the signature and the seen-set test
             signature = self.signature(thread, pointer, self)
             seen = self._visited.setdefault(pointer, set())
             if signature in seen:
@@ -296,7 +322,7 @@ class Run:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(vars(self))
-        for transient in ("evaluator", "signature", "_cells", "_visited", "signature_cache"):
+        for transient in ("evaluator", "signature", "_cells", "_visited", "signature_cache", "costs"):
             state.pop(transient)
         threads = [*self.threads, *([self.result] if self.result is not None else [])]
         state["_chains"] = [labels_to_list(t.labels) for t in threads]
@@ -309,6 +335,7 @@ class Run:
         self.signature_cache = {}
         self._cells = {}
         self.work = state.get("work", 0)
+        self.costs = None  # rebind() attaches the clause's
         threads = [*self.threads, *([self.result] if self.result is not None else [])]
         for thread, chain in zip(threads, chains, strict=True):
             labels: Labels | None = None
@@ -344,6 +371,7 @@ class Run:
                "match attempt: start, position and match number must be integers")
         run._visited, run.signature_cache, run._cells = {}, {}, {}
         run.work = 0
+        run.costs = None  # rebind() attaches the clause's
         size = len(program.instructions)
 
         def thread(item: Any) -> Thread:
@@ -362,7 +390,8 @@ class Run:
         run.result = None if data["result"] is None else thread(data["result"])
         return run
 
-    def rebind(self, evaluator: LabelEvaluator, signature: SignatureFn) -> None:
-        """Reattach the (unpicklable) evaluator and signature function after unpickling."""
+    def rebind(self, evaluator: LabelEvaluator, signature: SignatureFn, costs: RunCosts | None = None) -> None:
+        """Reattach the (unpicklable) evaluator, signature function and work costs after unpickling."""
         self.evaluator = evaluator
         self.signature = signature
+        self.costs = costs

@@ -32,7 +32,7 @@ from typing import Any
 
 from timeweave.core.bad_rows import reject_reason
 from timeweave.core.errors import SpecError
-from timeweave.core.pattern.budget import DEFAULT_BUDGET, MatchBudget, MatchBudgetExceeded
+from timeweave.core.pattern.budget import DEFAULT_BUDGET, WORK_WEIGHTS, MatchBudget, MatchBudgetExceeded
 from timeweave.core.pattern.clause import CompiledClause
 from timeweave.core.pattern.errors import MatchRuntimeError, PatternValidationError
 from timeweave.core.pattern.expressions import RowSource
@@ -195,7 +195,7 @@ class PartitionMatcher:
         >>> matcher.push_many([{"t": t, "v": 1} for t in range(20)]) + matcher.finish()
         []
         >>> [row["t"] for row in matcher.take_rejected()][:3], matcher.exceeded.position
-        ([2, 3, 4], 19)
+        ([1, 2, 3], 19)
         """
         rejected, self.rejected = self.rejected, []
         return rejected
@@ -308,7 +308,7 @@ class PartitionMatcher:
             assert fast is not None  # the same spec compiles to the same fast program
             self.run.attach(fast)
         elif self.run is not None:
-            self.run.rebind(self.clause.bind(self.rows), self.clause.equivalence.signature)
+            self.run.rebind(self.clause.bind(self.rows), self.clause.equivalence.signature, self.clause.run_costs)
 
     def _fast_binding(self) -> FastBinding | None:
         if self._fast is None and self.use_fast and self.clause.fast is not None:
@@ -338,6 +338,16 @@ class PartitionMatcher:
                 if self.next_start < meter.reached and meter.work > budget.allowance(meter.reached):
                     return self._exhaust(out, self.next_start, self._work_detail())
                 self.run = clause.new_run(rows, self.next_start, self.match_number, fast)
+                if self.run.__class__ is Run:
+                    # the attempt's first closure (the instructions followed before its first row) is work
+                    # too, also when the attempt ends at once (an empty match: no step would charge it); it
+                    # is at row next_start, which counts as read
+                    meter.work += self.run.work  # type: ignore[union-attr]
+                    self.run.work = 0  # type: ignore[union-attr]
+                    if self.next_start >= meter.reached:
+                        meter.reached = self.next_start + 1
+                    if meter.work > budget.allowance(meter.reached):
+                        return self._exhaust(out, self.next_start, self._work_detail())
             run = self.run
             if bulk:
                 assert isinstance(run, FastRun)
@@ -375,13 +385,14 @@ class PartitionMatcher:
                 threads = len(run.threads)
                 run.step(at_end=self.ended and position == rows.available - 1)
                 # checked after every row: a single attempt of the general VM can grow without bound
-                # ((A|B){1000} with AVG in DEFINE); its unit is a thread evaluated or an instruction followed
-                # (the attempt's first closure included), the fast path's a thread stepped
+                # ((A|B){1000} with AVG in DEFINE); the run counts its units (budget.WorkWeights: a row step,
+                # each thread evaluated, each instruction followed, each signature computed), the fast path
+                # its row price per thread stepped
                 if run.__class__ is Run:
                     meter.work += run.work  # type: ignore[union-attr]
                     run.work = 0  # type: ignore[union-attr]
                 else:
-                    meter.work += threads
+                    meter.work += threads * run.binding.row_cost  # type: ignore[union-attr]
                 if position >= meter.reached:
                     meter.reached = position + 1
                 if len(run.threads) > budget.max_threads:
@@ -396,7 +407,7 @@ class PartitionMatcher:
                 # when a fast run collects matches: it concludes them inside advance() or here depending on
                 # where a call ends, and a count must not depend on the batching (one row per match there)
                 # ... and so is reading the match back for its measures (its label list, its MeasureContext)
-                meter.work += len(concluded) * self._row_cost + self._matched_rows
+                meter.work += len(concluded) * self._row_cost + self._matched_rows * WORK_WEIGHTS.matched_row
             out.extend(concluded)
             rows.release_before(self.next_start - clause.lookbehind)
         return out
@@ -404,7 +415,7 @@ class PartitionMatcher:
     @property
     def _row_cost(self) -> int:
         """Work units of one output row: building it and each measure."""
-        return 1 + len(self.spec.measures)
+        return WORK_WEIGHTS.output_row + WORK_WEIGHTS.measure * len(self.spec.measures)
 
     def _work_detail(self) -> str:
         meter, budget = self.meter, self.meter.budget

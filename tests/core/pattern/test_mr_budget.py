@@ -97,6 +97,8 @@ def test_every_batching_rejects_the_same_rows(chunk: int) -> None:
         # output rows count as work: the fast path concluding matches, ALL ROWS re-outputting rows
         ("A+ B", "A AS A.v > 0, B AS B.v <= 0", "ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW"),
         ("(A|B)+ C", "A AS A.v > 0, B AS B.v > 1, C AS C.v <= 0", "ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW"),
+        # an empty match at every row: each attempt's first closure is its only work
+        ("(A* | B*){3}", "A AS A.v > 5, B AS B.v > 5", "ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW"),
     ]:
         spec = parse_clause(_clause(pattern, define, rows_per_match))
         rows = [{"k": "x", "t": t, "v": -1 if t in (5, 12) else 0 if t % 60 == 59 else 1} for t in range(300)]
@@ -156,3 +158,70 @@ def test_budget_spec_is_validated_with_precise_errors() -> None:
         MatchBudget(max_threads=True)
     assert MatchBudget.from_mapping(None) is DEFAULT_BUDGET
     assert MatchBudget.from_mapping({"max_threads": 7}) == MatchBudget(max_threads=7)
+
+
+# The fuzzed corpus's heaviest input that stayed within the budget when a unit was one thread step or one
+# instruction followed, whatever it cost (bench/match_budget.py, seed 7): 1.5-1.7 CPU-s on 1,000 constant
+# rows, 250,000 units against an allowance of 300,000.  Its units were cheap ones by count and dear ones by
+# CPU (a row step of an attempt re-reading rows, a thread evaluation updating and reading four aggregates).
+HEAVY = ("ORDER BY t MEASURES COUNT(*) AS n ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN "
+         "((((A{1,3} A*? C{1,3}?){2,} B?? A){1,3} ((B{2,}? | B)* (A{5}? B* A+?)){2,}?){5} "
+         "((PERMUTE(B, C, A){5}? B{5}? (B{1,3}? B{2,}? C))*? (C{1,3} (C B?)*)+? (C? | (B+ | A{2,} | B*)? | "
+         "(B A{2,}){5}))?) DEFINE A AS COUNT(A.v) < 50, B AS AVG(B.v) > 6, C AS SUM(C.v) >= 9")
+
+
+def test_work_units_are_weighted_by_cost_so_the_heaviest_corpus_input_hits_the_limit() -> None:
+    matcher = PartitionMatcher(parse_clause(HEAVY), dead_letter=True)
+    rows = [{"t": t, "v": 5} for t in range(1_000)]
+    started = time.process_time()
+    matcher.push_many(rows)
+    matcher.finish()
+    spent = time.process_time() - started
+    assert matcher.exceeded is not None, f"within the limit: {matcher.meter.work:,} units, {spent:.2f} CPU-s"
+    assert matcher.meter.work > DEFAULT_BUDGET.allowance(matcher.meter.reached)
+    assert spent < 1.0 * 3  # the limit's price (~0.1 CPU-s on a quiet machine); a loose bound for a shared CI box
+
+
+def test_an_ordinary_quadratic_query_stays_clear_of_the_default_budget() -> None:
+    """(A | B)+ C with SUM in DEFINE and SKIP TO NEXT ROW: an attempt per row, each some rows long, threads per
+    distinct SUM.  It costs ~0.6 CPU-s per 1,000 rows of its own: the default must leave it alone, with room."""
+    import random
+
+    spec = parse_clause("ORDER BY t MEASURES COUNT(*) AS n AFTER MATCH SKIP TO NEXT ROW PATTERN ((A | B)+ C) "
+                        "DEFINE A AS SUM(A.v) < 20, B AS B.v > 6, C AS C.v < 3")
+    rng = random.Random(3)
+    rows = [{"t": t, "v": rng.randint(0, 9)} for t in range(1_000)]
+    matcher = PartitionMatcher(spec, dead_letter=True)
+    out = matcher.push_many(rows) + matcher.finish()
+    assert matcher.exceeded is None and len(out) > 800
+    assert matcher.meter.work * 1.15 < DEFAULT_BUDGET.allowance(len(rows)), f"{matcher.meter.work:,} units"
+
+
+# Found by bench/match_budget.py (seed 11): an empty match at every row, each attempt following ~950
+# instructions before it ends (1.1 CPU-s per 1,000 rows).  The first closure of an attempt that never steps
+# over a row was not charged at all (6 units per attempt: its output row).
+EMPTY = ("ORDER BY t MEASURES COUNT(*) AS n ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN "
+         "(((C*? | (C* | B{5} | A?){5}){1,3} | (B+? | (C? A{2,} B+)??){1,3}?){5}? (C?? | ((C+ | B*)? PERMUTE(B, A){2,}){1,3} "
+         "| ((A | B{2,} | C*){1,3} | (C+ C{1,3} A{5}){1,3} | (B? | A*)??)+?)) DEFINE A AS A.v = 6, B AS B.v > 3, C AS C.v = 7")
+
+
+def test_an_attempt_that_ends_at_once_is_charged_its_first_closure() -> None:
+    matcher = PartitionMatcher(parse_clause(EMPTY), dead_letter=True)
+    out = matcher.push_many([{"t": t, "v": 5} for t in range(1_000)]) + matcher.finish()
+    assert matcher.exceeded is not None, f"within the limit: {matcher.meter.work:,} units"
+    position = matcher.exceeded.position
+    assert 0 < position < 1_000 and len(out) == position  # one (empty) match per row before the limit
+    assert [r["t"] for r in matcher.take_rejected()] == list(range(position, 1_000))
+
+
+def test_a_fast_path_row_costs_more_when_its_condition_is_dearer() -> None:
+    """A fast-path row's price follows its condition's size (``A.v > PREV(A.v) - 5`` measured ~2.7 us per row
+    stepped, ``A.v > 0`` ~1.7): the same rows stepped under a condition of 5 nodes cost 3 units each, of 3 nodes 2."""
+    rows = [{"t": t, "v": 0 if t % 200 == 199 else 1} for t in range(400)]  # A runs that end without a B
+    work = {}
+    for condition in ("A.v > 0", "A.v * 1 > 0"):
+        matcher = PartitionMatcher(parse_clause(_clause("A+ B", f"A AS {condition}, B AS B.v < 0")), dead_letter=True)
+        assert matcher.push_many(rows) + matcher.finish() == [] and matcher.exceeded is None
+        assert matcher.clause.fast is not None  # the fast path
+        work[condition] = matcher.meter.work
+    assert work["A.v * 1 > 0"] * 2 == work["A.v > 0"] * 3
