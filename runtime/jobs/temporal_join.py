@@ -55,7 +55,7 @@ def backfill(
     only: Sequence[int] | None, slices_per_job: int | None, on_slice: Callable[[dict], None],
 ) -> dict[str, Any]:
     """The sliced backfill over the sides' well-formed rows; its metrics (``per_slice``: what ``on_slice`` got)."""
-    from timeweave.spark.backfill import run_slices
+    from timeweave.spark.temporal_join_backfill import run_slices
 
     reported: list[dict] = []
 
