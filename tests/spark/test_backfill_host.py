@@ -5,7 +5,7 @@ end of input at the last slice, and what a key that forgot its state carries (no
 from __future__ import annotations
 
 import doctest
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -113,3 +113,50 @@ def test_slices_are_planned_and_checked_before_any_job() -> None:
 def test_docstring_examples_run() -> None:
     result = doctest.testmod(host, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+
+
+# -- the temporal join's set-based path renders the plan's version rule ------------------------------------------
+
+
+def test_the_temporal_join_backfill_states_no_version_order_of_its_own() -> None:
+    """Which version a left row gets lives in the plan (timeweave_sql.sql); the backfill's edge states render it."""
+    import inspect
+
+    from timeweave.spark import render, temporal_join_backfill
+
+    source = inspect.getsource(temporal_join_backfill)
+    assert "max_by" not in source and "min_by" not in source and "timeweave__newest_sql" in source
+    sql = render.macro("timeweave__newest_sql", "ev", ["k", "t", "s", "p"], ["k"], "t", "s", group="g")
+    assert "max_by(named_struct(" in sql and "GROUP BY `k`, `g`" in sql
+    assert "min_by(" in render.macro("timeweave__newest_sql", "ev", ["k"], ["k"], "t", "s", oldest=True)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("slices_per_job", [None, 1])
+def test_edge_states_keep_the_highest_sequence_and_the_deletes(spark, tmp_path, slices_per_job) -> None:
+    """Across an edge: of two events at one time the highest sequence is in force (whatever the input order), and
+    a delete before the edge leaves no version; each slice run alone (``only``) reads the state the other wrote."""
+    import timeweave
+    from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+    from timeweave.spark.temporal_join_backfill import run_slices
+
+    t0 = datetime(2020, 1, 1)
+    rates = spark.createDataFrame([
+        ("+I", "a", 2.0, t0, 2), ("+I", "a", 1.0, t0, 1),  # same time: seq 2 wins, though read first
+        ("+I", "b", 5.0, t0, 1), ("-D", "b", 5.0, t0 + timedelta(minutes=30), 2),
+        ("+U", "c", 7.0, t0 + timedelta(minutes=10), 3), ("+U", "c", 8.0, t0 + timedelta(minutes=10), 4),
+    ], "op STRING, currency STRING, rate DOUBLE, update_time TIMESTAMP, seq BIGINT")
+    orders = spark.createDataFrame([
+        (f"o{i}", key, t0 + timedelta(hours=hours)) for i, (key, hours) in enumerate(
+            [("a", 0.5), ("a", 1.5), ("b", 0.2), ("b", 1.5), ("c", 0.9), ("c", 1.9)])
+    ], "order_id STRING, currency STRING, order_time TIMESTAMP")
+    versioned = VersionedTableSpec("currency", "update_time", "changelog", op="op", sequence="seq")
+    spec = TemporalJoinSpec(versioned, "order_time", how="left", right_columns=["rate"])
+    paths = [str(tmp_path / name) for name in ("out", "dead", "state")]
+    for only in ([0], [1]):
+        run_slices(orders, rates, spec, t0, t0 + timedelta(hours=2), 2, *paths, only=only, slices_per_job=slices_per_job)
+    door = timeweave.temporal_join(orders, rates, "order_time", key="currency", time="update_time", format="changelog",
+                                   op="op", sequence="seq", how="left", right_columns=["rate"])
+    got = sorted(tuple(r) for r in spark.read.parquet(paths[0]).select("order_id", "rate").collect())
+    assert got == sorted(tuple(r) for r in door.select("order_id", "rate").collect())
+    assert got == [("o0", 2.0), ("o1", 2.0), ("o2", 5.0), ("o3", None), ("o4", 8.0), ("o5", 8.0)]
