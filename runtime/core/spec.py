@@ -235,6 +235,19 @@ class TemporalJoinSpec:
         """
         return self.how is JoinType.LEFT
 
+    @property
+    def unmatchable_left_columns(self) -> tuple[str, ...]:
+        """The left columns a NULL in which makes a left row unmatchable (its keys, then its time): the row is
+        then output unmatched (:attr:`keeps_unmatchable_left`) or a dead letter, whose reason names the first
+        such column in this order (``NULL key column <k>`` / ``NULL time column <t>``, the plan's
+        ``timeweave__reject_reason``).  Doors that must find those rows cheaply (the backfill: a scan that
+        skips row groups without NULLs) test these columns, not a rule of their own.
+
+        >>> TemporalJoinSpec(VersionedTableSpec("currency", "update_time"), "ts").unmatchable_left_columns
+        ('currency', 'ts')
+        """
+        return (*self.left_key, self.left_time)
+
     def output_right_columns(self, right_schema: Schema) -> tuple[tuple[str, str], ...]:
         """(source column, output name) pairs of the right side's columns in the output."""
         chosen = self.right_columns if self.right_columns is not None else self.versioned.payload_columns(right_schema)

@@ -1,7 +1,7 @@
 """Job entry points: the streaming job and the backfill job, one JSON config (:mod:`timeweave.jobs.config`).
 
-The config decides what runs: a temporal join, or a MATCH_RECOGNIZE when it has a ``match_recognize``
-section (:func:`timeweave.jobs.config.load_job_config`).
+The config decides what runs: the operator whose section it has (:mod:`timeweave.jobs.registry`): a temporal
+join, or a MATCH_RECOGNIZE when it has a ``match_recognize`` section (:func:`timeweave.jobs.config.load_job_config`).
 
 ``python -m timeweave.jobs streaming --config job.json`` / ``python -m timeweave.jobs backfill ...`` on the
 command line (spark-submit-able), :func:`run` in-process.

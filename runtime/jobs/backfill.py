@@ -1,10 +1,12 @@
-"""The backfill job: a time range of file sources through the temporal join or MATCH_RECOGNIZE in N slices.
+"""The backfill job: a time range of file sources through any registered operator in N slices.
 
 ``python -m timeweave.jobs backfill --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3``
-or in-process :func:`run_backfill`.  A temporal-join job keeps its state in ``<checkpoint>/backfill_state``
-(or ``<output.path>_state``); a MATCH_RECOGNIZE job (a config with a ``match_recognize`` section) keeps
-its matcher state under ``<output.path>/_state`` (:mod:`timeweave.spark.match_recognize_backfill`).  Either
-way a re-run of any slice finds the state at its start edge.
+or in-process :func:`run_backfill`.  The config selects the operator (:mod:`timeweave.jobs.registry`); its
+backfill registration runs the slices and keeps the state at their edges: a temporal-join job in
+``<checkpoint>/backfill_state`` (or ``<output.path>_state``, :mod:`timeweave.jobs.temporal_join`); a
+MATCH_RECOGNIZE job (a config with a ``match_recognize`` section) under ``<output.path>/_state``
+(:mod:`timeweave.spark.match_recognize_backfill`).  Either way a re-run of any slice finds the state at its
+start edge.  This driver reads the operator's sources, runs its registration and writes the malformed records.
 
 CSV / JSON records that do not fit the source's schema (:mod:`timeweave.spark.sources`) belong to no slice:
 every run rewrites them under ``<dead_letter>/slice=malformed`` (``side``, ``reason``, ``row``: the reason
@@ -22,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from timeweave.core.errors import SpecError
-from timeweave.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig, load_job_config, parse_utc_timestamp
+from timeweave.jobs.config import SourceConfig, load_job_config, parse_utc_timestamp
+from timeweave.jobs.registry import OPERATORS, operator_of
 from timeweave.jobs.run_dir import run_recorded
 
 _log = logging.getLogger("timeweave.backfill")
@@ -67,7 +70,7 @@ def _when(value: str | datetime, argument: str) -> datetime:
 
 
 def run_backfill(
-    config: JobConfig | MatchRecognizeJobConfig | Mapping[str, Any] | str | Path,
+    config: Any | Mapping[str, Any] | str | Path,
     start: str | datetime,
     end: str | datetime,
     slices: int = 1,
@@ -79,10 +82,10 @@ def run_backfill(
 ) -> dict:
     """Run the backfill of ``config`` over ``[start, end)`` (UTC) in ``slices`` slices; returns metrics.
 
-    ``config`` is either job shape (:func:`timeweave.jobs.config.load_job_config`): a temporal join, or a
-    MATCH_RECOGNIZE sliced on the clause's first ORDER BY column.  ``slices_per_job`` (temporal joins
-    only; default: all the run's slices) is how many contiguous slices one Spark job writes
-    (:func:`timeweave.spark.backfill.run_slices`; 1: one job per slice).
+    ``config`` is any operator's job shape (:func:`timeweave.jobs.config.load_job_config`): a temporal join,
+    or a MATCH_RECOGNIZE sliced on the clause's first ORDER BY column.  ``slices_per_job`` (operators whose
+    registry entry takes it: the temporal join; default: all the run's slices) is how many contiguous slices
+    one Spark job writes (:func:`timeweave.spark.temporal_join_backfill.run_slices`; 1: one job per slice).
 
     Each slice is reported as it is written: a log line (rows, seconds), a progress bar on a terminal
     (``progress_bar``: default when stderr is a terminal and ``rich`` is installed) and, with ``run_dir``,
@@ -95,13 +98,12 @@ def run_backfill(
     """
     job = load_job_config(config)
     begin, stop = _when(start, "start"), _when(end, "end")
-    operator = "match_recognize" if isinstance(job, MatchRecognizeJobConfig) else "temporal_join"
     recorder = None
     if run_dir is not None:
         from timeweave.jobs.run_dir import RunRecorder
 
         recorder = RunRecorder(
-            run_dir, "backfill", operator, job.raw,
+            run_dir, "backfill", operator_of(job).name, job.raw,
             {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path},
             {"start": begin.isoformat(), "end": stop.isoformat(), "slices": slices,
              "only": list(only) if only else None, "slices_per_job": slices_per_job},
@@ -116,53 +118,42 @@ def run_backfill(
 
 
 def _run_backfill(
-    job: JobConfig | MatchRecognizeJobConfig, begin: datetime, stop: datetime, slices: int, spark: Any,
+    job: Any, begin: datetime, stop: datetime, slices: int, spark: Any,
     only: Sequence[int] | None, slices_per_job: int | None, progress: SliceProgress,
 ) -> dict:
     if spark is None:
         from timeweave.jobs.session import get_session
 
         spark = get_session()
-    kind = "MATCH_RECOGNIZE" if isinstance(job, MatchRecognizeJobConfig) else "temporal join"
-    _log.info("backfill (%s) [%s, %s) in %d slice(s)%s -> %s", kind, begin.isoformat(), stop.isoformat(), slices,
-              f", only {list(only)}" if only else "", job.output_path)
-    if isinstance(job, MatchRecognizeJobConfig):
-        if slices_per_job not in (None, 1):
-            raise SpecError("slices_per_job", "applies to temporal-join backfills only", where="backfill")
-        from timeweave.spark.match_recognize_backfill import backfill_match_recognize
-
-        rows, dead = _sources(spark, {"input": job.input})
-        metrics = backfill_match_recognize(
-            rows["input"], job.clause, begin, stop, slices, job.output_path, job.dead_letter_path, only=only,
-            on_slice=progress, budget=job.budget,
-        )
-        malformed = sum(_write_malformed(spark, dead, job.dead_letter_path).values())
-        metrics["malformed"] = malformed
-        metrics["dead_letter"] += malformed
-        _log.info("backfill done: %s slice(s), rows in %s, out %s, dead letter %s", metrics.get("slices"),
-                  metrics.get("rows_in"), metrics.get("rows_out"), metrics.get("dead_letter"))
-        return metrics
-    from timeweave.spark.backfill import run_slices
-
-    state = f"{job.checkpoint}/backfill_state" if job.checkpoint else f"{job.output_path}_state"
-    rows, dead = _sources(spark, {"left": job.left, "right": job.right})
-    metrics = run_slices(
-        rows["left"], rows["right"], job.join, begin, stop,
-        slices, job.output_path, job.dead_letter_path, state, only=only, slices_per_job=slices_per_job,
-        on_slice=progress,
-    )
-    metrics["kind"] = "backfill"
-    metrics["per_slice"] = list(progress.slices)
+    operator = operator_of(job)
+    if slices_per_job not in (None, 1) and not operator.slices_per_job:
+        takers = ", ".join(op.label for op in OPERATORS if op.slices_per_job)
+        raise SpecError("slices_per_job", f"applies to {takers} backfills only, not {operator.label}", where="backfill")
+    _log.info("backfill (%s) [%s, %s) in %d slice(s)%s -> %s", operator.label, begin.isoformat(), stop.isoformat(),
+              slices, f", only {list(only)}" if only else "", job.output_path)
+    jobs = operator.module()
+    rows, dead = _sources(spark, jobs.sources(job))
+    metrics = jobs.backfill(spark, job, rows, begin, stop, slices, only, slices_per_job, progress)
     malformed = _write_malformed(spark, dead, job.dead_letter_path)
     metrics["malformed"] = sum(malformed.values())
     metrics["dead_letter"] += metrics["malformed"]
-    for side in ("left", "right"):
+    for side, count in malformed.items():  # a side counted on its own (rows_in_left...) counts its records read
         if metrics.get(f"rows_in_{side}") is not None:
-            metrics[f"rows_in_{side}"] += malformed.get(side, 0)
-    _log.info("backfill done: %s slice(s), rows in %s left / %s right, out %s, dead letter %s",
-              metrics.get("slices"), metrics.get("rows_in_left"), metrics.get("rows_in_right"),
-              metrics.get("rows_out"), metrics.get("dead_letter"))
+            metrics[f"rows_in_{side}"] += count
+    _log.info("backfill done: %s slice(s), rows in %s, out %s, dead letter %s", metrics.get("slices"),
+              _rows_in(metrics), metrics.get("rows_out"), metrics.get("dead_letter"))
     return metrics
+
+
+def _rows_in(metrics: Mapping[str, Any]) -> str:
+    """The rows in, as the log line gives them: one count, or one per side.
+
+    >>> _rows_in({"rows_in": 4}), _rows_in({"rows_in_left": 3, "rows_in_right": 2})
+    ('4', '3 left / 2 right')
+    """
+    if "rows_in" in metrics:
+        return str(metrics["rows_in"])
+    return " / ".join(f"{value} {name[len('rows_in_'):]}" for name, value in metrics.items() if name.startswith("rows_in_"))
 
 
 def format_slice(one: Mapping[str, Any], done: int, total: int) -> str:

@@ -159,11 +159,9 @@ def _error(message: str) -> int:
 
 
 def _describe(job: Any) -> str:
-    from timeweave.jobs.config import MatchRecognizeJobConfig
+    from timeweave.jobs.registry import operator_of
 
-    if isinstance(job, MatchRecognizeJobConfig):
-        return f"MATCH_RECOGNIZE job: input {job.input.path} -> output {job.output_path}"
-    return f"temporal-join job: left {job.left.path}, right {job.right.path} -> output {job.output_path}"
+    return operator_of(job).module().describe(job)
 
 
 def _install_stop_handlers() -> None:

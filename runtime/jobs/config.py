@@ -35,7 +35,8 @@ join sections; the first ORDER BY column is the event time (the watermark's colu
       "trigger": {"available_now": true}
     }
 
-:func:`load_job_config` reads either shape (a ``match_recognize`` section selects the MATCH_RECOGNIZE one).
+:func:`load_job_config` reads any operator's shape: the config's section selects the operator
+(:mod:`timeweave.jobs.registry`; a ``match_recognize`` section selects the MATCH_RECOGNIZE one).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from timeweave.core.durations import parse_duration
 from timeweave.core.errors import SpecError
 from timeweave.core.pattern import ClauseSpec, MatchBudget, PatternValidationError, RowsPerMatch, parse_clause
 from timeweave.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
+from timeweave.jobs.registry import config_classes, operator_for
 
 SOURCE_FORMATS = ("csv", "json", "parquet")
 def _output_paths(data: Mapping[str, Any]) -> dict[str, str]:
@@ -456,18 +458,17 @@ class MatchRecognizeJobConfig:
         return cls.from_dict(_read_json(source))
 
 
-def load_job_config(source: str | Path | Mapping[str, Any] | JobConfig | MatchRecognizeJobConfig,
-                    ) -> JobConfig | MatchRecognizeJobConfig:
-    """The job config of either kind: a ``match_recognize`` section makes a :class:`MatchRecognizeJobConfig`.
+def load_job_config(source: str | Path | Mapping[str, Any] | Any) -> Any:
+    """The job config of any registered operator (:mod:`timeweave.jobs.registry`): the config's sections select
+    it (a ``match_recognize`` section makes a :class:`MatchRecognizeJobConfig`; no other operator's section, a
+    temporal join's :class:`JobConfig`).  A parsed config is returned as it is.
 
     >>> type(load_job_config('{"match_recognize": {"clause": "ORDER BY t MEASURES A.v AS v PATTERN (A) DEFINE A AS A.v > 0"}, '
     ...     '"input": {"path": "in", "format": "json", "schema": "t TIMESTAMP, v INT"}, '
     ...     '"output": {"path": "out"}}')).__name__
     'MatchRecognizeJobConfig'
     """
-    if isinstance(source, (JobConfig, MatchRecognizeJobConfig)):
+    if isinstance(source, config_classes()):
         return source
     data = _read_json(source)
-    if "match_recognize" in data:
-        return MatchRecognizeJobConfig.from_dict(data)
-    return JobConfig.from_dict(data)
+    return operator_for(data).config_class().from_dict(data)

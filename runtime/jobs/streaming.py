@@ -61,12 +61,13 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from timeweave.core.event_time import END_OF_INPUT_MS
-from timeweave.jobs.config import JobConfig, MatchRecognizeJobConfig, SourceConfig, load_job_config, parse_utc_timestamp
+from timeweave.core.time import END_OF_INPUT
+from timeweave.jobs.config import SourceConfig, load_job_config, parse_utc_timestamp
+from timeweave.jobs.registry import operator_of
 from timeweave.spark.hadoop import HadoopFiles
 
 if TYPE_CHECKING:
@@ -81,10 +82,6 @@ _log = logging.getLogger("timeweave.streaming")
 _STOP = threading.Event()
 _STOP_REASON: list[str] = []
 
-#: The heartbeat ``flush`` writes: TIMESTAMP's last millisecond, 9999-12-31 23:59:59.999 (UTC).  The watermark it
-#: produces (minus the watermark delay) reads as the end of input, past every event time up to
-#: 9999-12-31 23:59:59.999999 (:mod:`timeweave.core.event_time`).
-END_OF_INPUT = datetime(1970, 1, 1) + timedelta(milliseconds=END_OF_INPUT_MS)
 QUERY_DIR = "query"
 CONTROL_DIR = "control"
 CONTROL_SCHEMA = "ts TIMESTAMP"
@@ -104,7 +101,23 @@ QUERY_CONFIGS = {
 }
 
 
-def checkpoint_root(job: JobConfig | MatchRecognizeJobConfig) -> str:
+@dataclasses.dataclass(frozen=True)
+class StreamingRun:
+    """What an operator's streaming registration (``stream`` in its job module, :mod:`timeweave.jobs.registry`)
+    hands the streaming job: its tagged ``stream`` (a StreamingJoin / StreamingMatch), the ``writer`` class
+    whose instance is the query's ``foreachBatch`` function (``writer(spark, stream, paths, metrics)``), how
+    the sources' malformed records become its dead letters (``dead_letter_columns``, see
+    :func:`_with_malformed`), the run's ``metrics`` counters at zero, and ``labels`` added to the final metrics.
+    """
+
+    stream: Any
+    writer: Callable[..., Any]
+    dead_letter_columns: Mapping[str, str]
+    metrics: Mapping[str, Any]
+    labels: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def checkpoint_root(job: Any) -> str:
     """The job's checkpoint directory (``checkpoint`` or ``<output.path>_checkpoint``)."""
     return job.checkpoint or f"{job.output_path}_checkpoint"
 
@@ -299,7 +312,7 @@ class _MatchWriter(_BatchWriter):
 
 
 def run_streaming(
-    config: JobConfig | MatchRecognizeJobConfig | Mapping[str, Any] | str | Path,
+    config: Any | Mapping[str, Any] | str | Path,
     spark: SparkSession | None = None,
     *,
     flush: bool = False,
@@ -332,8 +345,7 @@ def run_streaming(
         from timeweave.jobs.run_dir import RunRecorder
 
         recorder = RunRecorder(
-            run_dir, "streaming", "match_recognize" if isinstance(job, MatchRecognizeJobConfig) else "temporal_join",
-            job.raw, {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path},
+            run_dir, "streaming", operator_of(job).name, job.raw, {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path},
             {"flush": flush, "heartbeat": heartbeat, "timeout_seconds": timeout_seconds},
         )
     from timeweave.jobs.run_dir import run_recorded
@@ -344,7 +356,7 @@ def run_streaming(
 
 
 def _run_streaming(
-    job: JobConfig | MatchRecognizeJobConfig, spark: SparkSession | None, flush: bool, heartbeat: datetime | str | None,
+    job: Any, spark: SparkSession | None, flush: bool, heartbeat: datetime | str | None,
     timeout_seconds: float | None, until_idle: bool, recorder: Any,
     on_batch: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
@@ -363,33 +375,17 @@ def _run_streaming(
     paths = {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path}
     from timeweave.spark.sources import split_malformed
 
-    stream: StreamingJoin | StreamingMatch
-    if isinstance(job, MatchRecognizeJobConfig):
-        from timeweave.spark import match_recognize_streaming as M
-        from timeweave.spark.match_recognize_streaming import match_recognize_stream
-
-        rows, malformed = split_malformed(read_stream(spark, job.input), "input")
-        stream = match_recognize_stream(rows, job.spec, watermark=_delay(job.input.watermark_delay), heartbeat=control,
-                                       budget=job.budget)
-        stream = _with_malformed(stream, [malformed] if malformed is not None else [],
-                                 {M.KIND: f"={M.DEAD}", M.SIDE: "side", M.REASON: "reason", M.IN_ROW: "row"})
-        metrics: dict[str, Any] = {"rows_in": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}
-        batch_writer: _BatchWriter = _MatchWriter(spark, stream, paths, metrics)
-    else:
-        from timeweave.spark import streaming as S
-        from timeweave.spark.streaming import temporal_join_stream
-
-        left, left_malformed = split_malformed(read_stream(spark, job.left), "left")
-        right, right_malformed = split_malformed(read_stream(spark, job.right), "right")
-        stream = temporal_join_stream(
-            left, right, job.join,
-            left_watermark=_delay(job.left.watermark_delay), right_watermark=_delay(job.right.watermark_delay),
-            mode=job.mode, retention=job.retention, heartbeat=control,
-        )
-        stream = _with_malformed(stream, [d for d in (left_malformed, right_malformed) if d is not None],
-                                 {S.KIND: f"={S.DEAD}", S.OUT_SIDE: "side", S.REASON: "reason", S.L_ROW: "row"})
-        metrics = {"rows_in_left": 0, "rows_in_right": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}
-        batch_writer = _BatchWriter(spark, stream, paths, metrics)
+    operator = operator_of(job)
+    jobs = operator.module()
+    rows, malformed = {}, []
+    for side, source in jobs.sources(job).items():
+        rows[side], dead = split_malformed(read_stream(spark, source), side)
+        if dead is not None:
+            malformed.append(dead)
+    run = jobs.stream(spark, job, rows, control)
+    stream = _with_malformed(run.stream, malformed, run.dead_letter_columns)
+    metrics = dict(run.metrics)
+    batch_writer = run.writer(spark, stream, paths, metrics)
     batch_writer.on_batch = on_batch
     query_name = f"timeweave_{zlib.crc32(checkpoint.encode()):08x}"
     writer = (
@@ -440,8 +436,7 @@ def _run_streaming(
     if mark is not None and not marked:
         _log.warning("the %s was not applied: the run ended (%s) before all available input was read",
                      "flush" if flush else "heartbeat", f"stopped by {stopped}" if stopped else "timeout")
-    if isinstance(job, MatchRecognizeJobConfig):
-        metrics["kind"] = "match_recognize"
+    metrics.update(run.labels)
     return metrics
 
 
@@ -566,7 +561,7 @@ def _wait(spark: SparkSession, query: StreamingQuery, timeout: float | None, log
 
 
 def _run_bounded(
-    spark: SparkSession, writer: Any, job: JobConfig | MatchRecognizeJobConfig, timeout: float | None,
+    spark: SparkSession, writer: Any, job: Any, timeout: float | None,
     until_idle: bool, mark: Callable[[], None] | None, log: _ProgressLog,
 ) -> tuple[list[StreamingQuery], bool]:
     """Run ``writer``'s query; with ``mark`` (writes a heartbeat), call it once all available input is read.
@@ -673,19 +668,13 @@ def _hadoop_mkdirs(spark: SparkSession, path: str) -> None:
     hadoop.fs(p).mkdirs(p)
 
 
-def _delay(text: str) -> str:
-    from timeweave.jobs.config import parse_duration
-
-    return f"{parse_duration(text, 'watermark_delay') // 1000} milliseconds"
-
-
 def _interval_seconds(text: str | None) -> float:
     from timeweave.jobs.config import parse_duration
 
     return parse_duration(text or "1 second", "trigger.processing_time") / 1e6
 
 
-def _config_timeout(job: JobConfig | MatchRecognizeJobConfig) -> float | None:
+def _config_timeout(job: Any) -> float | None:
     value = (job.raw.get("trigger") or {}).get("timeout")
     if value is None:
         return None

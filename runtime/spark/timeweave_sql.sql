@@ -170,6 +170,21 @@ FROM (
 ) __tw_x
 {%- endmacro -%}
 
+{#- The version rule of steps 1 and 2 as one aggregate: per key (and per `group` column, when given) the newest
+    event by (time, sequence) -- a later time wins, and at equal times the highest sequence, as step 1's
+    ROW_NUMBER keeps it -- is the version in force after those events (or the delete that ended the last one).
+    `oldest`: the first event instead (the one that ends the version in force before them).  The backfill's
+    state at a slice edge is this over the events before the edge.  Output: the key columns (and `group`) and
+    `__tw_row`, the chosen event's `columns` as a struct (a sort aggregate: max_by of a struct has no
+    fixed-width buffer; no window over all the events). -#}
+{%- macro timeweave__newest_sql(events, columns, key, time, sequence, group=none, oldest=false) -%}
+SELECT {% for k in key %}{{ timeweave.timeweave__q(k) }}, {% endfor %}{% if group %}{{ timeweave.timeweave__q(group) }}, {% endif -%}
+  {{ 'min_by' if oldest else 'max_by' }}(named_struct({% for c in columns %}{{ timeweave.timeweave__str(c) }}, {{ timeweave.timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}),
+    named_struct('t', {{ timeweave.timeweave__q(time) }}, 's', {{ timeweave.timeweave__q(sequence) }})) AS __tw_row
+FROM {{ events }}
+GROUP BY {% for k in key %}{{ timeweave.timeweave__q(k) }}{{ ", " if not loop.last }}{% endfor %}{% if group %}, {{ timeweave.timeweave__q(group) }}{% endif %}
+{%- endmacro -%}
+
 {#- The probe: each valid left row looks up the (key, bucket) of its time (one global bucket number) and checks
     the exact range.
     Output (the flat `matched` relation finalize reads): the left columns as __tw_c<i> (by position in

@@ -45,3 +45,14 @@ def test_backfill_slices_match_the_backfill_job_split():
     bounds = backfill_slices("2026-01-01T00:00:00+00:00", "2026-01-01T10:00:00+00:00", 4)
     expected = slices_of(datetime(2026, 1, 1), datetime(2026, 1, 1, 10), 4)
     assert bounds == [[s.start.isoformat(), s.end.isoformat()] for s in expected]
+
+
+def test_backfill_slices_need_no_spark():
+    """The macro splits with the core's rule (timeweave.core.time): rendering a DAG's template imports no Spark."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from timeweave.airflow.plugin import backfill_slices; "
+            "backfill_slices('2026-01-01', '2026-01-02', 2); print('pyspark' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip().splitlines()[-1] == "False"

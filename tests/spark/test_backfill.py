@@ -230,7 +230,7 @@ def test_backfill_left_rows_on_parquet_counted_by_a_job_only_when_footers_cannot
     footers count no NULL in those columns no job counts the left rows (rows in = rows written).  With a
     NULL there, or for an INNER join, the count job runs.  The metrics are exact and equal to those of the
     same rows given in memory either way."""
-    from timeweave.spark import backfill
+    from timeweave.spark import temporal_join_backfill as backfill  # its private count job (moved from spark.backfill)
 
     left, right = random_inputs(12, n_left=90, n_right=40)
     left = left if nulls else _clean(left, 1, 2)
