@@ -38,7 +38,11 @@ def rewrite(spark, query: str) -> str:
         print(timeweave.spark.sql_door.rewrite(spark, "SELECT ... JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON ..."))
     """
     from timeweave.spark.match_recognize import rewrite_match_recognize  # MATCH_RECOGNIZE first: its input may join
+    from timeweave.spark.windows import rewrite_window_tvfs
 
+    # Window TVFs first: the plan replaces each call by a subquery, which a temporal join or MATCH_RECOGNIZE
+    # can then take as its input; a call's own TABLE (<subquery>) input goes through this whole rewrite.
+    query = rewrite_window_tvfs(spark, query, rewrite)
     query = rewrite_match_recognize(spark, query)
     edits: list[tuple[int, int, str]] = []
     for n, clause in enumerate(find_temporal_joins(query), start=1):
@@ -145,6 +149,7 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
     from timeweave.spark.dataframe import dead_letters as side_dead_letters
     from timeweave.spark.match_recognize import match_recognize_with_rejects, rewrite_match_recognize
     from timeweave.spark.subqueries import inline_subqueries
+    from timeweave.spark.windows import rewrite_window_tvfs
 
     formatter = _Formatter(spark)
     try:
@@ -163,7 +168,10 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
             # NULL event times, and the rows of partitions over their match budget (this runs the matching)
             _, rejected = match_recognize_with_rejects(source, inline_subqueries(spark, found.spec))
             parts.append(rejected.withColumn("clause", F.lit(f"MATCH_RECOGNIZE #{n}")))
-        text = rewrite_match_recognize(spark, text)
+        from timeweave.spark.windows import window_tvf_dead_letters
+
+        parts.extend(window_tvf_dead_letters(spark, text, sql))
+        text = rewrite_match_recognize(spark, rewrite_window_tvfs(spark, text, rewrite))
         for n, clause in enumerate(find_temporal_joins(text), start=1):
             spec, left_df, right_df = _bind_clause(spark, clause, n)
             parts.append(side_dead_letters(left_df, right_df, spec).withColumn("clause", F.lit(spec.where)))
