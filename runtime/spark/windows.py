@@ -193,7 +193,8 @@ def window_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], *, k
 
     With ``window`` (a core spec: ``timeweave.core.windows.tumble("10 minutes")``...) and ``time``, ``df`` is the
     raw input and the window TVF runs first; without, ``df`` is already a window TVF's output (a cascade).
-    A SESSION's ``keys`` must include its ``partition_by`` columns (sessions are kept apart by them).
+    A SESSION's ``keys`` must include its ``partition_by`` columns; sessions are merged per key (all ``keys``), as
+    the streaming window-aggregate operator merges them.
     Output: ``window_start``, ``window_end``, ``window_time``, the keys, the aggregates.
 
     Example::
@@ -212,6 +213,9 @@ def window_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], *, k
             if missing:
                 raise SpecError("keys", f"a SESSION partitioned by {list(window.partition_by)} must group by those "
                                 f"columns too; missing {missing}", where="window_aggregate")
+            # A session window aggregate merges sessions per group key (the core's evaluate and the streaming
+            # operator, keyed by the grouping keys): the keys are the sessions' partition.
+            window = SessionSpec(window.gap, tuple(key_list))
         df = window_tvf(df, time, window)
     elif time is not None:
         raise SpecError("window", "time= without window=: pass the window spec, or a window TVF's output alone",
