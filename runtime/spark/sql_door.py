@@ -1,4 +1,6 @@
-"""The SQL door: ``timeweave.sql(spark, query)`` runs Spark SQL extended with Flink's temporal-join syntax.
+"""The SQL door: ``timeweave.sql(spark, query)`` runs Spark SQL extended with Flink's temporal-join syntax,
+MATCH_RECOGNIZE and Flink's window TVFs (``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' MINUTES))``...,
+each replaced by the window plan as a subquery: :mod:`timeweave.spark.windows`).
 
 Each ``JOIN r FOR SYSTEM_TIME AS OF l.t ON ...`` is replaced by the shared batch plan as a subquery
 (found by :mod:`timeweave.core.temporal_sql`); everything else passes to Spark SQL unchanged.  The
