@@ -17,6 +17,7 @@ enters, and the window columns are TIMESTAMP_NTZ.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
@@ -65,7 +66,10 @@ def _zone(spark, kind: str) -> str | None:
     """The session time zone whose wall clock aligns TIMESTAMP windows (None: UTC, no shift)."""
     if kind != "ltz":
         return None
-    shift = TimeShift.of(spark.conf.get("spark.sql.session.timeZone"))
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    if re.fullmatch(r"[+-]\d{2}:\d{2}", zone or ""):  # a fixed offset (Spark accepts it; ZoneInfo does not)
+        return None if zone in ("+00:00", "-00:00") else zone
+    shift = TimeShift.of(zone)
     return None if shift is None else shift.zone
 
 
