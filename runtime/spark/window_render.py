@@ -86,7 +86,7 @@ def window_tvf_sql(spec: WindowSpec, relation: str, columns: Sequence[str], time
 
     >>> from timeweave.core.windows import tumble
     >>> sql = window_tvf_sql(tumble("10 minutes"), "bids", ["bidtime", "price"], "bidtime")
-    >>> "pmod(__tw_t - 0L, 600000L)" in sql and "FROM bids" in sql
+    >>> "pmod(__tw_t - (0L), 600000L)" in sql and "FROM bids" in sql
     True
     """
     return macro("timeweave__window_tvf_sql", relation, list(columns), time, kind=kind, zone=zone,
