@@ -20,6 +20,13 @@ _LAZY = {
     "sql": "timeweave.spark.sql_door",
     "register": "timeweave.spark.sql_door",
     "register_versioned": "timeweave.spark.registration",
+    "tumble": "timeweave.spark.windows",
+    "hop": "timeweave.spark.windows",
+    "cumulate": "timeweave.spark.windows",
+    "session": "timeweave.spark.windows",
+    "window_aggregate": "timeweave.spark.windows",
+    "window_aggregate_with_rejects": "timeweave.spark.windows",
+    "window_dead_letters": "timeweave.spark.windows",
 }
 
 __all__ = sorted(_LAZY)

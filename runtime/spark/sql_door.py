@@ -1,9 +1,11 @@
-"""The SQL door: ``timeweave.sql(spark, query)`` runs Spark SQL extended with Flink's MATCH_RECOGNIZE and
-temporal-join syntax.
+"""The SQL door: ``timeweave.sql(spark, query)`` runs Spark SQL extended with Flink's temporal-join syntax,
+MATCH_RECOGNIZE and Flink's window TVFs (``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' MINUTES))``...,
+each replaced by the window plan as a subquery: :mod:`timeweave.spark.windows`).
 
 Each operator's clauses are rewritten by the rewriter its module registers with
 :mod:`timeweave.spark.sql_rewrite` (MATCH_RECOGNIZE: :mod:`timeweave.spark.match_recognize`; ``JOIN r FOR
-SYSTEM_TIME AS OF l.t ON ...``: :mod:`timeweave.spark.temporal_join_sql`); everything else passes to Spark SQL
+SYSTEM_TIME AS OF l.t ON ...``: :mod:`timeweave.spark.temporal_join_sql`; window TVFs:
+:mod:`timeweave.spark.windows`); everything else passes to Spark SQL
 unchanged.  This module imports every operator's module, so all of them are registered here; the operators
 import only the registry, never this door.  :func:`register` registers the SQL functions the doors call
 (the MATCH_RECOGNIZE UDTF).
@@ -32,6 +34,7 @@ from timeweave.spark.dataframe import dead_letters as side_dead_letters
 from timeweave.spark.match_recognize import match_recognize_with_rejects, register_udtf, rewrite_match_recognize
 from timeweave.spark.subqueries import inline_subqueries
 from timeweave.spark.temporal_join_sql import bind_clause
+from timeweave.spark.windows import rewrite_window_tvfs, window_tvf_dead_letters
 
 
 def rewrite(spark, query: str) -> str:
@@ -150,7 +153,8 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
             # NULL event times, and the rows of partitions over their match budget (this runs the matching)
             _, rejected = match_recognize_with_rejects(source, inline_subqueries(spark, found.spec))
             parts.append(rejected.withColumn("clause", F.lit(f"MATCH_RECOGNIZE #{n}")))
-        text = rewrite_match_recognize(spark, text)
+        parts.extend(window_tvf_dead_letters(spark, text, sql))
+        text = rewrite_match_recognize(spark, rewrite_window_tvfs(spark, text, rewrite))
         for n, clause in enumerate(find_temporal_joins(text), start=1):
             spec, left_df, right_df = bind_clause(spark, clause, n)
             parts.append(side_dead_letters(left_df, right_df, spec).withColumn("clause", F.lit(spec.where)))

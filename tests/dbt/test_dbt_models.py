@@ -261,8 +261,9 @@ def test_dbt_data_tests_pass(built: Built) -> None:
     tests = [r for r in built.build_result.result if r.node.resource_type == "test"]
     failures = [(r.node.name, r.status, r.message) for r in tests if str(r.status) != "pass"]
     assert built.build_result.success and not failures, failures
-    # six joins (one over upsert rates), two versioned views, MATCH_RECOGNIZE as a table and through an ephemeral
-    assert sum(r.node.name.startswith("equal_rows_") for r in tests) == 10
+    # six joins (one over upsert rates), two versioned views, MATCH_RECOGNIZE as a table and through an ephemeral,
+    # four window TVFs (models/windows)
+    assert sum(r.node.name.startswith("equal_rows_") for r in tests) == 14
     assert {"default_op_lists", "tj_dead_letter_reasons"} <= {r.node.name for r in tests}
 
 
@@ -273,7 +274,10 @@ def test_dbt_finds_the_macro_docs_matching_the_macros(built: Built) -> None:
     manifest = json.loads((built.project / "target" / "manifest.json").read_text())
     documented = {m["name"]: m for m in manifest["macros"].values() if m["package_name"] == "timeweave" and m["patch_path"]}
     assert set(documented) == {"temporal_join", "versioned_view", "temporal_join_dead_letter", "match_recognize",
-                               "default_upsert_ops", "default_delete_ops", "require_session_functions"}
+                               "default_upsert_ops", "default_delete_ops", "require_session_functions",
+                               "tumble", "hop", "cumulate", "session"}
+    assert [(a["name"], a["type"]) for a in documented["hop"]["arguments"]] == [
+        ("relation", "any"), ("time", "string"), ("slide", "any"), ("size", "any"), ("offset", "any")]
     assert [(a["name"], a["type"]) for a in documented["match_recognize"]["arguments"]] == [
         ("relation", "any"), ("clause", "string")]
     assert all(m["description"] for m in documented.values())
@@ -290,6 +294,23 @@ def test_same_rows_as_the_dataframe_door(spark, built: Built) -> None:
                                op="op", how="left", predicate="r.conversion_rate >= 1", right_prefix="rate_")
     columns = ["order_id", "price", "currency", "order_time", "rate_conversion_rate"]
     assert rows_as_text(df, columns) == table_rows(spark, "tj_changelog_left_predicate", columns)
+
+
+@pytest.mark.parametrize(("model", "window", "keys"), [
+    ("win_tumble", ("tumble", "10 minutes"), []),
+    ("win_hop", ("hop", "5 minutes", "10 minutes"), []),
+    ("win_cumulate", ("cumulate", "2 minutes", "10 minutes"), []),
+    ("win_session_partitioned", ("session", "2 minutes", "supplier_id"), ["supplier_id"]),
+])
+def test_window_models_equal_the_dataframe_door(spark, built: Built, model: str, window: tuple, keys: list) -> None:
+    import timeweave
+    from timeweave.core import windows
+
+    spec = getattr(windows, window[0])(*window[1:])
+    df = timeweave.window_aggregate(spark.table(f"{SCHEMA}.win_bid"), {"total_price": "SUM(price)"}, keys=keys,
+                                    time="bidtime", window=spec)
+    columns = ["window_start", "window_end", *keys, "total_price"]
+    assert rows_as_text(df, columns) == table_rows(spark, model, columns)
 
 
 def test_default_op_lists_equal_the_core_lists(built: Built) -> None:

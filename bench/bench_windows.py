@@ -1,0 +1,112 @@
+"""Batch window doors vs Spark's native window() / session_window() group-by, in one run on the same data.
+
+    nice -n 10 python bench/bench_windows.py [--rows 1000000] [--repeat 3] [--data DIR]
+
+Bids from ../shared/bench/gen_data.py (100 items, one row every 10 ms from 2024-01-01) are read once and cached;
+each query is written to Spark's ``noop`` sink (the whole plan runs, nothing is stored), once to warm up, then
+``--repeat`` times; the table shows the median seconds and rows/s per query and the ratio to Spark's native plan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import timeweave
+from timeweave.core.windows import cumulate, hop, session, tumble
+
+GEN = Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_data.py"
+
+
+def _bids(spark, rows: int, data: str | None):
+    root = Path(data) if data else Path(tempfile.mkdtemp(prefix="tw-bench-windows-"))
+    if not (root / "bids").exists():
+        subprocess.run([sys.executable, str(GEN), str(root), "--rows", str(rows)], check=True)
+    df = spark.read.csv(str(root / "bids"), schema="bidtime TIMESTAMP, price DECIMAL(10,2), item STRING, supplier_id STRING")
+    df = df.cache()
+    df.count()
+    return df
+
+
+def _queries(spark, bids):
+    bids.createOrReplaceTempView("bids")
+    count, count_sum = {"cnt": "COUNT(*)"}, {"cnt": "COUNT(*)", "total": "SUM(price)"}
+
+    def agg(spec, aggregates):
+        return lambda: timeweave.window_aggregate(bids, aggregates, keys="item", time="bidtime", window=spec)
+
+    def native(window, *aggs):
+        return lambda: bids.groupBy(window, "item").agg(*aggs)
+
+    def sql(text):
+        return lambda: timeweave.sql(spark, text)
+
+    n, s = F.count(F.lit(1)).alias("cnt"), F.sum("price").alias("total")
+    return [
+        ("TUMBLE 1 min COUNT per item", "timeweave DataFrame", agg(tumble("1 minute"), count)),
+        ("TUMBLE 1 min COUNT per item", "timeweave SQL", sql(
+            "SELECT window_start, window_end, item, COUNT(*) AS cnt FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(bidtime), "
+            "INTERVAL '1' MINUTE)) GROUP BY window_start, window_end, item")),
+        ("TUMBLE 1 min COUNT per item", "Spark window()", native(F.window("bidtime", "1 minute"), n)),
+        ("TUMBLE 1 min COUNT+SUM per item", "timeweave DataFrame", agg(tumble("1 minute"), count_sum)),
+        ("TUMBLE 1 min COUNT+SUM per item", "Spark window()", native(F.window("bidtime", "1 minute"), n, s)),
+        ("HOP 5/10 min COUNT per item", "timeweave DataFrame", agg(hop("5 minutes", "10 minutes"), count)),
+        ("HOP 5/10 min COUNT per item", "timeweave SQL", sql(
+            "SELECT window_start, window_end, item, COUNT(*) AS cnt FROM TABLE(HOP(TABLE bids, DESCRIPTOR(bidtime), "
+            "INTERVAL '5' MINUTES, INTERVAL '10' MINUTES)) GROUP BY window_start, window_end, item")),
+        ("HOP 5/10 min COUNT per item", "Spark window()", native(F.window("bidtime", "10 minutes", "5 minutes"), n)),
+        ("CUMULATE 1/10 min COUNT per item", "timeweave DataFrame", agg(cumulate("1 minute", "10 minutes"), count)),
+        ("SESSION 30 s COUNT per item", "timeweave DataFrame", agg(session("30 seconds", "item"), count)),
+        ("SESSION 30 s COUNT per item", "Spark session_window()", native(F.session_window("bidtime", "30 seconds"), n)),
+    ]
+
+
+def _time(build, repeat: int) -> float:
+    build().write.format("noop").mode("overwrite").save()  # warm-up
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        build().write.format("noop").mode("overwrite").save()
+        runs.append(time.perf_counter() - start)
+    return statistics.median(runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--data", help="a directory gen_data.py wrote (else a temporary one)")
+    parser.add_argument("--master", default="local[2]")
+    args = parser.parse_args()
+    spark = (SparkSession.builder.master(args.master).config("spark.sql.session.timeZone", "UTC")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    bids = _bids(spark, args.rows, args.data)
+    print(f"rows={args.rows} master={args.master} cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f}", flush=True)
+    native_seconds: dict[str, float] = {}
+    results = []
+    for query, door, build in _queries(spark, bids):
+        seconds = _time(build, args.repeat)
+        results.append((query, door, seconds))
+        if door.startswith("Spark"):
+            native_seconds[query] = seconds
+        print(f"{query:34} {door:24} {seconds:7.2f} s {args.rows / seconds / 1e6:6.2f} M rows/s", flush=True)
+    print("\n| query | door | median s | M rows/s | vs Spark native |\n|---|---|---|---|---|")
+    for query, door, seconds in results:
+        ratio = native_seconds.get(query)
+        versus = "" if ratio is None or door.startswith("Spark") else f"{ratio / seconds:.2f}x"
+        print(f"| {query} | {door} | {seconds:.2f} | {args.rows / seconds / 1e6:.2f} | {versus} |")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

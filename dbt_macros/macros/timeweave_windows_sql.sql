@@ -1,0 +1,105 @@
+{#- GENERATED from timeweave/spark/timeweave_windows_sql.sql (runtime/spark/ in the repository) by `python -m timeweave.dbt_package.generate`: do not edit; edit the source and regenerate
+    (tests/dbt/test_package.py fails while this file differs from what the command writes). -#}
+{#-
+  THE batch plan of Flink's window TVFs (TUMBLE, HOP, CUMULATE, SESSION), as pure Jinja: no dbt context is
+  used here, so the Python DataFrame and SQL doors render this very file with jinja2 (timeweave.spark.
+  window_render) and the dbt macros tumble / hop / cumulate / session render it through adapter.dispatch.
+  One plan, every batch door.  Calls to the temporal-join plan's helpers (identifier quoting, string
+  constants) are written `timeweave.<macro>`, as dbt resolves a package's macros.
+
+  Arguments are already validated window specs (runtime/core/windows/spec.py: Flink's rules) in integer
+  milliseconds.  Semantics (the core's, runtime/core/windows/):
+  - a row's time is its time column cut to the millisecond (floor, before 1970 too);
+  - TUMBLE/HOP/CUMULATE windows start at offset + k * period (Flink's getWindowStartWithOffset:
+    t - pmod(t - offset, period)); a window is [start, end);
+  - SESSION: rows of one partition at most `gap` apart share a session [first row, last row + gap);
+  - window_time = window_end - 1 ms; the three window columns have the time column's type;
+  - TIMESTAMP (an instant, Flink's TIMESTAMP_LTZ) is aligned on the wall clock of `zone` (the session time
+    zone; none = UTC, no shift) as Flink's TimeWindowUtil does: window bounds are wall-clock times, given
+    back as the instants at which that wall clock shows them; TIMESTAMP_NTZ (Flink's TIMESTAMP) is not shifted;
+  - a row with a NULL time is in no window: the TVF leaves it out and the dead letter lists it.
+  Every step is a Spark SQL expression (no UDF): HOP and CUMULATE explode each row into its windows with
+  explode(sequence(...)), SESSION numbers sessions with lag + running max over the partition.
+-#}
+
+{#- Epoch milliseconds of a time column (`kind`: 'ltz' = Spark TIMESTAMP, 'ntz' = TIMESTAMP_NTZ), on the
+    wall clock of `zone` for 'ltz' (from_utc_timestamp: the instant's local date-time read as UTC, Flink's
+    toUtcTimestampMills).  unix_millis floors (-0.5 ms is -1), as the core's event_time_ms. -#}
+{%- macro timeweave__win_ms(expr, kind, zone) -%}
+{%- if kind == 'ntz' -%}
+(timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {{ expr }}) - pmod(timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {{ expr }}), 1000L)) div 1000L
+{%- elif zone -%}
+unix_millis(from_utc_timestamp({{ expr }}, {{ timeweave.timeweave__str(zone) }}))
+{%- else -%}
+unix_millis({{ expr }})
+{%- endif -%}
+{%- endmacro -%}
+
+{#- The time value of epoch milliseconds `ms` in the time column's type (the inverse of timeweave__win_ms;
+    'ltz' with a zone: the instant at which the zone's wall clock shows it, Java's LocalDateTime.atZone). -#}
+{%- macro timeweave__win_ts(ms, kind, zone) -%}
+{%- if kind == 'ntz' -%}
+timestampadd(MILLISECOND, {{ ms }}, TIMESTAMP_NTZ'1970-01-01 00:00:00')
+{%- elif zone -%}
+to_utc_timestamp(timestamp_millis({{ ms }}), {{ timeweave.timeweave__str(zone) }})
+{%- else -%}
+timestamp_millis({{ ms }})
+{%- endif -%}
+{%- endmacro -%}
+
+{#- The columns' list, quoted, each prefixed by `prefix`. -#}
+{%- macro timeweave__win_columns(columns, prefix='') -%}
+{%- for c in columns -%}{{ prefix }}{{ timeweave.timeweave__q(c) }}{{ ", " if not loop.last }}{%- endfor -%}
+{%- endmacro -%}
+
+{#- The window TVF over `relation` (SQL text after FROM): the input's `columns`, then window_start,
+    window_end, window_time; `function` is TUMBLE, HOP, CUMULATE or SESSION with its spec's values in ms. -#}
+{%- macro timeweave__window_tvf_sql(relation, columns, time, function, kind='ltz', zone=none, size=none,
+                                    slide=none, step=none, max_size=none, offset=0, gap=none,
+                                    partition_by=[]) -%}
+{%- set q = timeweave.timeweave__q -%}
+{%- set ts = timeweave.timeweave__win_ts -%}
+{%- set cols = timeweave.timeweave__win_columns(columns) -%}
+{%- set timed -%}
+SELECT {{ cols }}, {{ timeweave.timeweave__win_ms(q(time), kind, zone) }} AS __tw_t
+FROM {{ relation }}
+WHERE {{ q(time) }} IS NOT NULL
+{%- endset -%}
+{%- if function == 'SESSION' -%}
+{%- set by = timeweave.timeweave__win_columns(partition_by) -%}
+{%- set over = ("PARTITION BY " ~ by ~ " " if partition_by else "") ~ "ORDER BY __tw_t" -%}
+SELECT {{ cols }}, {{ ts('__tw_ws', kind, zone) }} AS window_start, {{ ts('__tw_we', kind, zone) }} AS window_end, {{ ts('__tw_we - 1', kind, zone) }} AS window_time
+FROM (
+  SELECT *, max(__tw_t) OVER (PARTITION BY {{ by ~ ", " if partition_by }}__tw_ws) + {{ gap }}L AS __tw_we
+  FROM (
+    SELECT *, max(CASE WHEN __tw_prev IS NULL OR __tw_t - __tw_prev > {{ gap }}L THEN __tw_t END)
+                OVER ({{ over }} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __tw_ws
+    FROM (SELECT *, lag(__tw_t) OVER ({{ over }}) AS __tw_prev FROM ({{ timed }}) __tw_in) __tw_lagged
+  ) __tw_started
+) __tw_sessions
+{%- else -%}
+{%- if function == 'TUMBLE' -%}
+{%- set period, window_start = size, "__tw_t - pmod(__tw_t - (" ~ offset ~ "L), " ~ size ~ "L)" -%}
+{%- set windowed = "SELECT *, " ~ window_start ~ " AS __tw_ws, " ~ window_start ~ " + " ~ size ~ "L AS __tw_we FROM (" ~ timed ~ ") __tw_in" -%}
+{%- elif function == 'HOP' -%}
+{#- the size / slide windows holding t start every slide, the last at the start of t's slide -#}
+{%- set last = "__tw_t - pmod(__tw_t - (" ~ offset ~ "L), " ~ slide ~ "L)" -%}
+{%- set windowed = "SELECT *, __tw_ws + " ~ size ~ "L AS __tw_we FROM (SELECT *, explode(sequence(" ~ last ~ " - " ~ (size - slide) ~ "L, " ~ last ~ ", " ~ slide ~ "L)) AS __tw_ws FROM (" ~ timed ~ ") __tw_in) __tw_exploded" -%}
+{%- else -%}
+{#- CUMULATE: the period's start, and every step end from t's step to the period's end -#}
+{%- set period_start = "__tw_t - pmod(__tw_t - (" ~ offset ~ "L), " ~ max_size ~ "L)" -%}
+{%- set first_end = "__tw_t - pmod(__tw_t - (" ~ offset ~ "L), " ~ step ~ "L) + " ~ step ~ "L" -%}
+{%- set windowed = "SELECT *, explode(sequence(" ~ first_end ~ ", " ~ period_start ~ " + " ~ max_size ~ "L, " ~ step ~ "L)) AS __tw_we, " ~ period_start ~ " AS __tw_ws FROM (" ~ timed ~ ") __tw_in" -%}
+{%- endif -%}
+SELECT {{ cols }}, {{ ts('__tw_ws', kind, zone) }} AS window_start, {{ ts('__tw_we', kind, zone) }} AS window_end, {{ ts('__tw_we - 1', kind, zone) }} AS window_time
+FROM ({{ windowed }}) __tw_windows
+{%- endif -%}
+{%- endmacro -%}
+
+{#- The window TVF's dead letter: the rows of `relation` with a NULL time, as side 'input', the reason and
+    the row as JSON (the shape of the other doors' dead letters). -#}
+{%- macro timeweave__window_dead_letter_sql(relation, columns, time, reason) -%}
+SELECT 'input' AS side, {{ timeweave.timeweave__str(reason) }} AS reason, to_json(named_struct({% for c in columns %}{{ timeweave.timeweave__str(c) }}, {{ timeweave.timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %})) AS row
+FROM {{ relation }}
+WHERE {{ timeweave.timeweave__q(time) }} IS NULL
+{%- endmacro -%}

@@ -1,0 +1,95 @@
+"""Render the window-TVF plan (``runtime/spark/timeweave_windows_sql.sql``; dbt renders a generated copy) from Python.
+
+The DataFrame and SQL doors render the same Jinja file the dbt macros ``tumble`` / ``hop`` / ``cumulate`` /
+``session`` render, so there is one window plan.  The file calls the temporal-join plan's helpers
+(``timeweave.timeweave__q``, ``timeweave.timeweave__str``); the ``timeweave`` namespace here resolves a name
+in the window file first, then in the temporal-join plan (:mod:`timeweave.spark.render`).  Imports no pyspark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from timeweave.core.windows.spec import CumulateSpec, HopSpec, SessionSpec, TumbleSpec, WindowSpec
+from timeweave.spark import render
+
+WINDOW_FILE_NAME = "timeweave_windows_sql.sql"
+#: The window plan's single source, shipped beside this module; the dbt package's ``macros/`` holds a generated
+#: copy (``python -m timeweave.dbt_package.generate``).
+WINDOW_PLAN_FILE = Path(__file__).resolve().parent / WINDOW_FILE_NAME
+
+#: The columns a window TVF adds to its input (Flink's names).
+WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
+
+
+@cache
+def _macros() -> Any:
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, extensions=["jinja2.ext.do"])
+    env.globals["timeweave"] = _Namespace()
+    return env.from_string(WINDOW_PLAN_FILE.read_text()).module
+
+
+class _Namespace:
+    """``timeweave.<macro>`` inside the window file: its own macros, then the temporal-join plan's."""
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(_macros(), name, None)
+        if found is None or isinstance(found, jinja2.Undefined):
+            return getattr(render._macros(), name)
+        return found
+
+
+def macro(name: str, *args: Any, **kwargs: Any) -> str:
+    """Render one macro of the window file to SQL text.
+
+    >>> macro("timeweave__win_ms", "`ts`", "ltz", None)
+    'unix_millis(`ts`)'
+    """
+    return str(getattr(_macros(), name)(*args, **kwargs)).strip()
+
+
+def spec_arguments(spec: WindowSpec) -> dict[str, Any]:
+    """The plan macro's arguments for a validated core spec (function name and values in ms).
+
+    >>> from timeweave.core.windows import hop
+    >>> spec_arguments(hop("5 minutes", "10 minutes"))
+    {'function': 'HOP', 'slide': 300000, 'size': 600000, 'offset': 0}
+    """
+    if isinstance(spec, TumbleSpec):
+        return {"function": "TUMBLE", "size": spec.size, "offset": spec.offset}
+    if isinstance(spec, HopSpec):
+        return {"function": "HOP", "slide": spec.slide, "size": spec.size, "offset": spec.offset}
+    if isinstance(spec, CumulateSpec):
+        return {"function": "CUMULATE", "step": spec.step, "max_size": spec.max_size, "offset": spec.offset}
+    if isinstance(spec, SessionSpec):
+        return {"function": "SESSION", "gap": spec.gap, "partition_by": list(spec.partition_by)}
+    raise TypeError(f"not a window spec: {spec!r}")
+
+
+def window_tvf_sql(spec: WindowSpec, relation: str, columns: Sequence[str], time: str, *, kind: str = "ltz",
+                   zone: str | None = None) -> str:
+    """The window TVF's rows over ``relation``: ``columns`` plus ``window_start``, ``window_end``, ``window_time``.
+
+    ``kind`` is the time column's type (``"ltz"``: Spark TIMESTAMP, ``"ntz"``: TIMESTAMP_NTZ); ``zone`` the
+    session time zone whose wall clock aligns TIMESTAMP windows (None: UTC).
+
+    >>> from timeweave.core.windows import tumble
+    >>> sql = window_tvf_sql(tumble("10 minutes"), "bids", ["bidtime", "price"], "bidtime")
+    >>> "pmod(__tw_t - (0L), 600000L)" in sql and "FROM bids" in sql
+    True
+    """
+    return macro("timeweave__window_tvf_sql", relation, list(columns), time, kind=kind, zone=zone,
+                 **spec_arguments(spec))
+
+
+def window_dead_letter_sql(relation: str, columns: Sequence[str], time: str, reason: str) -> str:
+    """The rows of ``relation`` with a NULL ``time``: ``side`` (``input``), ``reason``, ``row`` (JSON)."""
+    return macro("timeweave__window_dead_letter_sql", relation, list(columns), time, reason)
+
+
+__all__ = ["WINDOW_COLUMNS", "macro", "spec_arguments", "window_dead_letter_sql", "window_tvf_sql"]

@@ -1,0 +1,339 @@
+"""The batch window doors: Flink's window TVFs (TUMBLE, HOP, CUMULATE, SESSION) on DataFrames and in SQL.
+
+Every row counts in batch (no watermark, so no late row); a row with a NULL event time is in no window and
+goes to the dead letter with the reason.  The rows come from the one window plan
+(``runtime/spark/timeweave_windows_sql.sql``, rendered by :mod:`timeweave.spark.window_render`): Spark
+SQL expressions only (no Python per row), the window arithmetic taken from the validated core spec
+(:mod:`timeweave.core.windows.spec`, Flink's rules).  Every check (spec values, the time column and its
+type, PARTITION BY columns) happens before any Spark job, with an error naming the argument.
+
+Types (Flink's ``window_start`` / ``window_end`` / ``window_time`` have the time attribute's type): a Spark
+``TIMESTAMP`` time column is an instant, Flink's ``TIMESTAMP_LTZ``: its windows are aligned on the wall clock of
+the session time zone (``spark.sql.session.timeZone``), as Flink aligns TIMESTAMP_LTZ windows on its session
+zone, and the window columns are TIMESTAMPs (the instants at which that clock shows the window's bounds, so
+they display as the wall-clock bounds).  A ``TIMESTAMP_NTZ`` column is Flink's ``TIMESTAMP``: no time zone
+enters, and the window columns are TIMESTAMP_NTZ.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from timeweave.core.errors import QuerySyntaxError, SpecError
+from timeweave.core.pattern.partition import null_event_time_reason
+from timeweave.core.windows import spec as specs
+from timeweave.core.windows.spec import SessionSpec, WindowSpec
+from timeweave.core.windows.tvf_sql import WindowTvf, find_window_tvfs
+from timeweave.core.windows.zones import TimeShift
+from timeweave.spark import render, sql_rewrite
+from timeweave.spark.schema import column
+from timeweave.spark.window_render import WINDOW_COLUMNS, window_dead_letter_sql, window_tvf_sql
+
+Duration = int | timedelta | str
+
+
+def _find(columns: Sequence[str], name: str) -> str | None:
+    """The input's spelling of column ``name`` (Spark compares names case-insensitively)."""
+    exact = [c for c in columns if c == name]
+    if exact:
+        return exact[0]
+    folded = [c for c in columns if c.lower() == name.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
+def time_kind(schema: T.StructType, time: str, where: str) -> tuple[str, str]:
+    """The time column's spelling and kind (``"ltz"``: TIMESTAMP, ``"ntz"``: TIMESTAMP_NTZ); a missing or
+    non-timestamp column is a :class:`SpecError` naming ``time``."""
+    found = _find(schema.names, time)
+    if found is None:
+        raise SpecError("time", f"column {time!r} not found; available: {schema.names}", where=where)
+    data_type = schema[found].dataType
+    if isinstance(data_type, T.TimestampNTZType):
+        return found, "ntz"
+    if isinstance(data_type, T.TimestampType):
+        return found, "ltz"
+    raise SpecError("time", f"column {found!r} must be a TIMESTAMP or TIMESTAMP_NTZ, found {data_type.simpleString()}"
+                    " (parse text times first and decide what an unparsable one means)", where=where)
+
+
+def _zone(spark, kind: str) -> str | None:
+    """The session time zone whose wall clock aligns TIMESTAMP windows (None: UTC, no shift)."""
+    if kind != "ltz":
+        return None
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    if re.fullmatch(r"[+-]\d{2}:\d{2}", zone or ""):  # a fixed offset (Spark accepts it; ZoneInfo does not)
+        return None if zone in ("+00:00", "-00:00") else zone
+    shift = TimeShift.of(zone)
+    return None if shift is None else shift.zone
+
+
+def bind(schema: T.StructType, time: str, spec: WindowSpec) -> tuple[str, str, WindowSpec]:
+    """Check ``spec`` against the input: the time column (spelling, kind), PARTITION BY columns, and no input
+    column named like a window column.  Returns the time column's spelling, its kind and the spec with the
+    input's spellings of its partition columns.  No Spark job runs."""
+    if not isinstance(spec, (specs.TumbleSpec, specs.HopSpec, specs.CumulateSpec, SessionSpec)):
+        raise SpecError("window", f"expected a window spec (timeweave.core.windows.tumble/hop/cumulate/session), "
+                        f"got {spec!r}")
+    where = spec.kind
+    time, kind = time_kind(schema, time, where)
+    for name in WINDOW_COLUMNS:
+        clash = _find(schema.names, name)
+        if clash is not None:
+            raise SpecError("df", f"the input already has a column {clash!r}; {where} adds window_start, window_end "
+                            "and window_time: rename or drop it first", where=where)
+    if isinstance(spec, SessionSpec):
+        spelled = []
+        for name in spec.partition_by:
+            found = _find(schema.names, name)
+            if found is None:
+                raise SpecError("partition_by", f"column {name!r} not found; available: {schema.names}", where=where)
+            spelled.append(found)
+        spec = SessionSpec(spec.gap, tuple(spelled))
+    return time, kind, spec
+
+
+def window_tvf(df: DataFrame, time: str, spec: WindowSpec) -> DataFrame:
+    """The window TVF of ``spec`` over ``df``: the input columns plus ``window_start``, ``window_end`` and
+    ``window_time``; a row is repeated once per window holding it (HOP, CUMULATE); rows with a NULL ``time``
+    are left out (:func:`window_dead_letters` lists them).
+
+    Example::
+
+        from timeweave.core.windows import hop as hop_spec
+        windowed = timeweave.spark.windows.window_tvf(bids, "bidtime", hop_spec("5 minutes", "10 minutes"))
+    """
+    time, kind, spec = bind(df.schema, time, spec)
+    sql = window_tvf_sql(spec, render.relation("source"), df.columns, time, kind=kind,
+                         zone=_zone(df.sparkSession, kind))
+    return df.sparkSession.sql(render.formattable(sql), source=df)
+
+
+def tumble(df: DataFrame, time: str, size: Duration, offset: Duration = 0) -> DataFrame:
+    """``TUMBLE(TABLE df, DESCRIPTOR(time), size [, offset])``: each row with its fixed-size window.
+
+    Durations are ``"10 minutes"``, ``"-8 hours"``, a :class:`~datetime.timedelta` or integer milliseconds.
+
+    Example::
+
+        timeweave.tumble(bids, "bidtime", "10 minutes").groupBy("window_start", "window_end").sum("price")
+        timeweave.tumble(bids, "bidtime", "1 day", offset="-8 hours")    # days starting at 16:00 UTC
+    """
+    return window_tvf(df, time, specs.tumble(size, offset))
+
+
+def hop(df: DataFrame, time: str, slide: Duration, size: Duration, offset: Duration = 0) -> DataFrame:
+    """``HOP(TABLE df, DESCRIPTOR(time), slide, size [, offset])`` (Flink's order: slide, then size): each row
+    once per window of ``size`` holding it; windows start every ``slide``; ``size`` must be a multiple of ``slide``.
+
+    Example::
+
+        timeweave.hop(bids, "bidtime", "5 minutes", "10 minutes")   # two windows per row
+    """
+    return window_tvf(df, time, specs.hop(slide, size, offset))
+
+
+def cumulate(df: DataFrame, time: str, step: Duration, max_size: Duration, offset: Duration = 0) -> DataFrame:
+    """``CUMULATE(TABLE df, DESCRIPTOR(time), step, max_size [, offset])``: windows growing by ``step`` from the
+    start of each ``max_size`` period; each row once per window holding it.
+
+    Example::
+
+        timeweave.cumulate(bids, "bidtime", "2 minutes", "10 minutes")
+    """
+    return window_tvf(df, time, specs.cumulate(step, max_size, offset))
+
+
+def session(df: DataFrame, time: str, gap: Duration, partition_by: str | Sequence[str] = ()) -> DataFrame:
+    """``SESSION(TABLE df PARTITION BY k, DESCRIPTOR(time), gap)``: each row with its session, rows of one
+    ``partition_by`` value at most ``gap`` apart sharing one; a session ends ``gap`` after its last row.
+
+    Example::
+
+        timeweave.session(bids, "bidtime", "2 minutes", partition_by="supplier_id")
+    """
+    return window_tvf(df, time, specs.session(gap, partition_by if isinstance(partition_by, str) else tuple(partition_by)))
+
+
+def window_dead_letters(df: DataFrame, time: str) -> DataFrame:
+    """The rows of ``df`` no window holds (a NULL ``time``): ``side`` (``input``), ``reason``
+    (``NULL event time column <time>``) and ``row`` (JSON), the shape of the other doors' dead letters.
+
+    Example::
+
+        timeweave.window_dead_letters(bids, "bidtime").show(truncate=False)
+    """
+    found = _find(df.columns, time)
+    if found is None:
+        raise SpecError("time", f"column {time!r} not found; available: {df.columns}", where="window_dead_letters")
+    sql = window_dead_letter_sql(render.relation("source"), df.columns, found, null_event_time_reason(found))
+    return df.sparkSession.sql(render.formattable(sql), source=df)
+
+
+def _aggregate_columns(aggregates: Mapping[str, str | Column]) -> list[Column]:
+    if not isinstance(aggregates, Mapping) or not aggregates:
+        raise SpecError("aggregates", f"expected a mapping of output name -> aggregate (SQL text or Column), got "
+                        f"{aggregates!r}", where="window_aggregate")
+    out = []
+    for name, value in aggregates.items():
+        if isinstance(value, str):
+            value = F.expr(value)
+        if not isinstance(value, Column):
+            raise SpecError("aggregates", f"{name!r}: expected SQL text or a Column, got {value!r}",
+                            where="window_aggregate")
+        out.append(value.alias(name))
+    return out
+
+
+def window_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], *, keys: str | Sequence[str] = (),
+                     time: str | None = None, window: WindowSpec | None = None) -> DataFrame:
+    """Window aggregation, ``GROUP BY window_start, window_end, window_time, keys``: one row per window and key
+    with ``aggregates`` (output name -> any Spark aggregate, as SQL text or a Column).
+
+    With ``window`` (a core spec: ``timeweave.core.windows.tumble("10 minutes")``...) and ``time``, ``df`` is the
+    raw input and the window TVF runs first; without, ``df`` is already a window TVF's output (a cascade).
+    A SESSION's ``keys`` must include its ``partition_by`` columns; sessions are merged per key (all ``keys``), as
+    the streaming window-aggregate operator merges them.
+    Output: ``window_start``, ``window_end``, ``window_time``, the keys, the aggregates.
+
+    Example::
+
+        from timeweave.core.windows import tumble as tumble_spec
+        timeweave.window_aggregate(bids, {"cnt": "COUNT(*)", "total": "SUM(price)"}, keys=["item"],
+                                   time="bidtime", window=tumble_spec("10 minutes"))
+    """
+    key_list = [keys] if isinstance(keys, str) else list(keys)
+    columns = _aggregate_columns(aggregates)
+    if window is not None:
+        if time is None:
+            raise SpecError("time", "window= needs time= (the event-time column)", where="window_aggregate")
+        if isinstance(window, SessionSpec):
+            missing = [c for c in window.partition_by if c.lower() not in {k.lower() for k in key_list}]
+            if missing:
+                raise SpecError("keys", f"a SESSION partitioned by {list(window.partition_by)} must group by those "
+                                f"columns too; missing {missing}", where="window_aggregate")
+            # A session window aggregate merges sessions per group key (the core's evaluate and the streaming
+            # operator, keyed by the grouping keys): the keys are the sessions' partition.
+            window = SessionSpec(window.gap, tuple(key_list))
+        df = window_tvf(df, time, window)
+    elif time is not None:
+        raise SpecError("window", "time= without window=: pass the window spec, or a window TVF's output alone",
+                        where="window_aggregate")
+    for name in (*WINDOW_COLUMNS, *key_list):
+        if _find(df.columns, name) is None:
+            argument = "keys" if name in key_list else "df"
+            raise SpecError(argument, f"column {name!r} not found; available: {df.columns}"
+                            + (" (pass window= and time=, or a window TVF's output)" if argument == "df" else ""),
+                            where="window_aggregate")
+    return df.groupBy(*[column(c) for c in (*WINDOW_COLUMNS, *key_list)]).agg(*columns)
+
+
+def window_aggregate_with_rejects(df: DataFrame, aggregates: Mapping[str, str | Column], *,
+                                  keys: str | Sequence[str] = (), time: str,
+                                  window: WindowSpec) -> tuple[DataFrame, DataFrame]:
+    """:func:`window_aggregate` plus its dead letter (:func:`window_dead_letters`: the NULL event times).
+
+    Example::
+
+        totals, rejected = timeweave.window_aggregate_with_rejects(
+            bids, {"total": "SUM(price)"}, keys="item", time="bidtime", window=tumble_spec("10 minutes"))
+    """
+    return (window_aggregate(df, aggregates, keys=keys, time=time, window=window),
+            window_dead_letters(df, time))
+
+
+# -- the SQL door ---------------------------------------------------------------------------------------
+
+
+def _outermost(calls: list[WindowTvf]) -> list[WindowTvf]:
+    return [c for c in calls if not any(o is not c and o.start <= c.start and c.end <= o.end for o in calls)]
+
+
+def _input(spark, query: str, call: WindowTvf, rewrite) -> tuple[str, DataFrame]:
+    """The call's input as SQL text (a subquery's own TVFs, temporal joins, MATCH_RECOGNIZE rewritten) and as a
+    DataFrame (resolved, not run); a failure is positioned at the data argument."""
+    relation = call.relation
+    if relation.startswith("("):
+        try:
+            relation = "(" + rewrite(spark, relation[1:-1]) + ")"
+        except QuerySyntaxError as error:  # positions inside the subquery -> positions in the query
+            moved = QuerySyntaxError(error.description, text=query, position=call.relation_start + 1 + error.position)
+            if hasattr(error, "argument"):
+                moved.argument = error.argument  # type: ignore[attr-defined]
+            raise moved from None
+    try:
+        df = spark.sql(f"SELECT * FROM {relation}")
+        schema = df.schema
+    except QuerySyntaxError:
+        raise
+    except Exception as error:  # a missing table, a CTE of the query (not visible on its own)
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise _positioned(call, "DATA", f"the input {call.relation} does not resolve on its own (a CTE of the query "
+                          f"is not visible here: make it a view or write TABLE (<subquery>)): {first}", query,
+                          call.relation_start) from error
+    call.check_columns({f.name: f.dataType.simpleString() for f in schema.fields}, query)
+    for name in WINDOW_COLUMNS:
+        if _find(schema.names, name) is not None:
+            raise _positioned(call, "DATA", f"the input {call.relation} already has a column {name}; {call.function} "
+                              "adds window_start, window_end and window_time: rename it in a subquery", query,
+                              call.relation_start)
+    return relation, df
+
+
+def _positioned(call: WindowTvf, argument: str, message: str, query: str, position: int) -> QuerySyntaxError:
+    error = QuerySyntaxError(f"{call.function} argument {argument}: {message}", text=query, position=position)
+    error.argument = argument  # type: ignore[attr-defined]
+    return error
+
+
+def rewrite_window_tvfs(spark, query: str, rewrite) -> str:
+    """``query`` with each (outermost) window TVF call replaced by the window plan as a subquery; ``rewrite``
+    is the SQL door's whole rewrite, applied to a call's ``TABLE (<subquery>)`` input (windows cascade)."""
+    calls = _outermost(find_window_tvfs(query))
+    replacements = []
+    for call in calls:
+        relation, df = _input(spark, query, call, rewrite)
+        time, kind, spec = bind(df.schema, call.time_column, call.spec)
+        sql = window_tvf_sql(spec, relation, df.columns, time, kind=kind, zone=_zone(spark, kind))
+        replacements.append((call.start, call.end, f"({sql})"))
+    for start, end, text in sorted(replacements, reverse=True):
+        query = query[:start] + text + query[end:]
+    return query
+
+
+def window_tvf_dead_letters(spark, query: str, sql) -> list[DataFrame]:
+    """The NULL-event-time rows of every window TVF call's input in ``query`` (``sql`` is the SQL door's
+    :func:`timeweave.sql`, resolving inputs that are themselves window queries), with ``clause`` naming the call
+    (``TUMBLE #1``...)."""
+    parts = []
+    for n, call in enumerate(find_window_tvfs(query), start=1):
+        source = sql(spark, "SELECT * FROM " + call.relation)
+        part = window_dead_letters(source, _find(source.columns, call.time_column) or call.time_column)
+        parts.append(part.withColumn("clause", F.lit(f"{call.function} #{n}")))
+    return parts
+
+
+# Window TVFs first (order 5): each call becomes a subquery, which MATCH_RECOGNIZE (10) or a temporal join (20)
+# can then take as its input; a call's own TABLE (<subquery>) input goes through the whole rewrite.
+sql_rewrite.register(sql_rewrite.ClauseRewriter(
+    "window TVF", 5, lambda spark, query: rewrite_window_tvfs(spark, query, sql_rewrite.rewrite)))
+
+__all__ = [
+    "bind",
+    "cumulate",
+    "hop",
+    "rewrite_window_tvfs",
+    "session",
+    "time_kind",
+    "tumble",
+    "window_aggregate",
+    "window_aggregate_with_rejects",
+    "window_dead_letters",
+    "window_tvf",
+    "window_tvf_dead_letters",
+]
