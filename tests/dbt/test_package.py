@@ -26,7 +26,8 @@ MACROS = PACKAGE / "macros"
 PROJECT = PACKAGE / "integration_tests"
 # Files of private macros: the helpers of the public macros, and the generated ones (the plan that Python renders
 # too, the core's constants).
-PRIVATE_FILES = ("_timeweave_internal.sql", "timeweave_sql.sql", "_timeweave_core.sql")
+PRIVATE_FILES = ("_timeweave_internal.sql", "timeweave_sql.sql", "_timeweave_core.sql",
+                 "_timeweave_windows_internal.sql", "timeweave_windows_sql.sql")
 _MACRO = re.compile(r"{%-?\s*macro\s+(\w+)\s*\((.*?)\)\s*-?%}", re.S)
 
 
@@ -39,7 +40,7 @@ def macro_signatures(path: Path) -> dict[str, list[str]]:
 
 
 def documented_macros() -> dict[str, Any]:
-    return {m["name"]: m for m in yaml.safe_load((MACROS / "schema.yml").read_text())["macros"]}
+    return {m["name"]: m for path in sorted(MACROS.glob("*.yml")) for m in yaml.safe_load(path.read_text())["macros"]}
 
 
 PUBLIC = tuple(documented_macros())
