@@ -418,7 +418,7 @@ class TemporalJoinProcessor(HostProcessor):
         seqs: list[Any] | None, outputs: list[Output | JoinedRows],
     ) -> None:
         """Processing time: feed one key's rows of the batch to the core, numbered in input order (event
-        time: :meth:`_buffer`)."""
+        time: :meth:`_group_columns` and :meth:`process`)."""
         first_seq = ctx.reserve_seqs(len(positions))
         op = self._op
         emit = outputs.extend
