@@ -26,23 +26,35 @@ buffered rows are emitted, so no row is lost.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from operator import le, lt
-from typing import Any
+from typing import Any, ClassVar
 
 from timeweave.core.errors import SpecError
+from timeweave.core.operator import StateLayout, Tag, ValueState
+from timeweave.core.retention import CLEANUP, IdleRetention
 from timeweave.core.spec import StateRetention, TemporalJoinSpec
 from timeweave.core.state import NO_WATERMARK, KeyContext
 from timeweave.core.state_data import expect, from_int64s, int64s
 from timeweave.core.versioned import Match, VersionEvent, VersionHistory
 
-# State names, declared once (Flink declares its state handles in open()).
+# State names, declared once (Flink declares its state handles in open()); the layout below types them.
 LEFT = "left"  # LeftBuffer: probe rows waiting for the watermark, column-wise, in (time, seq) order
 RIGHT = "right"  # VersionHistory: the key's versions newer than the watermark plus the one in force
 NEXT_TIMER = "next-timer"  # int: the single registered emission timer (smallest buffered left time)
-CLEANUP = "cleanup-timestamp"  # int: the idle-state cleanup timer, when retention is on
+
+#: The event-time temporal join's per-key state (layout 2: one cell per key in a bucket's map; layout 1, one
+#: Spark ValueState per key, is not resumed).  The cleanup time is :mod:`timeweave.core.retention`'s.
+LAYOUT = StateLayout(2, (
+    ValueState(LEFT, "LeftBuffer: probe rows waiting for the watermark, in (time, seq) order"),
+    ValueState(RIGHT, "VersionHistory: versions newer than the watermark plus the one in force"),
+    ValueState(NEXT_TIMER, "int: the one emission timer (the smallest buffered left time)"),
+    ValueState(CLEANUP, "int: the idle-state cleanup time, when retention is on"),
+))
+#: The processing-time join's per-key state: the key's latest version.
+PROCESSING_TIME_LAYOUT = StateLayout(1, (ValueState(RIGHT, "VersionEvent: the key's latest version"),))
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +175,8 @@ class Joined:
     left: LeftRow
     match: Match | None
 
+    tag: ClassVar[Tag] = Tag.MAIN
+
 
 @dataclass(frozen=True, slots=True)
 class Late:
@@ -170,6 +184,8 @@ class Late:
 
     left: LeftRow
     watermark: int
+
+    tag: ClassVar[Tag] = Tag.LATE
 
     @property
     def reason(self) -> str:
@@ -194,6 +210,8 @@ class JoinedRows:
     seqs: list[int]
     payloads: list[Any]
     runs: list[tuple[int, Match | None]]
+
+    tag: ClassVar[Tag] = Tag.MAIN
 
     def __len__(self) -> int:
         return len(self.times)
@@ -236,8 +254,23 @@ class EventTimeTemporalJoin:
             )
         self.spec = spec
         self.retention = retention
+        self._idle = None if retention is None else IdleRetention(retention, CLEANUP, (NEXT_TIMER,))
+
+    layout = LAYOUT
 
     # -- element handlers: buffer, register the smallest timer ------------------------------------
+    def process_elements(self, ctx: KeyContext, elements: Iterable[LeftRow | VersionEvent]) -> list[Output]:
+        """The contract's element handler (:mod:`timeweave.core.operator`): a key's left rows and versions of
+        one step, in arrival order.  The handlers only buffer and the two sides touch separate state, so the
+        versions apply first and the left rows in one call: the same outputs and state as element by element.
+        """
+        elements = list(elements)
+        for element in elements:
+            if element.__class__ is VersionEvent:
+                self.process_right(ctx, element)
+        left = [e for e in elements if e.__class__ is not VersionEvent]
+        return self.process_left_rows(ctx, left) if left else []
+
     def process_left(self, ctx: KeyContext, row: LeftRow) -> Iterator[Output]:
         return iter(self.process_left_columns(ctx, [row.time], [row.seq], [row.payload]))
 
@@ -343,8 +376,7 @@ class EventTimeTemporalJoin:
             ctx.clear(NEXT_TIMER)
             if pending:
                 self._register_smallest_timer(ctx, pending.times[0])  # sorted: the smallest waiting time
-        cleanup = ctx.get(CLEANUP)
-        if cleanup is not None and cleanup <= watermark:
+        if self._idle is not None and self._idle.due(ctx):
             self._cleanup(ctx)
         return released
 
@@ -360,26 +392,13 @@ class EventTimeTemporalJoin:
 
     def _touch(self, ctx: KeyContext) -> None:
         """Push the idle cleanup time forward (Flink's registerProcessingCleanupTimer, on event time)."""
-        if self.retention is None or ctx.watermark == NO_WATERMARK:
-            return
-        now = ctx.watermark
-        current = ctx.get(CLEANUP)
-        if current is None or now + self.retention.min_idle > current:
-            if current is not None and current != ctx.get(NEXT_TIMER):  # the emission timer may share it
-                ctx.delete_timer(current)
-            cleanup = now + self.retention.max_idle
-            ctx.register_timer(cleanup)
-            ctx.put(CLEANUP, cleanup)
+        if self._idle is not None:
+            self._idle.touch(ctx)
 
     def _cleanup(self, ctx: KeyContext) -> None:
         # Buffered rows newer than the watermark mean the key is not idle: keep them and their timer.
-        if ctx.get(LEFT):
-            ctx.clear(CLEANUP)
-            return
-        for name in (RIGHT, CLEANUP, NEXT_TIMER):
-            ctx.clear(name)
-        for timer in ctx.timers():
-            ctx.delete_timer(timer)
+        assert self._idle is not None
+        self._idle.expire(ctx, (RIGHT, NEXT_TIMER), busy=bool(ctx.get(LEFT)))
 
 
 class ProcessingTimeTemporalJoin:
@@ -395,6 +414,22 @@ class ProcessingTimeTemporalJoin:
         if spec.validity is not None and spec.validity.valid_to is not None:
             raise SpecError("validity", "valid_to is not defined for a processing-time join", where=spec.where)
         self.spec = spec
+
+    layout = PROCESSING_TIME_LAYOUT
+
+    def process_elements(self, ctx: KeyContext, elements: Iterable[LeftRow | VersionEvent]) -> list[Output]:
+        """The contract's element handler: each element in arrival order (a left row joins the version now)."""
+        out: list[Output] = []
+        for element in elements:
+            if element.__class__ is VersionEvent:
+                out.extend(self.process_right(ctx, element))
+            else:
+                out.extend(self.process_left(ctx, element))
+        return out
+
+    def on_watermark(self, ctx: KeyContext) -> Iterator[Output]:
+        """Nothing waits for the watermark in processing time."""
+        return iter(())
 
     def process_right(self, ctx: KeyContext, event: VersionEvent) -> Iterator[Output]:
         latest: VersionEvent | None = ctx.get(RIGHT)

@@ -31,13 +31,13 @@ def describe(job: MatchRecognizeJobConfig) -> str:
 
 def stream(spark: Any, job: MatchRecognizeJobConfig, rows: Mapping[str, Any], control: Any) -> StreamingRun:
     """The streaming query over the input's well-formed rows and the heartbeat source ``control``."""
-    from timeweave.jobs.streaming import StreamingRun, _MatchWriter  # the driver (and Spark) only when streaming
+    from timeweave.jobs.streaming import StreamingRun  # the driver (and Spark) only when streaming
     from timeweave.spark import match_recognize_streaming as M
 
     delay = f"{parse_duration(job.input.watermark_delay, 'watermark_delay') // 1000} milliseconds"
     matched = M.match_recognize_stream(rows["input"], job.spec, watermark=delay, heartbeat=control, budget=job.budget)
     return StreamingRun(
-        matched, _MatchWriter, {M.KIND: f"={M.DEAD}", M.SIDE: "side", M.REASON: "reason", M.IN_ROW: "row"},
+        matched, {M.KIND: f"={M.DEAD}", M.SIDE: "side", M.REASON: "reason", M.IN_ROW: "row"},
         {"rows_in": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}, {"kind": "match_recognize"},
     )
 

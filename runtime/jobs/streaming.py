@@ -74,8 +74,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-    from timeweave.spark.match_recognize_streaming import StreamingMatch
-    from timeweave.spark.streaming import StreamingJoin
+    from timeweave.spark.host.writer import TaggedWriter
 
 _log = logging.getLogger("timeweave.streaming")
 #: Set by :func:`request_stop` (the CLI's SIGTERM / SIGINT handler): running queries stop after their batch.
@@ -85,8 +84,6 @@ _STOP_REASON: list[str] = []
 QUERY_DIR = "query"
 CONTROL_DIR = "control"
 CONTROL_SCHEMA = "ts TIMESTAMP"
-#: Spark SQL conf: compress the columns of cached DataFrames (the temporal-join writer turns it off, see there).
-_CACHE_COMPRESSED = "spark.sql.inMemoryColumnarStorage.compressed"
 #: Spark SQL confs the streaming query runs with (the query keeps its own copy of the session's conf,
 #: taken at start; the caller's session gets its values back right after).  ``maxBytesPerBatch`` at
 #: Int.MaxValue: Spark then skips its per-row byte check when filling the Arrow batches of the packing
@@ -104,14 +101,12 @@ QUERY_CONFIGS = {
 @dataclasses.dataclass(frozen=True)
 class StreamingRun:
     """What an operator's streaming registration (``stream`` in its job module, :mod:`timeweave.jobs.registry`)
-    hands the streaming job: its tagged ``stream`` (a StreamingJoin / StreamingMatch), the ``writer`` class
-    whose instance is the query's ``foreachBatch`` function (``writer(spark, stream, paths, metrics)``), how
-    the sources' malformed records become its dead letters (``dead_letter_columns``, see
+    hands the streaming job: its tagged ``stream`` (a StreamingJoin / StreamingMatch, written by the one
+    :class:`~timeweave.spark.host.writer.TaggedWriter`), how the sources' malformed records become its dead letters (``dead_letter_columns``, see
     :func:`_with_malformed`), the run's ``metrics`` counters at zero, and ``labels`` added to the final metrics.
     """
 
     stream: Any
-    writer: Callable[..., Any]
     dead_letter_columns: Mapping[str, str]
     metrics: Mapping[str, Any]
     labels: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -162,153 +157,6 @@ def write_heartbeat(spark: SparkSession, checkpoint: str, at: datetime | str) ->
 
 def _timestamp(value: datetime | str, argument: str) -> datetime:
     return parse_utc_timestamp(value, argument, where="streaming job")
-
-
-class _BatchWriter:
-    """The ``foreachBatch`` function: split a micro-batch, write its outputs exactly once, count."""
-
-    def __init__(
-        self, spark: SparkSession, join: StreamingJoin | StreamingMatch, paths: Mapping[str, str], metrics: dict[str, Any]
-    ) -> None:
-        self._join = join
-        self._paths = paths
-        self._metrics = metrics
-        self._fs = HadoopFiles(spark)
-        #: Each batch's counts until :class:`_ProgressLog` reports the batch (its log line, its run-dir event).
-        self.batch_counts: dict[int, dict[str, int]] = {}
-        #: Called with a copy of the run's counts after every micro-batch (``run_streaming(on_batch=...)``).
-        self.on_batch: Callable[[dict[str, Any]], None] | None = None
-
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        from pyspark.sql import Observation
-        from pyspark.sql import functions as F
-
-        from timeweave.spark import streaming as S
-
-        # Persist: the late and dead-letter outputs read the batch again; recomputing would re-run the operator.
-        # The cache lives for this call only and is mostly read by one write, so its columns are stored
-        # uncompressed: picking and applying an encoding per column was ~0.5 JVM CPU-s per 250 k rows.
-        # batch.sparkSession is the query's own clone of the session, so the caller's conf is untouched.
-        batch.sparkSession.conf.set(_CACHE_COMPRESSED, "false")
-        batch = batch.persist()
-        try:
-            # The batch's counts ride on the main output's write (an observation over the whole batch,
-            # below the split's filters) instead of a query of their own: one Spark job per micro-batch
-            # fewer, each with its own planning, code generation and tasks.
-            kind, side = F.col(S.KIND), F.col(S.OUT_SIDE)
-            counts = Observation(f"tw_counts_{batch_id}")
-            observed = batch.observe(
-                counts,
-                F.count_if(kind == S.JOINED).alias("joined"),
-                F.count_if(kind == S.LATE).alias("late"),
-                F.count_if((kind == S.DEAD) & (side == "left")).alias("dead_left"),
-                F.count_if((kind == S.DEAD) & (side != "left")).alias("dead_right"),
-                F.coalesce(F.sum(S.N_LEFT), F.lit(0)).alias("n_left"),
-                F.coalesce(F.sum(S.N_RIGHT), F.lit(0)).alias("n_right"),
-            )
-            outputs = self._join.split(observed)
-            written = self._write_observed(outputs.main, "main", batch_id, counts, "joined")
-            c = counts.get
-            m = self._metrics
-            in_left, in_right = int(c["n_left"]) + int(c["dead_left"]), int(c["n_right"]) + int(c["dead_right"])
-            late = self._write(outputs.late, "late", batch_id) if c["late"] else 0
-            dead = self._write(outputs.dead_letter, "dead_letter", batch_id) if c["dead_left"] or c["dead_right"] else 0
-            m["rows_in_left"] += in_left
-            m["rows_in_right"] += in_right
-            m["rows_out"] += written
-            m["late"] += late
-            m["dead_letter"] += dead
-            m["batches"] += 1
-            self.batch_counts[batch_id] = {"rows_in_left": in_left, "rows_in_right": in_right, "rows_out": written,
-                                           "late": late, "dead_letter": dead}
-            if self.on_batch is not None:
-                self.on_batch(dict(m))
-        finally:
-            batch.unpersist()
-
-    def _write_observed(
-        self, df: DataFrame, output: str, batch_id: int, batch_counts: Any, present: str
-    ) -> int:
-        """Write ``df`` as :meth:`_write` does, but keep its files only if ``batch_counts[present]`` is nonzero.
-
-        The first write of a batch also computes the batch (and ``batch_counts``, an observation on
-        it), so it cannot be skipped up front; when the batch turns out to have no rows for this
-        output, the staged files are dropped, leaving the output as a skipped write would (a replay's
-        files of the batch are removed either way).
-        """
-        staging, target, prefix, written = self._stage(df, output, batch_id)
-        if batch_counts.get[present]:
-            self._fs.commit(staging, target, prefix)
-            return written
-        staging_path = self._fs.path(staging)
-        fs = self._fs.fs(staging_path)
-        for status in fs.globStatus(self._fs.path(f"{target}/{prefix}*")) or []:
-            fs.delete(status.getPath(), False)
-        fs.delete(staging_path, True)
-        parent = staging_path.getParent()
-        if not fs.listStatus(parent):
-            fs.delete(parent, False)
-        return written
-
-    def _write(self, df: DataFrame, output: str, batch_id: int) -> int:
-        """Write ``df`` as output ``output`` of batch ``batch_id`` (replacing a replay's files); its row count."""
-        staging, target, prefix, written = self._stage(df, output, batch_id)
-        self._fs.commit(staging, target, prefix)
-        return written
-
-    def _stage(self, df: DataFrame, output: str, batch_id: int) -> tuple[str, str, str, int]:
-        """Write ``df`` to the batch's staging directory of ``output``: (staging, target, file prefix, rows)."""
-        from pyspark.sql import Observation
-        from pyspark.sql import functions as F
-
-        target = self._paths[output]
-        staging = f"{target}/_tw_staging/batch-{batch_id:012d}"
-        observed = Observation(f"tw_{output}_{batch_id}")
-        df.observe(observed, F.count(F.lit(1)).alias("rows")).write.mode("overwrite").parquet(staging)
-        return staging, target, f"part-b{batch_id:012d}-", int(observed.get["rows"])
-
-
-class _MatchWriter(_BatchWriter):
-    """The ``foreachBatch`` function of a MATCH_RECOGNIZE job (the tagged stream of
-    :mod:`timeweave.spark.match_recognize_streaming`)."""
-
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        from pyspark.sql import Observation
-        from pyspark.sql import functions as F
-
-        from timeweave.spark import match_recognize_streaming as M
-
-        batch = batch.persist()
-        try:
-            # The counts ride on the main output's write, as in the temporal-join writer: no query of their own.
-            kind = F.col(M.KIND)
-            counts = Observation(f"tw_mr_counts_{batch_id}")
-            observed = batch.observe(
-                counts,
-                F.count_if(kind == M.MATCHED).alias("matched"),
-                F.count_if(kind == M.LATE).alias("late"),
-                F.count_if(kind == M.DEAD).alias("dead"),
-                # rows of keys over their match budget: input rows (counted in n_in) sent to the dead letter
-                F.count_if(kind == M.BUDGET_DEAD).alias("over_budget"),
-                F.coalesce(F.sum(F.when(kind == M.STATS, F.col(M.N_IN))), F.lit(0)).alias("n_in"),
-            )
-            outputs = self._join.split(observed)
-            written = self._write_observed(outputs.main, "main", batch_id, counts, "matched")
-            c = counts.get
-            m = self._metrics
-            rows_in = int(c["n_in"]) + int(c["dead"])
-            late = self._write(outputs.late, "late", batch_id) if c["late"] else 0
-            dead = self._write(outputs.dead_letter, "dead_letter", batch_id) if c["dead"] or c["over_budget"] else 0
-            m["rows_in"] += rows_in
-            m["rows_out"] += written
-            m["late"] += late
-            m["dead_letter"] += dead
-            m["batches"] += 1
-            self.batch_counts[batch_id] = {"rows_in": rows_in, "rows_out": written, "late": late, "dead_letter": dead}
-            if self.on_batch is not None:
-                self.on_batch(dict(m))
-        finally:
-            batch.unpersist()
 
 
 def run_streaming(
@@ -373,6 +221,7 @@ def _run_streaming(
     mark = END_OF_INPUT if flush else (_timestamp(heartbeat, "heartbeat") if heartbeat is not None else None)
     control = spark.readStream.format("json").schema(CONTROL_SCHEMA).load(f"{checkpoint}/{CONTROL_DIR}")
     paths = {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path}
+    from timeweave.spark.host.writer import TaggedWriter  # the one writer of every operator's tagged outputs
     from timeweave.spark.sources import split_malformed
 
     operator = operator_of(job)
@@ -385,7 +234,7 @@ def _run_streaming(
     run = jobs.stream(spark, job, rows, control)
     stream = _with_malformed(run.stream, malformed, run.dead_letter_columns)
     metrics = dict(run.metrics)
-    batch_writer = run.writer(spark, stream, paths, metrics)
+    batch_writer = TaggedWriter(spark, stream, paths, metrics)
     batch_writer.on_batch = on_batch
     query_name = f"timeweave_{zlib.crc32(checkpoint.encode()):08x}"
     writer = (
@@ -465,7 +314,7 @@ class _ProgressLog:
     reported before the run returns; each batch is reported once.
     """
 
-    def __init__(self, writer: _BatchWriter, recorder: Any = None) -> None:
+    def __init__(self, writer: TaggedWriter, recorder: Any = None) -> None:
         self._writer = writer
         self._recorder = recorder
         self._logged: set[tuple[str | None, int]] = set()

@@ -36,7 +36,7 @@ def backfill_state(job: JobConfig) -> str:
 
 def stream(spark: Any, job: JobConfig, rows: Mapping[str, Any], control: Any) -> StreamingRun:
     """The streaming query over the sides' well-formed rows and the heartbeat source ``control``."""
-    from timeweave.jobs.streaming import StreamingRun, _BatchWriter  # the driver (and Spark) only when streaming
+    from timeweave.jobs.streaming import StreamingRun  # the driver (and Spark) only when streaming
     from timeweave.spark import streaming as S
 
     joined = S.temporal_join_stream(
@@ -45,7 +45,7 @@ def stream(spark: Any, job: JobConfig, rows: Mapping[str, Any], control: Any) ->
         mode=job.mode, retention=job.retention, heartbeat=control,
     )
     return StreamingRun(
-        joined, _BatchWriter, {S.KIND: f"={S.DEAD}", S.OUT_SIDE: "side", S.REASON: "reason", S.L_ROW: "row"},
+        joined, {S.KIND: f"={S.DEAD}", S.OUT_SIDE: "side", S.REASON: "reason", S.L_ROW: "row"},
         {"rows_in_left": 0, "rows_in_right": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0},
     )
 

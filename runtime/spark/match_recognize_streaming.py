@@ -1,77 +1,48 @@
 """Streaming MATCH_RECOGNIZE: the core :class:`~timeweave.core.pattern.MatchRecognizeOperator` per PARTITION BY
-key inside ``transformWithStateInPandas`` (event time).
+key on the streaming host (:mod:`timeweave.spark.host`, event time).
 
-The adapter translates and decides nothing: lateness, the order rows are matched in, WITHIN pruning and
+A registration: what is MATCH_RECOGNIZE's own.  Lateness, the order rows are matched in, WITHIN pruning and
 the end of input are the core operator's; the output schema is the batch door's
-(:func:`timeweave.spark.match_recognize.plan`).  What the adapter does:
+(:func:`timeweave.spark.match_recognize.plan`); buckets, the state bridge, packs, heartbeats and the
+watermark are the host's.  What is left here:
 
-1. **Internal schema.**  Every input row becomes ``tw_b`` (the key's hash bucket: the grouping key),
-   ``tw_key`` (the PARTITION BY values as one canonical string; NULL is an ordinary key, as in batch),
-   ``tw_op`` (data row, dead letter or heartbeat), ``tw_time`` (event time, µs since the epoch) and ``tw_row`` (the whole input row as
-   JSON in the temporal join's wire format, top-level timestamps and dates as numbers, decoded in
-   Python with the input schema into the values the batch door's Arrow conversion gives:
-   session-local naive datetimes, ``Decimal``, NULL vs NaN kept).
-   **Packs.**  PySpark 4.3 hands a ``transformWithStateInPandas`` operator its input row by row (the
-   worker turns every Arrow batch into one namedtuple per row with ``itertuples`` and rebuilds frames
-   with ``pd.DataFrame(rows)``: ~28 % of the job's Python CPU at 250 k rows per micro-batch).  So the
-   rows never reach the operator one by one: a ``mapInArrow`` step in the source stage (:func:`pack_rows`)
-   sorts each source partition's rows by bucket (stable: each key's rows keep their order) and emits one
-   row per bucket and up to :data:`~timeweave.spark.streaming.PACK_ROWS` rows, ``tw_pack`` holding those rows' four columns as one
-   Arrow IPC stream (numpy and Arrow only, no Python step per row) and ``tw_pack_time`` their largest
-   event time; the processor opens the packs of an invocation with :func:`unpack`.  Both are
-   :mod:`timeweave.spark.streaming`'s (the temporal join packs its rows the same way).  The shuffle and the
-   sort in front of the operator then move a few large rows instead of every input row.  The state
-   layout does not change (a checkpoint of the unpacked plan resumes).
+1. **The elements.**  Every input row becomes ``tw_b``, ``tw_key`` (the PARTITION BY values as one canonical
+   string, marked: NULL is an ordinary key, as in batch), ``tw_op`` (data row or dead letter), ``tw_time``
+   (event time, µs since the epoch) and ``tw_row`` (the whole input row in the host's wire format, decoded in
+   Python with the input schema into the values the batch door's Arrow conversion gives: session-local naive
+   datetimes, ``Decimal``, NULL vs NaN kept).  The rows are packed with each pack's largest event time
+   (:func:`_packs_with_time`).
 2. **Watermark.**  ``withWatermark`` on the packs' largest event time (``watermark_delay`` = allowed
-   out-of-orderness; Spark's watermark is the maximum over rows, so over packs it is the same); heartbeat rows (:mod:`timeweave.spark.streaming`'s mechanism) are unioned in before it, so they move
-   the watermark; the processor drops them.  As in the temporal join, the operator receives the time as
-   ``BIGINT`` inside the packs only, so Spark's silent ``event_time <= watermark`` filter does not apply and the core
-   reports late rows itself (late output, counted).
-3. **Buckets and the state bridge.**  As in the temporal join (:mod:`timeweave.spark.streaming`,
-   "Buckets"), the operator is grouped by ``tw_b = pmod(xxhash64(PARTITION BY values), buckets)``:
-   an invocation costs a fixed amount (state-server round trips, a pandas frame in, an Arrow batch
-   out), so one per bucket and micro-batch instead of one per key.  Inside a bucket the rows are split
-   by ``tw_key`` and each key runs its own core operator over its own state, exactly as before: a
-   :class:`~timeweave.spark.streaming.SparkKeyContext` over the key's entry of the bucket's MapState
-   ``timeweave_mr_keys`` (buffered rows, matcher, counters and core timers in one cell, encoded as data by
-   :mod:`timeweave.core.state_codec` (versioned, checksummed MessagePack; never pickle): one
-   read and at most one write per key and micro-batch).  A key's rows of the micro-batch go to the core
-   in one call (``process_elements``), then ``on_watermark`` runs with Spark's watermark and hands the
-   released rows to the matcher at once.  Rows are buffered undecoded, as ``(event time, tw_row text)``
-   pairs (far cheaper to store into state and back than a decoded row's datetimes and dicts); the core's
-   ``rows_of`` hook decodes them when the watermark releases them, all of a key's released rows in one
-   call (:func:`rows_decoder`: one JSON parse, column-wise conversions).  A key's cell is LZ4-compressed
-   once it reaches 2 kB (:class:`_PackedEntry`): it holds the key's buffered rows, and every byte of it
-   crosses the state server both ways and goes to RocksDB and the checkpoint (~4x fewer bytes).  A
-   bucket keeps one Spark timer at the smallest core timer of its keys (ValueState
-   ``timeweave_mr_index``, the temporal join's ``_Index``); when it fires, every key of the bucket with
-   a timer at or below the watermark runs ``on_watermark``.  Checkpoint state
-   format: these two state variables, grouped by ``tw_b`` (the earlier per-key ValueState
-   ``timeweave_mr`` layout cannot be resumed: start such jobs from a fresh checkpoint; ``buckets`` must
-   stay the same for a checkpoint).  Checkpoints written by releases that pickled their cells are refused
-   with a :class:`~timeweave.core.errors.StateFormatError` (loading a pickle could run code): start such
-   jobs from a fresh checkpoint.
+   out-of-orderness; Spark's watermark is the maximum over rows, so over packs it is the same); heartbeat
+   rows are unioned in (after packing, as rows without a pack) before it.
+3. **The state.**  Layout 2 of :data:`timeweave.core.pattern.operator.LAYOUT` in the bucket's MapState
+   ``timeweave_mr_keys`` and index ``timeweave_mr_index`` (:data:`STATE`).  A key's rows of the micro-batch go
+   to the core in one call (``process_elements``), buffered undecoded, as ``(event time, tw_row text)`` pairs
+   (far cheaper to store into state and back than a decoded row's datetimes and dicts); the core's
+   ``rows_of`` hook decodes them when the watermark releases them, all of a key's released rows in one call
+   (:func:`rows_decoder`: one JSON parse, column-wise conversions).  A key's cell is LZ4-compressed once it
+   reaches 2 kB (:class:`~timeweave.spark.host.state.PackedEntry`): it holds the key's buffered rows, and
+   every byte of it crosses the state server both ways and goes to RocksDB and the checkpoint (~4x fewer
+   bytes).  The earlier per-key ValueState ``timeweave_mr`` layout cannot be resumed.
 4. **End of input.**  A watermark at or past :data:`timeweave.jobs.streaming.END_OF_INPUT` (the job's
-   ``flush`` heartbeat, 9999-12-31 23:59:59.999) minus the watermark delay (the watermark a flush heartbeat
-   produces) is the final watermark: it reaches the core as ``END_OF_TIME``
-   (:func:`timeweave.core.event_time.watermark_us`, the temporal join's rule too), so the
-   core's :meth:`~timeweave.core.pattern.MatchRecognizeOperator.finish` closes the partition (``$`` matches,
-   greedy attempts settle, WITH UNMATCHED ROWS emits the tail) exactly as the batch door does at the end of
-   a partition.  Every key holding state keeps an extra core timer at that time, so each key sees it.
-   Rows arriving after the flush are late.
+   ``flush`` heartbeat, 9999-12-31 23:59:59.999) minus the watermark delay is the final watermark: it reaches
+   the core as ``END_OF_TIME``, so the core's :meth:`~timeweave.core.pattern.MatchRecognizeOperator.finish`
+   closes the partition (``$`` matches, greedy attempts settle, WITH UNMATCHED ROWS emits the tail) exactly
+   as the batch door does at the end of a partition.  Every key holding state keeps an extra core timer at
+   that time (the host's ``timer_at_end``), so each key sees it.  Rows arriving after the flush are late.
 
 **Dead letters** (rows with a NULL event time: they can never be ordered) travel through the operator
 too, in the same projection of the input: ``tw_op`` ``DEAD_ROW``, ``tw_row`` the original row as ``to_json``
-(the dead-letter shape), ``tw_ts`` year 1 (never moves the watermark); the processor emits them at once
-with the reason.  A separate dead-letter branch over the same input made Spark scan every input file
-twice per micro-batch (the temporal join's door does the same, :mod:`timeweave.spark.streaming`).
+(the dead-letter shape), ``tw_ts`` year 1 (never moves the watermark); the host emits them at once
+with the reason.
 
 **Partial matches at end of input.**  Flink discards a partial match when its input ends (only completed
 matches are ever emitted).  timeweave closes the partition instead, so a streaming job flushed at end of
 input gives the *same rows as the batch door* (the cross-door invariant).  Without a flush nothing is
 discarded either: the attempt stays in state until more rows, a WITHIN deadline or the flush decide it.
 
-Outputs (one tagged stream split per micro-batch by :meth:`StreamingMatch.split`):
+Outputs (one tagged stream split per micro-batch by :meth:`StreamingMatch.split`, written by the host's
+writer, :mod:`timeweave.spark.host.writer`):
 
 * main: exactly the batch door's output schema and rows (ONE ROW or ALL ROWS PER MATCH);
 * late: the input columns + ``reason`` + ``watermark``;
@@ -83,11 +54,11 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -96,12 +67,11 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
+from pyspark.sql.streaming import StatefulProcessorHandle
 
-from timeweave.core.durations import parse_duration
-from timeweave.core.errors import SpecError, StateFormatError
-from timeweave.core.event_time import END_OF_INPUT_MS, end_of_input_ms, watermark_as_time
+from timeweave.core.errors import SpecError
+from timeweave.core.event_time import END_OF_INPUT_MS, end_of_input_ms, watermark_as_time, watermark_us
+from timeweave.core.operator import StateLayout
 from timeweave.core.pattern import (
     BudgetRejected,
     ClauseSpec,
@@ -110,41 +80,23 @@ from timeweave.core.pattern import (
     null_event_time_reason,
     parse_clause,
 )
-from timeweave.core.pattern.operator import BUFFER, MATCHER, SEQUENCE
+from timeweave.spark.host.packs import PACK, PACK_TIME, PACKS_WITH_TIME_SCHEMA, pack_rows, unpack  # noqa: F401 (unpack: tests)
+from timeweave.spark.host.processor import HostProcessor, StateVariables
+from timeweave.spark.host.schema import BUCKET, DEAD_TS, DEFAULT_BUCKETS, KEY_TEXT, OP, TS, check_buckets
+from timeweave.spark.host.state import PACKED as _PACKED  # noqa: F401 (the compressed cell's marker: tests)
+from timeweave.spark.host.state import PackedEntry, SparkKeyContext
+from timeweave.spark.host.stream import BatchOutputs, delay_ms, heartbeat_rows, run_operator
+from timeweave.spark.host.wire import from_wire, key_columns, to_wire
+from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
 from timeweave.spark.render import quote
-from timeweave.spark.streaming import (
-    _TS,
-    BUCKET,
-    DEFAULT_BUCKETS,
-    JSON_OPTIONS,
-    KEY_TEXT,
-    OP,
-    PACK,
-    PACK_TIME,
-    PACKS_WITH_TIME_SCHEMA,
-    BatchOutputs,
-    SparkKeyContext,
-    _from_wire,
-    _heartbeat,
-    _Index,
-    _json,
-    _MapEntry,
-    check_buckets,
-    data_rows,
-    pack_rows,
-    unpack,
-    watermark_us,
-)
 from timeweave.spark.subqueries import inline_subqueries
 
 # -- the internal (operator input) schema: plain identifiers (PySpark rebuilds input rows as namedtuples) --
 TIME = "tw_time"
 ROW = "tw_row"
-#: ``tw_op`` of an input row / of a dead letter (NULL event time; ``streaming.HEARTBEAT`` is 3).
+#: ``tw_op`` of an input row / of a dead letter (NULL event time; the host's ``HEARTBEAT`` is 3).
 DATA_ROW, DEAD_ROW = 0, 4
-#: ``tw_ts`` of a dead letter: below any event time, so it never moves the watermark (Spark takes the maximum).
-_DEAD_TS = "0001-01-01 00:00:00"
 
 # -- the tagged (operator output) schema ---------------------------------------------------------------
 KIND = "__tw_kind"
@@ -172,14 +124,11 @@ _TEXT_KEY = "\x00tw_text"
 #: The hidden key under which an earlier layout buffered a row not yet decoded (``{time, text}``; see ``_old_row``).
 _OLD_TEXT_KEY = "\x00tw_row"
 
-#: Per bucket: PARTITION BY key (``tw_key``) -> the key's :class:`SparkKeyContext` cell (``state_codec`` blob).
-_KEYS_STATE = "timeweave_mr_keys"
-_KEYS_SCHEMA = T.StructType([T.StructField("k", T.StringType(), True)])
-#: Per bucket: each key's smallest core timer and the bucket's one Spark timer (``streaming._Index``).
-_INDEX_STATE = "timeweave_mr_index"
-_STATE_SCHEMA = T.StructType([T.StructField("v", T.BinaryType(), True)])
-#: The core's state names: a key holds state while any is set.
-_CORE_STATE = (BUFFER, MATCHER, SEQUENCE)
+#: Where the operator's state lives (with :data:`timeweave.core.pattern.operator.LAYOUT`: the checkpoint layout):
+#: per bucket, PARTITION BY key (``tw_key``) -> the key's LZ4-compressed cell, and the bucket's timer index.
+STATE = StateVariables("timeweave_mr_keys", "timeweave_mr_index", PackedEntry)
+#: The compressed cell (:class:`timeweave.spark.host.state.PackedEntry`; this name: earlier releases).
+_PackedEntry = PackedEntry
 _TIME_TYPES = (T.TimestampType, T.TimestampNTZType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
@@ -414,14 +363,27 @@ def _dead_frame(output: _Output, rows: list[str], reason: str | list[str], kind:
 # =================================================================================================
 # The processor
 # =================================================================================================
-class MatchRecognizeProcessor(StatefulProcessor):
-    """``transformWithStateInPandas`` processor: one bucket of PARTITION BY keys, one core
+@dataclass
+class _Sink:
+    """One handler call's outputs: matched rows, late rows, budget-rejected rows, the input count (None: none)."""
+
+    matched: list[dict[str, Any]] = field(default_factory=list)
+    late: list[tuple[str, str, int]] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (wire text, reason)
+    n_in: int | None = None
+
+
+class MatchRecognizeProcessor(HostProcessor):
+    """The streaming host's processor of MATCH_RECOGNIZE: one bucket of PARTITION BY keys, one core
     :class:`MatchRecognizeOperator` state per key.
 
     Picklable and small: the clause text and the input schema (JSON); the operator, the row decoder
-    and the output layout are rebuilt in :meth:`init` on the executor.  Spark passes the handler
-    arguments by keyword, so their names are Spark's.
+    and the output layout are rebuilt in :meth:`open` on the executor.
     """
+
+    state = STATE
+    dead_ops = (DEAD_ROW,)
+    timer_at_end = True  # every key holding state sees the final watermark: the core closes its partition
 
     def __init__(self, clause: str, input_json: str, timezone: str, end_ms: int = END_OF_INPUT_MS,
                  budget: MatchBudget | None = None) -> None:
@@ -430,23 +392,19 @@ class MatchRecognizeProcessor(StatefulProcessor):
         self.input_json = input_json
         self.timezone = timezone
         self.end_ms = end_ms  # the watermark the end-of-input heartbeat produces (ms)
-        self.end_us = end_ms * 1000  # the core timer every key holding state keeps: fires at the end of input
 
-    def init(self, handle: StatefulProcessorHandle) -> None:
+    def open(self, handle: StatefulProcessorHandle) -> None:
         schema = T.StructType.fromJson(json.loads(self.input_json))
         bound = plan(parse_clause(self.clause), schema)
-        self._handle = handle
-        self._keys = handle.getMapState(_KEYS_STATE, _KEYS_SCHEMA, _STATE_SCHEMA)
-        self._index_state = handle.getValueState(_INDEX_STATE, _STATE_SCHEMA)
         self._op = MatchRecognizeOperator(bound.spec, time_of=_time_of, rows_of=self._rows_of,
                                           budget=getattr(self, "budget", None))
-        self._rejected: list[tuple[str, str]] = []  # (wire text, reason) of budget-rejected rows, per handler call
         self._decode = rows_decoder(schema, self.timezone)
         self._output = _Output.of(bound, self.timezone)
         self._dead_reason = null_event_time_reason(bound.order_columns[0][0])
 
-    def _watermark(self, timer_values: TimerValues) -> int:
-        return core_watermark(timer_values.getCurrentWatermarkInMs(), self.end_ms)
+    @property
+    def layout(self) -> StateLayout:
+        return self._op.layout
 
     def _rows_of(self, rows: list[Any]) -> list[dict[str, Any]]:
         """The core's ``rows_of``: buffered rows (``(time, text)`` pairs) released to matching, decoded in one call."""
@@ -461,128 +419,39 @@ class MatchRecognizeProcessor(StatefulProcessor):
             row[_TEXT_KEY] = pair[1]
         return decoded
 
-    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
-        packs = data_rows(rows)
-        if packs is None:
-            return
-        batch = unpack(packs[PACK])
-        dead = batch[OP].to_numpy() == DEAD_ROW
-        if dead.any():
-            yield _dead_frame(self._output, batch[ROW][dead].tolist(), self._dead_reason)
-            batch = batch[~dead]
-            if batch.empty:
-                return
-        watermark = self._watermark(timerValues)
-        index = _Index.load(self._index_state)
-        process = self._op.process_elements
-        matched: list[dict[str, Any]] = []
-        late: list[tuple[str, str, int]] = []
-        by_key = rows_by_key(batch)
-        for key_text, key_rows in by_key.items():
-            ctx = SparkKeyContext(None, _PackedEntry(self._keys, key_text), watermark)
-            # Rows are buffered undecoded, as (time, wire text) pairs: a fraction of a decoded row's encoding
-            # cost (every buffered row is written to state and read back); the core decodes them with
-            # _rows_of when the watermark releases them.
-            late_rows = process(ctx, key_rows)
-            if late_rows:
-                late.extend((out.row[1], out.reason, out.watermark) for out in late_rows)
-            self._advance(ctx, key_text, index, matched)
-        self._due(watermark, index, by_key, matched)
-        index.store(self._index_state, self._handle, self.end_ms)
-        yield from self._budget_dead()
-        yield _frame(self._output, matched, late, len(batch))
+    def new_sink(self) -> _Sink:
+        return _Sink()
 
-    def handleExpiredTimer(
-        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
-    ) -> Iterator[pd.DataFrame]:
-        index = _Index.load(self._index_state)
-        index.fired(expiredTimerInfo.getExpiryTimeInMs())
-        matched: list[dict[str, Any]] = []
-        self._due(self._watermark(timerValues), index, {}, matched)
-        index.store(self._index_state, self._handle, self.end_ms)
-        yield from self._budget_dead()
-        if matched:
-            yield _frame(self._output, matched, [], None)
+    def dead_frame(self, dead: pa.Table) -> pd.DataFrame:
+        return _dead_frame(self._output, dead.column(ROW).to_pylist(), self._dead_reason)
 
-    def _due(self, watermark: int, index: _Index, done: dict[str, Any], matched: list[dict[str, Any]]) -> None:
-        """Run the watermark for every other key of the bucket with a core timer at or below it."""
-        for key_text in index.due(watermark):
-            if key_text not in done:
-                self._advance(SparkKeyContext(None, _PackedEntry(self._keys, key_text), watermark), key_text, index, matched)
+    def group(self, table: pa.Table, sink: _Sink) -> list[tuple[str, Any]]:
+        sink.n_in = len(table)
+        # Rows are buffered undecoded, as (time, wire text) pairs: a fraction of a decoded row's encoding cost
+        # (every buffered row is written to state and read back); the core decodes them with _rows_of when the
+        # watermark releases them.
+        return list(rows_by_key(pd.DataFrame({
+            name: table.column(name).to_numpy(zero_copy_only=False) for name in (KEY_TEXT, TIME, ROW)
+        })).items())
 
-    def _advance(self, ctx: SparkKeyContext, key_text: str, index: _Index, matched: list[dict[str, Any]]) -> None:
-        """The core's ``on_watermark``, the end-of-input timer, one state write, the key's entry in the index."""
+    def process(self, ctx: SparkKeyContext, elements: list[tuple[int, str]], sink: _Sink) -> None:
+        late_rows = self._op.process_elements(ctx, elements)
+        if late_rows:
+            sink.late.extend((out.row[1], out.reason, out.watermark) for out in late_rows)
+
+    def fire(self, ctx: SparkKeyContext, sink: _Sink) -> None:
         for out in self._op.on_watermark(ctx):
             if out.__class__ is BudgetRejected:  # the key ran out of its match budget: a dead letter, counted
-                self._rejected.append((out.row.get(_TEXT_KEY) or json.dumps(out.row, default=str), out.reason))
+                sink.rejected.append((out.row.get(_TEXT_KEY) or json.dumps(out.row, default=str), out.reason))
             else:
-                matched.append(out.row)
-        # A key holding state must see the final watermark (the core then finishes the partition); the
-        # core's own timers cover buffered rows and WITHIN deadlines only.
-        if any(ctx.get(name) is not None for name in _CORE_STATE):
-            ctx.register_timer(self.end_us)
-        else:
-            ctx.delete_timer(self.end_us)
-        ctx.expire_timers()  # on_watermark has run for every timer at or below the watermark
-        ctx.commit()
-        index.set(key_text, ctx.smallest_timer())
+                sink.matched.append(out.row)
 
-    def _budget_dead(self) -> Iterator[pd.DataFrame]:
-        if self._rejected:
-            rows, reasons = zip(*self._rejected, strict=True)
-            self._rejected = []
+    def frames(self, sink: _Sink, always: bool) -> Iterator[pd.DataFrame]:
+        if sink.rejected:
+            rows, reasons = zip(*sink.rejected, strict=True)
             yield _dead_frame(self._output, list(rows), list(reasons), BUDGET_DEAD)
-
-    def close(self) -> None:
-        pass
-
-
-class _PackedEntry(_MapEntry):
-    """A key's MapState cell, LZ4-compressed above :data:`_PACK_MIN` bytes (see "Buckets" in the module docstring).
-
-    A key's cell holds its buffered rows: hundreds of kB per key and micro-batch at 250 k rows per batch.
-    Every byte of it crosses the state server twice (pickled by Pyrolite in the JVM towards Python) and is
-    written to RocksDB and its checkpoint; the wire text compresses ~4x (measured: a 224 kB cell to 59 kB
-    in 0.3 ms, back in 0.1 ms).  A cell starts with
-    :data:`_PACKED` when compressed; any other cell is the state blob itself (:mod:`timeweave.core.state_codec`:
-    magic, version, checksum), which the state codec checks after decompression too.
-
-    >>> class Map(dict):
-    ...     getValue, updateValue = dict.get, dict.__setitem__
-    >>> m = Map(); e = _PackedEntry(m, "k"); e.update((b"x" * 5000,))
-    >>> len(m[("k",)][0]) < 100, e.get() == (b"x" * 5000,)
-    (True, True)
-    """
-
-    __slots__ = ()
-
-    def get(self) -> tuple | None:
-        stored = super().get()  # (a big cell is read from its pieces first)
-        if not stored or stored[0] is None or stored[0][:1] != _PACKED:
-            return stored
-        data = stored[0]
-        size = int.from_bytes(data[1:9], "little")
-        if len(data) < 9 or size > _PACK_MAX:
-            raise StateFormatError(f"malformed state: a compressed cell of {size} bytes", where=self.where)
-        try:
-            return (_LZ4.decompress(memoryview(data)[9:], decompressed_size=size, asbytes=True),)
-        except (OSError, ValueError, pa.ArrowException) as exc:  # damaged bytes: the checksum could not be reached
-            raise StateFormatError(f"malformed state: the compressed cell does not decompress ({exc})",
-                                   where=self.where) from exc
-
-    def update(self, value: tuple) -> None:
-        data = value[0]
-        if len(data) >= _PACK_MIN:
-            data = _PACKED + len(data).to_bytes(8, "little") + _LZ4.compress(data, asbytes=True)
-        super().update((data,))  # in pieces when still big
-
-
-#: The first byte of a compressed cell (a state blob starts with b"T"), then the size (8 bytes), then LZ4 frames.
-_PACKED = b"\x01"
-_PACK_MIN = 2048
-#: A cell's largest decompressed size accepted (Spark's value limit): a damaged size must not allocate more.
-_PACK_MAX = 2**31
-_LZ4 = pa.Codec("lz4")
+        if always or sink.matched:
+            yield _frame(self._output, sink.matched, sink.late, sink.n_in)
 
 
 def _time_of(row: Any) -> int:
@@ -641,9 +510,30 @@ class StreamingMatch:
     stream: DataFrame
     plan: MatchPlan
 
+    #: The batch's cache keeps Spark's default (compressed columns).
+    compress_cache: ClassVar[bool] = True
+
     @property
     def spec(self) -> ClauseSpec:
         return self.plan.spec
+
+    def count_columns(self) -> list[Column]:
+        """The batch's counts, observed by the host's writer (:class:`~timeweave.spark.host.writer.TaggedWriter`)."""
+        kind = F.col(KIND)
+        return [
+            F.count_if(kind == MATCHED).alias("matched"),
+            F.count_if(kind == LATE).alias("late"),
+            F.count_if(kind == DEAD).alias("dead"),
+            # rows of keys over their match budget: input rows (counted in n_in) sent to the dead letter
+            F.count_if(kind == BUDGET_DEAD).alias("over_budget"),
+            F.coalesce(F.sum(F.when(kind == STATS, F.col(N_IN))), F.lit(0)).alias("n_in"),
+        ]
+
+    def counts(self, observed: Mapping[str, Any]) -> OutputCounts:
+        """:meth:`count_columns`' values as the writer's counts (dead letters with a NULL time are input rows)."""
+        dead = int(observed["dead"])
+        return OutputCounts({"rows_in": int(observed["n_in"]) + dead}, main=int(observed["matched"]),
+                            late=int(observed["late"]), dead=dead + int(observed["over_budget"]))
 
     @property
     def schema(self) -> T.StructType:
@@ -657,44 +547,17 @@ class StreamingMatch:
             F.col(f"{COLUMN}{i}").alias(f.name) for i, f in enumerate(self.plan.schema.fields)
         ])
         late = batch.where(kind == LATE).select(
-            _from_wire(F.col(IN_ROW), self.plan.input_schema).alias("__tw_in"),
+            from_wire(F.col(IN_ROW), self.plan.input_schema).alias("__tw_in"),
             F.col(REASON).alias("reason"),
             F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
         ).select("__tw_in.*", "reason", "watermark")
         # a budget-rejected row travels as wire text: its dead letter is the input row's to_json, as for the others
-        as_json = F.to_json(_from_wire(F.col(IN_ROW), self.plan.input_schema))
+        as_json = F.to_json(from_wire(F.col(IN_ROW), self.plan.input_schema))
         dead = batch.where(kind.isin(DEAD, BUDGET_DEAD)).select(
             F.col(SIDE).alias("side"), F.col(REASON).alias("reason"),
             F.when(kind == BUDGET_DEAD, as_json).otherwise(F.col(IN_ROW)).alias("row"),
         )
         return BatchOutputs(main, late, dead)
-
-
-def _quoted(name: str) -> str:
-    return quote(name)
-
-
-def _key_columns(df: DataFrame, columns: tuple[str, ...] | list[str], buckets: int) -> list[Column]:
-    """``tw_b`` (the PARTITION BY values' hash bucket) and ``tw_key`` (the values as one string, never NULL).
-
-    Equal keys (as the batch door groups them) give equal strings: one string column is taken as is
-    behind a marker (NULL is its own key, ``n``); anything else is the JSON of the values, floating
-    point values with ``+ 0.0`` first so that -0.0 and 0.0 are one key.  No PARTITION BY: one key.
-    """
-    if not columns:
-        return [F.lit(0).alias(BUCKET), F.lit("").alias(KEY_TEXT)]
-    parts = []
-    for name in columns:
-        column = F.col(_quoted(name))
-        data_type = df.schema[name].dataType
-        if isinstance(data_type, (T.FloatType, T.DoubleType)):
-            column = column + F.lit(0.0).cast(data_type)
-        parts.append(column)
-    if len(parts) == 1 and isinstance(df.schema[columns[0]].dataType, T.StringType):
-        text = F.when(parts[0].isNull(), F.lit("n")).otherwise(F.concat(F.lit("s"), parts[0]))
-    else:
-        text = F.to_json(F.struct(*[c.alias(f"k{i}") for i, c in enumerate(parts)]), JSON_OPTIONS)
-    return [F.pmod(F.xxhash64(*parts), F.lit(buckets)).cast("int").alias(BUCKET), text.alias(KEY_TEXT)]
 
 
 def match_recognize_stream(
@@ -744,37 +607,33 @@ def match_recognize_stream(
             raise SpecError("input", f"column '{name}' is added by the late output; rename the input column",
                             where="match_recognize")
     # The flush heartbeat at END_OF_INPUT moves the watermark to END_OF_INPUT - delay: the end of input.
-    end_ms = end_of_input_ms(parse_duration(watermark, "watermark") // 1000)
-    time = F.col(_quoted(time_column))
+    end_ms = end_of_input_ms(delay_ms(watermark, "watermark"))
+    time = F.col(quote(time_column))
     event_ts = F.timestamp_micros(time.cast("long")) if isinstance(time_type, T.IntegralType) else time.cast("timestamp")
     # One projection over the input, dead letters included (see "Dead letters" in the module docstring).
     dead = time.isNull()
-    original = F.to_json(F.struct(*[F.col(_quoted(c)) for c in df.columns]))
+    original = F.to_json(F.struct(*[F.col(quote(c)) for c in df.columns]))
     rows = df.select(
-        *_key_columns(df, bound.partition_columns, buckets),
+        *key_columns(df, bound.partition_columns, buckets, marked=True),
         F.when(dead, F.lit(DEAD_ROW)).otherwise(F.lit(DATA_ROW)).cast("tinyint").alias(OP),
-        F.unix_micros(F.when(dead, F.lit(_DEAD_TS).cast("timestamp")).otherwise(event_ts)).alias(TIME),
-        F.when(dead, original).otherwise(_json(df)).alias(ROW),
+        F.unix_micros(F.when(dead, F.lit(DEAD_TS).cast("timestamp")).otherwise(event_ts)).alias(TIME),
+        F.when(dead, original).otherwise(to_wire(df)).alias(ROW),
     )
     # Packs (see the module docstring): the operator's input is one row per source partition and bucket.
     internal = rows.mapInArrow(_packs_with_time, PACKS_WITH_TIME_SCHEMA).select(
-        BUCKET, F.lit(DATA_ROW).cast("tinyint").alias(OP), F.timestamp_micros(F.col(PACK_TIME)).alias(_TS), PACK,
+        BUCKET, F.lit(DATA_ROW).cast("tinyint").alias(OP), F.timestamp_micros(F.col(PACK_TIME)).alias(TS), PACK,
     )
     if heartbeat is not None:
-        # Heartbeats travel in bucket 0, never a NULL bucket (see _heartbeat; measured here: a flush
+        # Heartbeats travel in bucket 0, never a NULL bucket (see heartbeat_rows; measured here: a flush
         # batch's data started new, empty partitions when the heartbeat's bucket was NULL).
-        beats = _heartbeat(heartbeat, internal)
+        beats = heartbeat_rows(heartbeat, internal)
         internal = internal.unionByName(beats)
     # The operator gets the event times inside the packs only: no input column carries watermark metadata,
     # so Spark's late-row filter (event_time <= watermark) does not apply; the core decides lateness.
-    internal = internal.withWatermark(_TS, watermark).drop(_TS)
+    internal = internal.withWatermark(TS, watermark).drop(TS)
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
-    matched = internal.groupBy(BUCKET).transformWithStateInPandas(
-        statefulProcessor=MatchRecognizeProcessor(spec.text or str(spec), df.schema.json(), timezone, end_ms, budget),
-        outputStructType=tagged_schema(bound),
-        outputMode="Append",
-        timeMode="EventTime",
-    )
+    processor = MatchRecognizeProcessor(spec.text or str(spec), df.schema.json(), timezone, end_ms, budget)
+    matched = run_operator(internal, processor, tagged_schema(bound), event_time=True)
     return StreamingMatch(matched, bound)
 
 

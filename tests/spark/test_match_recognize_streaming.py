@@ -266,9 +266,9 @@ def test_packs_keep_every_row_and_each_buckets_order(monkeypatch, bound: str, va
     import pyarrow as pa
 
     from timeweave.spark import match_recognize_streaming as M
-    from timeweave.spark import streaming as S
+    from timeweave.spark.host import packs as host_packs
 
-    monkeypatch.setattr(S, bound, value)
+    monkeypatch.setattr(host_packs, bound, value)
     n = 40
     buckets = [(i * 7) % 3 for i in range(n)]
     times = [(i * 37) % 11 for i in range(n)]

@@ -25,6 +25,8 @@ from timeweave.core.state_codec import decode, decode_cell, encode, encode_cell
 from timeweave.core.temporal_join import Joined, JoinedRows, Late, LeftBuffer, LeftRow
 from timeweave.core.versioned import Match, VersionEvent, VersionHistory
 from timeweave.spark import streaming as S
+from timeweave.spark import temporal_join_streaming
+from timeweave.spark.host import packs as host_packs
 
 MS = 1_000  # µs per ms
 T0 = 1_577_872_800_000_000  # 2020-01-01 10:00:00 UTC in µs
@@ -272,7 +274,7 @@ def test_joined_rows_leave_in_documents_of_at_most_doc_rows_with_their_validity(
 def test_packs_keep_each_buckets_rows_in_input_order_across_batches_and_pack_limits(monkeypatch) -> None:
     # The operator sees a bucket's rows in the order the source partition produced them, whichever
     # batch (Arrow record batch of the packing worker) or pack (at most PACK_ROWS rows) they are in.
-    monkeypatch.setattr(S, "PACK_ROWS", 4)
+    monkeypatch.setattr(host_packs, "PACK_ROWS", 4)
     buckets = [2, 0, 2, 1, 2, 0, 2, 2, 1, 0]
     batches = [
         pa.record_batch({S.BUCKET: pa.array(buckets[i : i + 3], pa.int32()),
@@ -288,8 +290,8 @@ def test_packs_keep_each_buckets_rows_in_input_order_across_batches_and_pack_lim
         expected.setdefault(bucket, []).append(f"r{j}")
     assert got == expected
     assert len(packs[S.PACK]) > 3  # the limit split the partition's rows into several packs per bucket
-    monkeypatch.setattr(S, "PACK_ROWS", 1000)
-    monkeypatch.setattr(S, "PACK_BYTES", 1)  # every batch is a packing step of its own
+    monkeypatch.setattr(host_packs, "PACK_ROWS", 1000)
+    monkeypatch.setattr(host_packs, "PACK_BYTES", 1)  # every batch is a packing step of its own
     packs = pa.Table.from_batches(list(S.pack_rows(iter(batches)))).to_pydict()
     by_bytes: dict[int, list[str]] = {}
     for bucket, pack in zip(packs[S.BUCKET], packs[S.PACK], strict=True):
@@ -323,7 +325,7 @@ def test_positions_by_key_groups_in_first_appearance_order_with_positions_ascend
 def test_joined_rows_column_wise_leave_in_the_same_documents_as_joined_objects(monkeypatch) -> None:
     # The event-time processor hands _frame the core's JoinedRows (runs of rows sharing a version); the
     # documents must be exactly those of the same rows as Joined objects, across document boundaries.
-    monkeypatch.setattr(S, "DOC_ROWS", 3)
+    monkeypatch.setattr(temporal_join_streaming, "DOC_ROWS", 3)
     rng = random.Random(5)
     versions = [None, Match(VersionEvent(T0, 1, False, '{"rate": 1.5}'), None),
                 Match(VersionEvent(T0 - 7, 0, False, '{"rate": 0.5}'), T0)]

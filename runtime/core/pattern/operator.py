@@ -28,9 +28,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from numbers import Integral
-from typing import Any
+from typing import Any, ClassVar
 
 from timeweave.core.errors import SpecError, StateFormatError
+from timeweave.core.operator import StateLayout, Tag, ValueState
 from timeweave.core.pattern.budget import MatchBudget
 from timeweave.core.pattern.partition import PartitionMatcher, elapsed, sort_key
 from timeweave.core.pattern.spec import ClauseSpec
@@ -42,6 +43,15 @@ BUFFER = "mr-buffer"  # list[tuple[int, int, dict]]: (event time µs, arrival se
 MATCHER = "mr-matcher"  # HeldMatcher: rows released to matching, the attempt in progress, match number
 SEQUENCE = "mr-seq"  # int: next arrival sequence number (ties between equal times keep arrival order)
 TIMER = "mr-timer"  # int: the one registered event-time timer
+
+#: MATCH_RECOGNIZE's per-key state (layout 2: one cell per key in a bucket's map; layout 1, one Spark
+#: ValueState per key, is not resumed).
+LAYOUT = StateLayout(2, (
+    ValueState(BUFFER, "list[(time, seq, row)]: rows waiting for the watermark"),
+    ValueState(MATCHER, "HeldMatcher: released rows, the attempt in progress, the match number"),
+    ValueState(SEQUENCE, "int: the next arrival number"),
+    ValueState(TIMER, "int: the one registered event-time timer"),
+))
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -68,6 +78,8 @@ class Matched:
 
     row: dict[str, Any]
 
+    tag: ClassVar[Tag] = Tag.MAIN
+
 
 @dataclass(frozen=True, slots=True)
 class LateRow:
@@ -76,6 +88,8 @@ class LateRow:
     time: int
     row: Mapping[str, Any]
     watermark: int
+
+    tag: ClassVar[Tag] = Tag.LATE
 
     @property
     def reason(self) -> str:
@@ -92,6 +106,8 @@ class BudgetRejected:
 
     row: Mapping[str, Any]
     reason: str
+
+    tag: ClassVar[Tag] = Tag.DEAD_LETTER
 
 
 Output = Matched | LateRow | BudgetRejected
@@ -148,6 +164,8 @@ class MatchRecognizeOperator:
         self.rows_of = rows_of
         self.budget = budget  # None: the default MatchBudget
         self._tie_key = sort_key(spec)
+
+    layout = LAYOUT
 
     # -- element handler: buffer or report late ----------------------------------------------------------
     def process_element(self, ctx: KeyContext, row: Mapping[str, Any]) -> Iterator[Output]:
@@ -225,10 +243,7 @@ class MatchRecognizeOperator:
             yield from map(Matched, matcher.push_many(ready))
         yield from map(Matched, matcher.finish())
         yield from _rejected(matcher)
-        for name in (BUFFER, MATCHER, SEQUENCE, TIMER):
-            ctx.clear(name)
-        for timer in ctx.timers():
-            ctx.delete_timer(timer)
+        self.layout.clear(ctx)
 
     # -- helpers -------------------------------------------------------------------------------------------
     def _matcher(self, ctx: KeyContext) -> PartitionMatcher:
