@@ -13,7 +13,7 @@ the end of the A run).  :class:`MatchBudget` bounds both, per partition:
   microsecond of CPU whatever the pattern (``bench/match_budget.py --calibrate``).
 
 Linear matching (every row read by a bounded number of attempts) never comes near the limit; the default
-(:data:`DEFAULT_BUDGET`: 50,000 + 700 per row, ~0.75 CPU-s for 1,000 rows) leaves ordinary queries alone
+(:data:`DEFAULT_BUDGET`: 200,000 + 700 per row, ~0.9 CPU-s for 1,000 rows) leaves ordinary queries alone
 (the dearest one measured, ``(A | B)+ C`` with SUM in DEFINE and SKIP TO NEXT ROW, spends ~600 units per
 row) and stops a pathological partition before it costs a CPU second per 1,000 rows.
 
@@ -60,7 +60,7 @@ class MatchBudget:
 
     max_threads: int = 10_000
     work_per_row: int = 700
-    base_work: int = 50_000
+    base_work: int = 200_000
 
     def __post_init__(self) -> None:
         for item in fields(self):
