@@ -25,7 +25,7 @@ The check is made at points fixed by the rows alone (each general-VM row step, e
 re-reads rows), never by how the rows were batched, so every door dead-letters the same rows.
 
 >>> MatchBudget.from_mapping({"work_per_row": 50})
-MatchBudget(max_threads=10000, work_per_row=50, base_work=50000)
+MatchBudget(max_threads=10000, work_per_row=50, base_work=200000)
 >>> MatchBudget.from_mapping({"max_thread": 5})
 Traceback (most recent call last):
 ...
@@ -55,7 +55,7 @@ class MatchBudget:
     ...
     timeweave.core.errors.SpecError: match_recognize: argument 'match_recognize.budget.max_threads': must be a positive integer, got 0
     >>> MatchBudget().allowance(1_000)
-    750000
+    900000
     """
 
     max_threads: int = 10_000
