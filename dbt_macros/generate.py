@@ -1,12 +1,14 @@
 """Generate the dbt package's copies of timeweave's single sources: ``python -m timeweave.dbt_package.generate``.
 
 dbt loads a package's macros from its own folder (``packages: - local: .../dbt_macros`` or a git
-``subdirectory``), and its Jinja cannot import Python, so three files of ``macros/`` are generated and
+``subdirectory``), and its Jinja cannot import Python, so four files of ``macros/`` are generated and
 committed, never edited by hand:
 
 * ``macros/timeweave_sql.sql``: the batch plan, copied from its source ``timeweave/spark/timeweave_sql.sql``
   (``runtime/spark/`` in the repository), which the Python doors render;
 * ``macros/timeweave_windows_sql.sql``: the window-TVF plan, from ``timeweave/spark/timeweave_windows_sql.sql``;
+* ``macros/timeweave_window_ops_sql.sql``: the window Top-N / deduplication / join plan, from
+  ``timeweave/spark/timeweave_window_ops_sql.sql``;
 * ``macros/_timeweave_core.sql``: the core's constants the plan and the public macros read, one macro
   each (``timeweave__upsert_ops()``, ``timeweave__delete_ops()``: :mod:`timeweave.core.changelog`;
   ``timeweave__reasons()``: the dead-letter reasons of :mod:`timeweave.core.bad_rows`), from
@@ -16,7 +18,7 @@ committed, never edited by hand:
 generated file differs from what this module generates.
 
 >>> sorted(generated_files())
-['macros/_timeweave_core.sql', 'macros/timeweave_sql.sql', 'macros/timeweave_windows_sql.sql']
+['macros/_timeweave_core.sql', 'macros/timeweave_sql.sql', 'macros/timeweave_window_ops_sql.sql', 'macros/timeweave_windows_sql.sql']
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from timeweave.spark.render import PLAN_FILE, core_macros
+from timeweave.spark.window_ops_render import WINDOW_OPS_PLAN_FILE
 from timeweave.spark.window_render import WINDOW_PLAN_FILE
 
 #: The dbt package's folder (resolved: an editable install's link tree points back at the repository).
@@ -71,6 +74,9 @@ def generated_files() -> dict[str, str]:
         + PLAN_FILE.read_text(),
         "macros/timeweave_windows_sql.sql": _header(
             "timeweave/spark/timeweave_windows_sql.sql (runtime/spark/ in the repository)") + WINDOW_PLAN_FILE.read_text(),
+        "macros/timeweave_window_ops_sql.sql": _header(
+            "timeweave/spark/timeweave_window_ops_sql.sql (runtime/spark/ in the repository)")
+        + WINDOW_OPS_PLAN_FILE.read_text(),
         "macros/_timeweave_core.sql": core_file(),
     }
 

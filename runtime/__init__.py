@@ -27,6 +27,9 @@ _LAZY = {
     "window_aggregate": "timeweave.spark.windows",
     "window_aggregate_with_rejects": "timeweave.spark.windows",
     "window_dead_letters": "timeweave.spark.windows",
+    "window_top_n": "timeweave.spark.window_ops",
+    "window_deduplicate": "timeweave.spark.window_ops",
+    "window_join": "timeweave.spark.window_ops",
 }
 
 __all__ = sorted(_LAZY)
