@@ -27,7 +27,8 @@ PROJECT = PACKAGE / "integration_tests"
 # Files of private macros: the helpers of the public macros, and the generated ones (the plan that Python renders
 # too, the core's constants).
 PRIVATE_FILES = ("_timeweave_internal.sql", "timeweave_sql.sql", "_timeweave_core.sql",
-                 "_timeweave_windows_internal.sql", "timeweave_windows_sql.sql")
+                 "_timeweave_windows_internal.sql", "timeweave_windows_sql.sql", "_timeweave_window_ops_internal.sql",
+                 "timeweave_window_ops_sql.sql")
 _MACRO = re.compile(r"{%-?\s*macro\s+(\w+)\s*\((.*?)\)\s*-?%}", re.S)
 
 
