@@ -30,6 +30,9 @@ _LAZY = {
     "window_top_n": "timeweave.spark.window_ops",
     "window_deduplicate": "timeweave.spark.window_ops",
     "window_join": "timeweave.spark.window_ops",
+    "window_top_n_with_rejects": "timeweave.spark.window_ops",
+    "window_deduplicate_with_rejects": "timeweave.spark.window_ops",
+    "window_join_with_rejects": "timeweave.spark.window_ops",
 }
 
 __all__ = sorted(_LAZY)

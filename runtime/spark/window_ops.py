@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from timeweave.core.errors import SpecError
@@ -37,7 +38,7 @@ from timeweave.core.windows.spec import WindowSpec
 from timeweave.spark import render, sql_rewrite
 from timeweave.spark.window_ops_render import window_join_sql, window_rank_sql
 from timeweave.spark.window_render import WINDOW_COLUMNS
-from timeweave.spark.windows import window_tvf
+from timeweave.spark.windows import window_dead_letters, window_tvf
 
 
 def _spelled(columns: Sequence[str], name: str, argument: str, where: str) -> str:
@@ -235,6 +236,49 @@ def window_join(left: DataFrame, right: DataFrame, *, on: str | Sequence[str] | 
     return left.sparkSession.sql(render.formattable(sql), left=left, right=right)
 
 
+def window_top_n_with_rejects(df: DataFrame, n: int | None = None, *, time: str, window: WindowSpec,
+                              **options) -> tuple[DataFrame, DataFrame]:
+    """:func:`window_top_n` of the raw input ``df`` plus its dead letter (the rows with a NULL ``time``, in no
+    window: :func:`timeweave.window_dead_letters`).
+
+    Example::
+
+        top3, rejected = timeweave.window_top_n_with_rejects(bids, 3, order_by="price DESC", time="bidtime",
+                                                             window=tumble_spec("10 minutes"))
+    """
+    return window_top_n(df, n, time=time, window=window, **options), window_dead_letters(df, time)
+
+
+def window_deduplicate_with_rejects(df: DataFrame, *, time: str, window: WindowSpec,
+                                    **options) -> tuple[DataFrame, DataFrame]:
+    """:func:`window_deduplicate` of the raw input ``df`` plus its dead letter (NULL ``time`` rows).
+
+    Example::
+
+        latest, rejected = timeweave.window_deduplicate_with_rejects(bids, time="bidtime", keep="last",
+                                                                     window=tumble_spec("10 minutes"))
+    """
+    return window_deduplicate(df, time=time, window=window, **options), window_dead_letters(df, time)
+
+
+def window_join_with_rejects(left: DataFrame, right: DataFrame, *, time: str | tuple[str, str],
+                             window: WindowSpec | tuple[WindowSpec, WindowSpec],
+                             **options) -> tuple[DataFrame, DataFrame]:
+    """:func:`window_join` of the raw inputs plus both inputs' dead letters (NULL event times), ``side``
+    ``left`` or ``right``.
+
+    Example::
+
+        joined, rejected = timeweave.window_join_with_rejects(left, right, on="num", time="row_time",
+                                                              window=tumble_spec("5 minutes"))
+    """
+    joined = window_join(left, right, time=time, window=window, **options)
+    left_time, right_time = time if isinstance(time, tuple) else (time, time)
+    rejected = window_dead_letters(left, left_time).withColumn("side", F.lit("left")).unionByName(
+        window_dead_letters(right, right_time).withColumn("side", F.lit("right")))
+    return joined, rejected
+
+
 def _check(spark, query: str) -> str:
     check_window_ops(query)
     return query
@@ -243,4 +287,11 @@ def _check(spark, query: str) -> str:
 # Before the window TVFs (order 5) rewrite their calls away: the checks read the calls in the query's text.
 sql_rewrite.register(sql_rewrite.ClauseRewriter("window ops check", 4, _check))
 
-__all__ = ["window_deduplicate", "window_join", "window_top_n"]
+__all__ = [
+    "window_deduplicate",
+    "window_deduplicate_with_rejects",
+    "window_join",
+    "window_join_with_rejects",
+    "window_top_n",
+    "window_top_n_with_rejects",
+]

@@ -216,6 +216,22 @@ def test_flink_semi_and_anti_window_joins(spark, left_right, kind) -> None:
     assert _rows(got, columns) == expected
 
 
+def test_null_event_times_go_to_the_dead_letter(spark, bid) -> None:
+    null_row = spark.createDataFrame([(None, Decimal("9.00"), "Z", "supplier9")], bid.schema)
+    with_null = bid.unionByName(null_row)
+    top, rejected = timeweave.window_top_n_with_rejects(with_null, 3, order_by="price DESC", time="bidtime",
+                                                        window=tumble("10 minutes"))
+    assert "Z" not in {r["item"] for r in top.collect()} and top.count() == 6
+    assert [(r["side"], r["reason"]) for r in rejected.collect()] == [("input", "NULL event time column bidtime")]
+    latest, rejected = timeweave.window_deduplicate_with_rejects(with_null, time="bidtime", keep="last",
+                                                                 window=tumble("10 minutes"))
+    assert latest.count() == 2 and rejected.count() == 1
+    joined, rejected = timeweave.window_join_with_rejects(with_null, bid, on="supplier_id", how="semi",
+                                                          time="bidtime", window=tumble("10 minutes"))
+    assert joined.count() == len(BIDS)
+    assert [(r["side"], '"Z"' in r["row"]) for r in rejected.collect()] == [("left", True)]
+
+
 # -- random inputs against a Python reference ------------------------------------------------------------
 
 def _random_rows(seed: int, n: int = 70, unique_times: bool = False):
