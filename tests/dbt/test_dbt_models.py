@@ -275,7 +275,8 @@ def test_dbt_finds_the_macro_docs_matching_the_macros(built: Built) -> None:
     documented = {m["name"]: m for m in manifest["macros"].values() if m["package_name"] == "timeweave" and m["patch_path"]}
     assert set(documented) == {"temporal_join", "versioned_view", "temporal_join_dead_letter", "match_recognize",
                                "default_upsert_ops", "default_delete_ops", "require_session_functions",
-                               "tumble", "hop", "cumulate", "session"}
+                               "tumble", "hop", "cumulate", "session", "window_top_n", "window_deduplicate",
+                               "window_join"}
     assert [(a["name"], a["type"]) for a in documented["hop"]["arguments"]] == [
         ("relation", "any"), ("time", "string"), ("slide", "any"), ("size", "any"), ("offset", "any")]
     assert [(a["name"], a["type"]) for a in documented["match_recognize"]["arguments"]] == [
@@ -311,6 +312,26 @@ def test_window_models_equal_the_dataframe_door(spark, built: Built, model: str,
                                     time="bidtime", window=spec)
     columns = ["window_start", "window_end", *keys, "total_price"]
     assert rows_as_text(df, columns) == table_rows(spark, model, columns)
+
+
+@pytest.mark.parametrize("model", ["win_top_n", "win_deduplicate", "win_join"])
+def test_window_ops_models_equal_the_dataframe_door(spark, built: Built, model: str) -> None:
+    import timeweave
+    from timeweave.core.windows import hop, tumble
+
+    bids = spark.table(f"{SCHEMA}.win_bid")
+    if model == "win_top_n":
+        df = timeweave.window_top_n(bids, 2, order_by=["price DESC", "item"], partition_by="supplier_id",
+                                    time="bidtime", window=tumble("10 minutes"))
+    elif model == "win_deduplicate":
+        df = timeweave.window_deduplicate(bids, time="bidtime", keys="supplier_id", keep="last",
+                                          window=hop("5 minutes", "10 minutes"), rank_column="rownum")
+    else:
+        windowed = timeweave.tumble(bids, "bidtime", "10 minutes")
+        df = timeweave.window_join(windowed, windowed, on="supplier_id", how="full", left_prefix="L_", right_prefix="R_")
+    assert spark.table(f"{SCHEMA}.{model}").columns == df.columns
+    assert df.count() > 0
+    assert rows_as_text(df, df.columns) == table_rows(spark, model, df.columns)
 
 
 def test_default_op_lists_equal_the_core_lists(built: Built) -> None:
