@@ -175,3 +175,34 @@ def test_flink_doc_queries_and_unrelated_queries_pass() -> None:
     # a window join of a TVF with a view: the view's windows are not in the text, nothing to compare
     check_window_ops(f"SELECT * FROM (SELECT * FROM {T5.format(t='x')}) a JOIN v b ON a.window_start = "
                      "b.window_start AND a.window_end = b.window_end")
+
+
+def test_late_rows_leave_the_ranking_of_fired_windows_only() -> None:
+    # HOP(5, 10): a row at t=8 is in [0, 10) and [5, 15).  The late one (watermark 9 at arrival: [0, 10) has
+    # fired) must not win [0, 10) but still ranks in [5, 15), and is in the late output once.
+    from timeweave.core.windows import Slicing
+
+    windows_of = Slicing.of(hop(5, 10)).windows_of
+    rows = [{"id": 1, "t": 3, "p": 2, "wm": 0}, {"id": 2, "t": 8, "p": 9, "wm": 9}, {"id": 3, "t": 12, "p": 1, "wm": 9}]
+    pairs = [(r, w) for r in rows for w in windows_of(r["t"])]
+    kept, late = split_late(pairs, time_of=lambda r: r["t"], watermark_of=lambda r: r["wm"])
+    top = top_n(kept, [SortKey("p", descending=True)], RankRange.top(1))
+    assert [(w.start, r["id"]) for r, w, _ in top] == [(-5, 1), (0, 1), (5, 2), (10, 3)]
+    assert [(x.row["id"], x.missed, x.dropped) for x in late] == [(2, (Window(0, 10),), False)]
+    # batch (no watermark): the same rows, nothing late, the t=8 row wins [0, 10)
+    top = top_n(pairs, [SortKey("p", descending=True)], RankRange.top(1))
+    assert [(w.start, r["id"]) for r, w, _ in top] == [(-5, 1), (0, 2), (5, 2), (10, 3)]
+
+
+def test_a_join_applies_the_late_rule_per_input_with_its_own_watermark() -> None:
+    from timeweave.core.windows import Slicing
+
+    windows_of = Slicing.of(tumble(10)).windows_of
+    left = [{"k": "a", "t": 4, "wm": 12}]  # arrived after [0, 10) fired on the left
+    right = [{"k": "a", "t": 6, "wm": 5}]  # on time on the right
+    left_kept, left_late = split_late([(r, w) for r in left for w in windows_of(r["t"])], time_of=lambda r: r["t"],
+                                      watermark_of=lambda r: r["wm"])
+    right_kept, right_late = split_late([(r, w) for r in right for w in windows_of(r["t"])],
+                                        time_of=lambda r: r["t"], watermark_of=lambda r: r["wm"])
+    assert left_kept == [] and [x.dropped for x in left_late] == [True]
+    assert len(right_kept) == 1 and right_late == []
