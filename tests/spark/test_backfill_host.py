@@ -131,6 +131,31 @@ def test_the_temporal_join_backfill_states_no_version_order_of_its_own() -> None
     assert "min_by(" in render.macro("timeweave__newest_sql", "ev", ["k"], ["k"], "t", "s", oldest=True)
 
 
+def _macro_bodies(text: str) -> dict[str, str]:
+    """The plan's macros by name: each one's text up to its endmacro."""
+    import re
+
+    return {m.group(1): m.group(2) for m in re.finditer(r"{%-? macro (\w+)\(.*?-?%}(.*?){%-? endmacro", text, re.S)}
+
+
+def test_the_plan_states_the_version_order_once() -> None:
+    """Which event of a key is newer (time, then sequence) is one macro, which the intervals (step 1), the
+    versioned view and the edge states' newest event all render; no other macro orders by the sequence."""
+    import re
+
+    from timeweave.spark import render
+
+    bodies = _macro_bodies(render.PLAN_FILE.read_text())
+    order = bodies.pop("timeweave__version_order")
+    assert "DESC" in order and "named_struct(" in order
+    for name in ("timeweave__intervals_sql", "timeweave__versioned_view_sql", "timeweave__newest_sql"):
+        assert "timeweave__version_order(" in bodies[name], name
+    for name, body in bodies.items():
+        assert not re.search(r"__tw_seq\s+(DESC|ASC)", body) and "named_struct('t'" not in body, name
+    assert render.macro("timeweave__version_order", "`t`", "`s`", "newest_first") == "`t` DESC, `s` DESC"
+    assert render.macro("timeweave__version_order", "`t`", "`s`") == "named_struct('t', `t`, 's', `s`)"
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("slices_per_job", [None, 1])
 def test_edge_states_keep_the_highest_sequence_and_the_deletes(spark, tmp_path, slices_per_job) -> None:
@@ -160,3 +185,4 @@ def test_edge_states_keep_the_highest_sequence_and_the_deletes(spark, tmp_path, 
     got = sorted(tuple(r) for r in spark.read.parquet(paths[0]).select("order_id", "rate").collect())
     assert got == sorted(tuple(r) for r in door.select("order_id", "rate").collect())
     assert got == [("o0", 2.0), ("o1", 2.0), ("o2", 5.0), ("o3", None), ("o4", 8.0), ("o5", 8.0)]
+
