@@ -20,6 +20,8 @@ import importlib
 import warnings
 from typing import Any
 
+from timeweave.spark.host import __all__ as _HOST_NAMES
+
 _HOST = "timeweave.spark.host"
 _REGISTRATION = "timeweave.spark.temporal_join_streaming"
 #: Earlier names that are not the host's public names: old name -> (module, name there).
@@ -45,9 +47,7 @@ def __getattr__(name: str) -> Any:
     """
     if name.startswith("__"):  # module protocol lookups (__path__, __wrapped__, ...): not forwarded
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module_name, real = _RENAMED.get(name, (_HOST, name))
-    if name not in _RENAMED and name not in importlib.import_module(_HOST).__all__:
-        module_name = _REGISTRATION
+    module_name, real = _RENAMED.get(name, (_HOST if name in _HOST_NAMES else _REGISTRATION, name))
     try:
         value = getattr(importlib.import_module(module_name), real)
     except AttributeError:
@@ -56,55 +56,5 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-#: What ``from timeweave.spark.streaming import *`` gave before 2026-11-26 (the host's public names and these).
-__all__ = [  # noqa: F822 (every name is forwarded by __getattr__)
-    "BUCKET",
-    "DEAD_TS",
-    "DEFAULT_BUCKETS",
-    "HEARTBEAT",
-    "JSON_OPTIONS",
-    "KEY_TEXT",
-    "OP",
-    "PACK",
-    "PACKS_SCHEMA",
-    "PACKS_WITH_TIME_SCHEMA",
-    "PACK_BYTES",
-    "PACK_ROWS",
-    "PACK_TIME",
-    "ROW",
-    "SEQ",
-    "TIME",
-    "TS",
-    "_PIECES",
-    "BatchOutputs",
-    "HostProcessor",
-    "MapEntry",
-    "PackedEntry",
-    "SparkKeyContext",
-    "StateVariables",
-    "TimerIndex",
-    "_Index",
-    "_MapEntry",
-    "_cell_key",
-    "_from_wire",
-    "_heartbeat",
-    "_json",
-    "_piece_key",
-    "check_buckets",
-    "data_rows",
-    "delay_ms",
-    "from_wire",
-    "heartbeat_rows",
-    "key_columns",
-    "key_groups",
-    "pack_rows",
-    "positions_by_key",
-    "read_packs",
-    "run_operator",
-    "spark_timer_ms",
-    "to_wire",
-    "unpack",
-    "watermark_us",
-    "wire_schema",
-    "wire_struct",
-]
+#: What ``from timeweave.spark.streaming import *`` gave before 2026-11-26: the host's public names and the renamed ones.
+__all__ = [*_HOST_NAMES, *_RENAMED]

@@ -246,3 +246,27 @@ def test_the_slice_writer_replaces_exactly_the_slices_it_writes(spark, tmp_path)
     assert not writer.exists("late", "a") and read("late", "b") == [0, 1, 2]
     assert spark.read.parquet(str(tmp_path / "out")).count() == 6  # main read whole: `_state` is hidden
 
+
+@pytest.mark.spark
+def test_a_batch_commit_replaces_its_replayed_files_and_a_discard_drops_them(spark, tmp_path) -> None:
+    """The micro-batch writer's file moves (HadoopFiles.commit / discard): a replayed batch's files are replaced,
+    another batch's kept; a batch without rows drops its staging and a replay's files; staging leaves no trace."""
+    from timeweave.spark.hadoop import HadoopFiles
+
+    files, target = HadoopFiles(spark), tmp_path / "out"
+
+    def stage(batch: int, names: list[str]) -> str:
+        staging = target / "_tw_staging" / f"batch-{batch}"
+        staging.mkdir(parents=True)
+        for name in names:
+            (staging / name).write_text(name)
+        return str(staging)
+
+    files.commit(stage(1, ["part-0.parquet", "part-1.parquet", "_SUCCESS"]), str(target), "part-b1-")
+    files.commit(stage(2, ["part-0.parquet"]), str(target), "part-b2-")
+    files.commit(stage(1, ["part-9.parquet"]), str(target), "part-b1-")  # batch 1 replayed: one file now
+    assert sorted(p.name for p in target.iterdir()) == ["part-b1-00000.parquet", "part-b2-00000.parquet"]
+    assert (target / "part-b1-00000.parquet").read_text() == "part-9.parquet"
+
+    files.discard(stage(2, ["part-0.parquet"]), str(target), "part-b2-")  # batch 2 replayed without rows
+    assert sorted(p.name for p in target.iterdir()) == ["part-b1-00000.parquet"]

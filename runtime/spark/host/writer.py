@@ -170,14 +170,7 @@ class TaggedWriter:
     def _drop(self, staged: tuple[str, str, str, int]) -> int:
         """The batch has no rows for this output: drop the staged files, and a replay's files of the batch."""
         staging, target, prefix, written = staged
-        staging_path = self._fs.path(staging)
-        fs = self._fs.fs(staging_path)
-        for status in fs.globStatus(self._fs.path(f"{target}/{prefix}*")) or []:
-            fs.delete(status.getPath(), False)
-        fs.delete(staging_path, True)
-        parent = staging_path.getParent()
-        if not fs.listStatus(parent):
-            fs.delete(parent, False)
+        self._fs.discard(staging, target, prefix)
         return written
 
     def _write(self, df: DataFrame, tag: Tag, batch_id: int) -> int:
