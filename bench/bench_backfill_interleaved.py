@@ -49,7 +49,7 @@ def main() -> None:
     import timeweave
     from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
     from timeweave.jobs.session import STATIC_CONFIGS
-    from timeweave.spark.backfill import run_slices
+    from timeweave.spark.temporal_join_backfill import run_slices
 
     spark = (
         SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "4")

@@ -38,7 +38,8 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
-from timeweave.spark import streaming as S
+from timeweave.spark import host as H
+from timeweave.spark import temporal_join_streaming as TJ
 
 START_US = 1_704_067_200_000_000  # 2024-01-01 00:00:00 UTC
 LEFT_STEP_US = 10_000  # one left row every 10 ms
@@ -106,8 +107,8 @@ class FakeTimerValues:
         return self.watermark_ms
 
 
-_SCHEMA = pa.schema([(S.BUCKET, pa.int32()), (S.KEY_TEXT, pa.string()), (S.OP, pa.int8()), (S.TIME, pa.int64()),
-                     (S.FILE, pa.string()), (S.ROW, pa.string()), (S.REJECT, pa.string())])
+_SCHEMA = pa.schema([(H.BUCKET, pa.int32()), (H.KEY_TEXT, pa.string()), (H.OP, pa.int8()), (H.TIME, pa.int64()),
+                     (TJ.FILE, pa.string()), (H.ROW, pa.string()), (TJ.REJECT, pa.string())])
 
 
 def batch_input(batch: int, left: int, keys: int, buckets: int, rng: np.random.Generator) -> dict[int, pd.DataFrame]:
@@ -132,8 +133,8 @@ def batch_input(batch: int, left: int, keys: int, buckets: int, rng: np.random.G
     ]
     bucket_of = {name: zlib.crc32(name.encode()) % buckets for name in names}
     sides = [
-        (left_keys, times.tolist(), S.LEFT_ROW, None, left_rows),
-        (v_keys, v_times.tolist(), S.UPSERT, f"right/part-{batch:04d}.parquet", right_rows),
+        (left_keys, times.tolist(), TJ.LEFT_ROW, None, left_rows),
+        (v_keys, v_times.tolist(), TJ.UPSERT, f"right/part-{batch:04d}.parquet", right_rows),
     ]
     packs: dict[int, list[bytes]] = {}
     for side_keys, side_times, op, file, payloads in sides:
@@ -143,20 +144,20 @@ def batch_input(batch: int, left: int, keys: int, buckets: int, rng: np.random.G
             pa.array(side_times, pa.int64()), pa.array([file] * n, pa.string()), pa.array(payloads),
             pa.array([None] * n, pa.string()),
         ], schema=_SCHEMA)
-        for packed in S.pack_rows(iter([record])):
-            for b, pack in zip(packed.column(S.BUCKET).to_pylist(), packed.column(S.PACK).to_pylist(), strict=True):
+        for packed in H.pack_rows(iter([record])):
+            for b, pack in zip(packed.column(H.BUCKET).to_pylist(), packed.column(H.PACK).to_pylist(), strict=True):
                 packs.setdefault(b, []).append(pack)
-    return {b: pd.DataFrame({S.BUCKET: np.full(len(p), b, np.int32), S.PACK: p}) for b, p in sorted(packs.items())}
+    return {b: pd.DataFrame({H.BUCKET: np.full(len(p), b, np.int32), H.PACK: p}) for b, p in sorted(packs.items())}
 
 
 def joined_count(frames: list[pd.DataFrame]) -> tuple[int, list[tuple[int, float | None]]]:
     """Joined rows out and (order_id, rate) of each, from the processor's tagged output."""
     rows: list[tuple[int, float | None]] = []
     for frame in frames:
-        for kind, payload in zip(frame[S.KIND].tolist(), frame[S.L_ROW].tolist(), strict=True):
-            if kind == S.JOINED:
+        for kind, payload in zip(frame[TJ.KIND].tolist(), frame[TJ.L_ROW].tolist(), strict=True):
+            if kind == TJ.JOINED:
                 rows.extend((e["l"]["order_id"], e["v"]["rate"] if "v" in e else None) for e in json.loads(payload))
-            elif kind == S.LATE:
+            elif kind == TJ.LATE:
                 raise AssertionError(f"late row in the bench: {payload}")
     return len(rows), rows
 
@@ -167,10 +168,10 @@ def reference(inputs: list[dict[int, pd.DataFrame]]) -> dict[int, float | None]:
     orders: list[tuple[int, str, int]] = []
     for batch in inputs:
         for frame in batch.values():
-            rows = S.unpack(frame[S.PACK].tolist())
-            for op, key, t, payload in zip(rows[S.OP], rows[S.KEY_TEXT], rows[S.TIME], rows[S.ROW], strict=True):
+            rows = H.unpack(frame[H.PACK].tolist())
+            for op, key, t, payload in zip(rows[H.OP], rows[H.KEY_TEXT], rows[H.TIME], rows[H.ROW], strict=True):
                 doc = json.loads(payload)
-                if op == S.LEFT_ROW:
+                if op == TJ.LEFT_ROW:
                     orders.append((doc["order_id"], key, int(t)))
                 else:
                     versions.setdefault(key, []).append((int(t), doc["rate"]))
@@ -188,7 +189,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--left", type=int, default=250_000, help="left rows per micro-batch")
     p.add_argument("--keys", type=int, default=1000)
-    p.add_argument("--buckets", type=int, default=S.DEFAULT_BUCKETS)
+    p.add_argument("--buckets", type=int, default=H.DEFAULT_BUCKETS)
     p.add_argument("--batches", type=int, default=4, help="micro-batches with input (the first is not measured)")
     p.add_argument("--profile", action="store_true", help="cProfile the measured batches, print the top 30")
     args = p.parse_args()
@@ -199,7 +200,7 @@ def main() -> None:
     handles = {b: FakeHandle() for b in range(args.buckets)}
     processors = {}
     for b, handle in handles.items():
-        processors[b] = S.TemporalJoinProcessor(spec, "event_time", None)
+        processors[b] = TJ.TemporalJoinProcessor(spec, "event_time", None)
         processors[b].init(handle)
     profiler = cProfile.Profile() if args.profile else None
     outputs: list[pd.DataFrame] = []

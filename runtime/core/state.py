@@ -3,7 +3,7 @@
 An operator sees one key at a time through a :class:`KeyContext`: named values it may read and
 write, event-time timers it may register or delete, and the current watermark.  Adapters implement
 the context: :class:`InMemoryKeyContext` here (unit tests, the pure reference), Spark's
-``transformWithState`` handles in ``timeweave.spark.streaming``.  Values must be what
+``transformWithState`` handles in ``timeweave.spark.host.state``.  Values must be what
 :mod:`timeweave.core.state_codec` stores: plain data and the core's state objects (never pickled).
 """
 

@@ -1,7 +1,7 @@
 """The temporal join's job registration (:mod:`timeweave.jobs.registry`): its sources, its streaming query,
 its backfill, its one-line description.
 
-Streaming: :func:`timeweave.spark.streaming.temporal_join_stream` over the ``left`` and ``right`` sources.
+Streaming: :func:`timeweave.spark.temporal_join_streaming.temporal_join_stream` over the ``left`` and ``right`` sources.
 Backfill: :func:`timeweave.spark.temporal_join_backfill.run_slices`, its state in ``<checkpoint>/backfill_state``
 (or ``<output.path>_state``) so a re-run of any slice finds the state at its start edge.
 """
@@ -37,7 +37,7 @@ def backfill_state(job: JobConfig) -> str:
 def stream(spark: Any, job: JobConfig, rows: Mapping[str, Any], control: Any) -> StreamingRun:
     """The streaming query over the sides' well-formed rows and the heartbeat source ``control``."""
     from timeweave.jobs.streaming import StreamingRun  # the driver (and Spark) only when streaming
-    from timeweave.spark import streaming as S
+    from timeweave.spark import temporal_join_streaming as S
 
     joined = S.temporal_join_stream(
         rows["left"], rows["right"], job.join,

@@ -105,8 +105,7 @@ class HadoopFiles:
         target_path = self.path(target)
         fs = self.fs(target_path)
         fs.mkdirs(target_path)
-        for status in fs.globStatus(self.path(f"{target}/{prefix}*")) or []:
-            fs.delete(status.getPath(), False)
+        self._delete_batch(fs, target, prefix)
         staging_path = self.path(staging)
         names = sorted(
             s.getPath().getName() for s in fs.listStatus(staging_path) if s.getPath().getName().startswith("part-")
@@ -114,6 +113,23 @@ class HadoopFiles:
         for i, name in enumerate(names):
             ext = name[name.index(".") :] if "." in name else ""
             fs.rename(self.path(f"{staging}/{name}"), self.path(f"{target}/{prefix}{i:05d}{ext}"))
+        self._delete_staging(fs, staging_path)
+
+    def discard(self, staging: str, target: str, prefix: str) -> None:
+        """Drop ``staging`` and ``target/prefix*`` (a batch without rows for ``target``: a replay's files go too)."""
+        staging_path = self.path(staging)
+        fs = self.fs(staging_path)
+        self._delete_batch(fs, target, prefix)
+        self._delete_staging(fs, staging_path)
+
+    def _delete_batch(self, fs: Any, target: str, prefix: str) -> None:
+        """Remove the files ``target/prefix*`` (a batch's files, from an earlier attempt of it)."""
+        for status in fs.globStatus(self.path(f"{target}/{prefix}*")) or []:
+            fs.delete(status.getPath(), False)
+
+    @staticmethod
+    def _delete_staging(fs: Any, staging_path: Any) -> None:
+        """Remove the staging directory, and its parent once no other batch's staging is left in it."""
         fs.delete(staging_path, True)
         parent = staging_path.getParent()
         if not fs.listStatus(parent):

@@ -69,6 +69,7 @@ from timeweave.core.pattern.schema import (
 from timeweave.spark import sql_rewrite
 from timeweave.spark import temporal_join_sql as _temporal_join_sql  # noqa: F401 - its rewriter: an input relation may join
 from timeweave.spark.environment import ensure_worker_python
+from timeweave.spark.host.backfill import REJECT_REASON, REJECT_ROW  # the rejects' columns: the driver's names
 from timeweave.spark.render import quote
 from timeweave.spark.render import sql_string as render_sql_string
 from timeweave.spark.schema import column as named
@@ -82,9 +83,6 @@ UDTF_NAME = "timeweave_match_recognize"
 #: Trino).  The DataFrame door and ``timeweave.sql`` over a resolvable relation give the zero-column rows.
 UDTF_NO_COLUMNS = "__tw_no_columns"
 _OUTPUT_BATCH_ROWS = 4096  # rows per Arrow batch handed back to Spark
-#: match_recognize_with_rejects: the input row's to_json, carried through matching for the budget's dead letter,
-#: and the reason column of the runner's rejected rows (NULL on matches)
-REJECT_ROW, REJECT_REASON = "__tw_reject_row", "__tw_reject_reason"
 
 
 # -- validation and output schema (driver side, no Spark job) ----------------------------------------------

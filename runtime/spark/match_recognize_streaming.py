@@ -488,7 +488,7 @@ def rows_by_key(batch: pd.DataFrame) -> dict[str, list[tuple[int, str]]]:
 
 
 def _packs_with_time(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The packing step (:func:`timeweave.spark.streaming.pack_rows`) with each pack's largest event time.
+    """The packing step (:func:`timeweave.spark.host.packs.pack_rows`) with each pack's largest event time.
 
     That maximum is the watermark's input: the same maximum the rows give.  A dead letter's time is year 1
     (as its unpacked row's was), below any data row's, so it never is the maximum of a pack with data.

@@ -7,7 +7,7 @@ dead letters are known to the sink only (the job's ``foreachBatch`` writer count
 from ``counts`` when given, else they are None; rows in default to Spark's ``numInputRows``.
 
 :class:`TimeweaveProgressListener` calls a function with those figures after every micro-batch; the
-streaming job registers one, and a user of the streaming door (:mod:`timeweave.spark.streaming`) can
+streaming job registers one, and a user of the streaming door (:mod:`timeweave.spark.temporal_join_streaming`) can
 register their own::
 
     from timeweave.spark.progress import TimeweaveProgressListener

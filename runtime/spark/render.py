@@ -46,22 +46,44 @@ def _constant(value: Any) -> Callable[[], Any]:
     return lambda: value
 
 
-@cache
-def _macros() -> Any:
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, extensions=["jinja2.ext.do"])  # dbt enables "do" too
-    # The macros call each other as `timeweave.<macro>` (dbt's package namespace); mirror it here.
-    env.globals["timeweave"] = _PackageNamespace()
-    return env.from_string(PLAN_FILE.read_text()).module
+class MacroNamespace:
+    """``timeweave.<macro>`` inside a plan file (dbt's package namespace, mirrored): the core's constants
+    (:func:`core_macros`), then the macros of each plan module ``files`` gives, in order.
 
+    Both plans (this one and the window plan, :mod:`timeweave.spark.window_render`) resolve their calls
+    through it, as dbt resolves them in its one package namespace.
 
-class _PackageNamespace:
-    """``timeweave.<macro>`` inside the plan file: the core's constants, else the file's own macros."""
+    >>> str(MacroNamespace(_macros).timeweave__q("a`b"))
+    '`a``b`'
+    >>> MacroNamespace().timeweave__reasons()["null_time"]
+    'NULL time column {column}'
+    """
+
+    def __init__(self, *files: Callable[[], Any]) -> None:
+        self._files = files
 
     def __getattr__(self, name: str) -> Any:
         core = core_macros()  # fresh values per call: a template cannot change the core's
         if name in core:
             return _constant(core[name])
-        return getattr(_macros(), name)
+        for file in self._files:
+            found = getattr(file(), name, None)
+            if found is not None and not isinstance(found, jinja2.Undefined):
+                return found
+        raise AttributeError(f"no macro {name!r} in the plan files")
+
+
+def plan_module(path: Path, *files: Callable[[], Any]) -> Any:
+    """The Jinja module of the plan file ``path``, its ``timeweave.<macro>`` calls resolved by a
+    :class:`MacroNamespace` over ``files`` (the file's own module first, when it calls its own macros)."""
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, extensions=["jinja2.ext.do"])  # dbt enables "do" too
+    env.globals["timeweave"] = MacroNamespace(*files)
+    return env.from_string(path.read_text()).module
+
+
+@cache
+def _macros() -> Any:
+    return plan_module(PLAN_FILE, _macros)
 
 
 def macro(name: str, *args: Any, **kwargs: Any) -> str:

@@ -26,11 +26,12 @@ output unmatched under ``slice=none`` (the label its dead letter has in an INNER
 rewrites, so reading ``output`` whole gives the DataFrame door's rows over ``[start, end)`` plus the
 NULL-time rows.  An INNER join dead-letters both, as before.
 
-Layout under ``output``: ``slice=<start ISO>/`` parquet per slice (re-running a slice overwrites only
-it: idempotent), ``slice=none/`` (LEFT joins, see above), dead letters likewise under ``dead_letter``,
-state under ``state/edge=<ISO>/`` (plus,
-for runs of several probe jobs, the run's ``_run_stats`` / ``_run_intervals``, the latter partitioned by
-the slices each interval overlaps).
+Layout under ``output`` (:func:`slice_target`, written through the one writer's slice target,
+:class:`~timeweave.spark.host.writer.SliceWriter`): ``slice=<start ISO>/`` parquet per slice (re-running a
+slice overwrites only it: idempotent), ``slice=none/`` (LEFT joins, see above), dead letters likewise under
+``dead_letter``, state under ``state/edge=<ISO>/`` (plus, for runs of several probe jobs, the run's scratch
+``_run_stats`` / ``_run_intervals``, the latter partitioned by the slices each interval overlaps: the run's
+versions, no slice's output, written by the run itself).
 """
 
 from __future__ import annotations
@@ -51,8 +52,10 @@ from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
 from timeweave.core.time import Slice, consecutive_runs, slice_label
 from timeweave.spark import render
 from timeweave.spark.dataframe import dead_letters
-from timeweave.spark.hadoop import HadoopFiles
 from timeweave.spark.host.backfill import (
+    DEAD_LETTER,
+    MAIN,
+    NO_SLICE,
     SLICE_COLUMN,
     at,
     concurrent_writers,
@@ -66,6 +69,7 @@ from timeweave.spark.host.backfill import (
     timed,
     total,
 )
+from timeweave.spark.host.writer import STATE_OUTPUT, SliceTarget, SliceWriter
 from timeweave.spark.plan import reject_reason
 from timeweave.spark.schema import column as named
 from timeweave.spark.schema import schema_kinds
@@ -174,14 +178,25 @@ def _group_intervals(intervals: DataFrame, lo: int, hi: int, present: Sequence[i
     return intervals.where(inside & (F.col(SLICE) == F.greatest(F.col(FIRST), F.lit(lo)))).drop(SLICE, FIRST)
 
 
-def _read_state(spark: SparkSession, valid_right: DataFrame, v: VersionedTableSpec, state: str, s: Slice) -> DataFrame:
+def slice_target(output: str, dead_letter: str, state: str) -> SliceTarget:
+    """The set-based run's slice directories: main ``<output>/slice=<label>``, dead letters
+    ``<dead_letter>/slice=<label>``, the state at each edge ``<state>/edge=<label of the edge's instant>``.
+
+    >>> slice_target("out", "dead", "st").directory("state", "2020-01-01T06-00-00")
+    'st/edge=2020-01-01T06-00-00'
+    """
+    return SliceTarget({MAIN: output, DEAD_LETTER: dead_letter, STATE_OUTPUT: state}, {STATE_OUTPUT: "edge"})
+
+
+def _read_state(spark: SparkSession, valid_right: DataFrame, v: VersionedTableSpec, writer: SliceWriter, s: Slice
+                ) -> DataFrame:
     """The carried state at ``s``'s start edge (written by the run of the slice before it)."""
-    path = f"{state}/edge={slice_label(s.start)}"
-    if not HadoopFiles(spark).exists(path):  # an edge without state is an empty directory, not a missing one
+    edge = slice_label(s.start)
+    if not writer.exists(STATE_OUTPUT, edge):  # an edge without state is an empty directory, not a missing one
         raise SpecError(
             "only", f"slice {s.index} needs the state at {s.start}; run slice {s.index - 1} first", where="backfill"
         )
-    carried = spark.read.schema(valid_right.schema).parquet(path)
+    carried = spark.read.schema(valid_right.schema).parquet(writer.target.directory(STATE_OUTPUT, edge))
     return carried.where(named(v.key[0]).isNotNull())  # earlier versions marked an edge with a row of NULLs
 
 
@@ -261,8 +276,8 @@ def run_slices(
         right = right.select("*").persist(StorageLevel.MEMORY_AND_DISK)  # our own entry: never unpersist the caller's
     try:
         return _run(
-            spark, left, right, spec, plan, wanted, groups, output, dead_letter, state, end, concurrent_slices,
-            slices_per_job, on_slice,
+            spark, left, right, spec, plan, wanted, groups, SliceWriter(spark, slice_target(output, dead_letter, state)),
+            state, end, concurrent_slices, slices_per_job, on_slice,
         )
     finally:
         if cached:
@@ -279,7 +294,7 @@ def _payload_columns(spec: TemporalJoinSpec, right_columns: Sequence[str]) -> li
 
 def _run(
     spark: SparkSession, left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, plan: list[Slice],
-    wanted: list[int], groups: list[list[int]], output: str, dead_letter: str, state: str, end: datetime,
+    wanted: list[int], groups: list[list[int]], writer: SliceWriter, state: str, end: datetime,
     concurrent_slices: int, slices_per_job: int, on_slice: Callable[[dict], None] | None = None,
 ) -> dict:
     done = [plan[i] for i in wanted]
@@ -291,16 +306,16 @@ def _run(
     valid_right = right.where(F.expr(f"({reject_reason(spec, 'right')}) IS NULL"))
     # The state carried into the run's first edge (fails, before anything is written, when it was never
     # written).  A run from the first slice carries none: the events before it are raw right rows.
-    base = _read_state(spark, valid_right, spec.versioned, state, plan[wanted[0]]) if done and wanted[0] > 0 else None
+    base = _read_state(spark, valid_right, spec.versioned, writer, plan[wanted[0]]) if done and wanted[0] > 0 else None
     # The edge states and the dead letters need nothing the probes write, so a side thread runs their
     # small jobs (`_side_jobs`) while this one builds the versions and probes.  The writers' setting holds
     # for the whole run: Spark reads it when it plans a write (no sort) and again when it runs it (which
     # writer), so a side job planned inside a narrower window and run after it wrote one partition's
     # file twice (FileAlreadyExistsException).
     with concurrent_writers(spark, slices_per_job), ThreadPoolExecutor(max_workers=1) as side:
-        beside = side.submit(_side_jobs, spark, left, right, base, spec, plan, wanted, output, dead_letter, state)
+        beside = side.submit(_side_jobs, spark, left, right, base, spec, plan, wanted, writer)
         rows_out = _write_slices(
-            spark, left, right, base, valid_right, spec, plan, wanted, groups, output, state, concurrent_slices,
+            spark, left, right, base, valid_right, spec, plan, wanted, groups, writer, state, concurrent_slices,
             slices_per_job, finished,
         ) if done else 0
         rows_in_left, rows_in_right, dead_rows, untimed_out = beside.result()
@@ -319,7 +334,7 @@ def _span(v: VersionedTableSpec, plan: Sequence[Slice], lo: int, hi: int) -> Col
 
 def _side_jobs(
     spark: SparkSession, left: DataFrame, right: DataFrame, base: DataFrame | None, spec: TemporalJoinSpec,
-    plan: Sequence[Slice], wanted: Sequence[int], output: str, dead_letter: str, state: str,
+    plan: Sequence[Slice], wanted: Sequence[int], writer: SliceWriter,
 ) -> tuple[int | None, int, int, int]:
     """The run's work beside the probes; returns (left rows in the slices run — for a LEFT join plus those with
     a NULL time —, right rows in the slices run, dead letters, rows written under ``output/slice=none``).
@@ -337,7 +352,7 @@ def _side_jobs(
     done = [plan[i] for i in wanted]
     keeps = spec.keeps_unmatchable_left
     with ThreadPoolExecutor(max_workers=1) as beside:
-        edges = beside.submit(_write_edge_states, spark, base, right, spec, plan, done, state) if done else None
+        edges = beside.submit(_write_edge_states, base, right, spec, plan, done, writer) if done else None
         if keeps and footers_show_no_nulls(left, [spec.left_time]):
             rows_in_left, null_times, null_keys = None, 0, 0
         else:
@@ -349,32 +364,31 @@ def _side_jobs(
         else:
             rows_in_right, rejected = edges.result()
             right_rejects = rejected > 0
-    untimed_out = _write_untimed_left(left, right, spec, output, null_times > 0) if keeps else 0
+    untimed_out = _write_untimed_left(left, right, spec, writer, null_times > 0) if keeps else 0
     dead_rows = _write_dead_letters(
-        left, right, spec, done, dead_letter, null_times=null_times > 0,
+        left, right, spec, done, writer, null_times=null_times > 0,
         left_rejects=not keeps and null_keys + null_times > 0, right_rejects=right_rejects,
     )
     return rows_in_left, rows_in_right, dead_rows, untimed_out
 
 
-def _write_untimed_left(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, output: str, present: bool) -> int:
+def _write_untimed_left(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, writer: SliceWriter, present: bool
+                        ) -> int:
     """A LEFT join's left rows with a NULL time, output unmatched under ``output/slice=none``; returns how many.
 
     They belong to no slice (``slice=none``, the label the dead letter gives NULL-time rows), so every run
     rewrites them: reading ``output`` whole gives each once.  They are the DataFrame door's rows for them:
     the one plan over them and no version (a NULL time matches none), so no version is built.
     """
-    path = f"{output}/slice=none"
-    files = HadoopFiles(left.sparkSession)
-    files.delete(path)  # also when there are none now: an earlier run's rows must not stay
+    writer.clear(MAIN, [NO_SLICE])  # also when there are none now: an earlier run's rows must not stay
     if not present:
         return 0
     sql = render.formattable(render.temporal_join_sql(
         spec, render.relation("left"), render.relation("right"), left.columns, right.columns,
     ))  # names may hold braces or quotes: the relations are the only format fields (render.formattable)
     untimed = left.sparkSession.sql(sql, left=left.where(named(spec.left_time).isNull()), right=right.where(F.lit(False)))
-    untimed.write.mode("overwrite").parquet(path)
-    return files.parquet_rows([path])
+    writer.write(untimed, MAIN, NO_SLICE)
+    return writer.rows(MAIN, [NO_SLICE])
 
 
 def _count_left(left: DataFrame, spec: TemporalJoinSpec, done: Sequence[Slice]) -> tuple[int, int, int]:
@@ -396,8 +410,8 @@ def _count_left(left: DataFrame, spec: TemporalJoinSpec, done: Sequence[Slice]) 
 
 
 def _write_edge_states(
-    spark: SparkSession, base: DataFrame | None, right: DataFrame, spec: TemporalJoinSpec, plan: Sequence[Slice],
-    done: Sequence[Slice], state: str,
+    base: DataFrame | None, right: DataFrame, spec: TemporalJoinSpec, plan: Sequence[Slice], done: Sequence[Slice],
+    writer: SliceWriter,
 ) -> tuple[int, int]:
     """Write the state at every edge the run passes (``state/edge=<label>/``) in one job; returns the right side's
     (rows in the slices run, rows to reject there or with a NULL time), counted as the job reads it.
@@ -417,24 +431,19 @@ def _write_edge_states(
     valid = observed.where(reason.isNull())
     events = valid.where(time < at(plan[hi].end)) if base is None else valid.where(_span(v, plan, lo, hi))
     edge_states = _edge_states(base, events, v, plan, lo, hi)
-    files = HadoopFiles(spark)
-    edges = [f"{state}/edge={slice_label(plan[k].end)}" for k in range(lo, hi + 1)]
-    for path in edges:  # an edge where no key has state now must not keep an earlier run's rows
-        files.delete(path)
-    edge_states.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("edge").parquet(state)
-    # After the commit, an edge where no key has state yet exists as an empty directory (a run that fails
-    # before it leaves the edges missing: a later run needing them says which slice to run first).  Marker
-    # rows in the write did the same and cost the job a second input and files (~0.15 s per run).
-    for path in edges:
-        files.mkdirs(path)
+    # An edge where no key has state now must not keep an earlier run's rows; after the commit, an edge where
+    # no key has state yet exists as an empty directory (a run that fails before it leaves the edges missing:
+    # a later run needing them says which slice to run first).  Marker rows in the write did the same and
+    # cost the job a second input and files (~0.15 s per run).
+    writer.write_slices(edge_states, STATE_OUTPUT, [slice_label(plan[k].end) for k in range(lo, hi + 1)], keep_empty=True)
     counts = observed_metrics(seen) or right.agg(*counters).first().asDict()
     return int(counts["ran"]), int(counts["rejected"])
 
 
 def _write_slices(
     spark: SparkSession, left: DataFrame, right: DataFrame, base: DataFrame, valid_right: DataFrame, spec: TemporalJoinSpec,
-    plan: list[Slice], wanted: list[int], groups: list[list[int]], output: str, state: str, concurrent_slices: int,
-    slices_per_job: int, finished: Callable[[dict], None],
+    plan: list[Slice], wanted: list[int], groups: list[list[int]], writer: SliceWriter, state: str,
+    concurrent_slices: int, slices_per_job: int, finished: Callable[[dict], None],
 ) -> int:
     """Probe and write the wanted slices, one Spark job per group of ``groups``; returns the rows written.
 
@@ -488,14 +497,13 @@ def _write_slices(
     # operator).  Rows written are counted from the written files' footers; the left rows by the side
     # job `_count_left`, which reads the time and key columns only.
     writes = []
-    files = HadoopFiles(spark)
     for group in groups:
         first, last = plan[group[0]], plan[group[-1]]
         left_in = (named(spec.left_time) >= at(first.start)) & (named(spec.left_time) < at(last.end))
         overlapping = intervals if len(groups) == 1 else _group_intervals(intervals, group[0], group[-1], present)
         if len(group) == 1:
             joined = spark.sql(sql, left=left.where(left_in), stats=stats, intervals=overlapping)
-            writes.append(partial(joined.write.mode("overwrite").parquet, f"{output}/slice={first.label}"))
+            writes.append(partial(writer.write, joined, MAIN, first.label))
             continue
         # The slice of a row inside the group: the last slice starting at or before its time.  Taken from the
         # output's copy of the left time column (the output keeps every left column under its name), so the
@@ -505,10 +513,8 @@ def _write_slices(
             label = F.when(named(spec.left_time) >= at(plan[i].start), F.lit(plan[i].label)).otherwise(label)
         probed = spark.sql(sql, left=left.where(left_in), stats=stats, intervals=overlapping)
         joined = probed.withColumn(SLICE_COLUMN, label)
-        for i in group:  # a slice of the group without rows now must not keep an earlier run's output
-            files.delete(f"{output}/slice={plan[i].label}")
-        writer = joined.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy(SLICE_COLUMN)
-        writes.append(partial(writer.parquet, output))
+        # a slice of the group without rows now must not keep an earlier run's output: the writer clears it
+        writes.append(partial(writer.write_slices, joined, MAIN, [plan[i].label for i in group]))
     # Groups are independent once the run's versions exist, so `concurrent_slices` of their jobs run at a
     # time: with input sorted by time a slice's rows sit in one or two parquet row groups, which one task
     # each reads, so a lone slice job keeps one core busy where the one-shot run keeps all busy; a second
@@ -519,14 +525,14 @@ def _write_slices(
         for group, job in zip(groups, running, strict=True):
             seconds = job.result()  # the first failure propagates; slices already written stay (each is idempotent)
             for i in group:  # rows per slice from the footers of its directory (no Spark job)
-                written = files.parquet_rows([f"{output}/slice={plan[i].label}"])
+                written = writer.rows(MAIN, [plan[i].label])
                 rows += written
                 finished(slice_metrics(plan[i], rows_out=written, seconds=seconds, job=list(group)))
     return rows
 
 
 def _write_dead_letters(
-    left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, done: Sequence[Slice], dead_letter: str, *,
+    left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, done: Sequence[Slice], writer: SliceWriter, *,
     null_times: bool, left_rejects: bool, right_rejects: bool,
 ) -> int:
     """Write the dead letters of the slices run; returns how many.
@@ -536,13 +542,12 @@ def _write_dead_letters(
     a slice still replaces exactly its dead letters.  A side the counts found clean is not read; with both
     clean there is no job.
     """
-    files = HadoopFiles(left.sparkSession)
-    for name in [*(s.label for s in done), "none"]:
-        files.delete(f"{dead_letter}/slice={name}")
+    labels = [*(s.label for s in done), NO_SLICE]
     if not (left_rejects or right_rejects):
+        writer.clear(DEAD_LETTER, labels)
         return 0
     time = F.col("__tw_t")
-    label = F.lit("none")
+    label = F.lit(NO_SLICE)
     for s in done:
         label = F.when((time >= at(s.start)) & (time < at(s.end)), F.lit(s.label)).otherwise(label)
     ran = in_slices(time, done)
@@ -560,8 +565,8 @@ def _write_dead_letters(
         right_side = right_side.drop(SEQ)
     dead_seen: list[Observation] = []
     rejected = dead_letters(left_side.drop("__tw_t"), right_side.drop("__tw_t"), spec, carry="__tw_slice")
-    rejected = observed(rejected.withColumnRenamed("__tw_slice", "slice"), dead_seen)
-    rejected.write.mode("append").partitionBy("slice").parquet(dead_letter)
+    rejected = observed(rejected.withColumnRenamed("__tw_slice", writer.target.column(DEAD_LETTER)), dead_seen)
+    writer.write_slices(rejected, DEAD_LETTER, labels)
     return total(dead_seen)
 
 
@@ -570,4 +575,4 @@ def _any_null(columns: Sequence[str]) -> Column:
     return reduce(operator.or_, [named(c).isNull() for c in columns], F.lit(False))
 
 
-__all__ = ["run_slices"]
+__all__ = ["run_slices", "slice_target"]

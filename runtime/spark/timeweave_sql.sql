@@ -110,7 +110,7 @@ WHERE ({{ timeweave.timeweave__reject_reason('right', key, time, format, op, del
     (see timeweave__probe_sql).
 
     Plan (a bucketed range join, exact; O(n log n) in the versions and O(1) probes per left row):
-    1. one event per (key, time): the highest sequence wins (ROW_NUMBER);
+    1. one event per (key, time): the newest by timeweave__version_order wins (ROW_NUMBER);
     2. validity end = the key's next event time (LEAD); deletes end intervals and are then dropped;
     3. per key, a bucket width w = key's time span / its event count, so a key has about 2 buckets per
        version however skewed the keys are (a hot key gets narrow buckets, a quiet key wide ones);
@@ -148,6 +148,19 @@ FROM (
 ) __tw_c
 {%- endmacro -%}
 
+{#- The version order, the one rule of which event of a key is newer: a later time wins, and at equal times the
+    higher sequence (the input order when the table has none).  `form='newest_first'`: an ORDER BY list, the newest
+    event first (step 1's ROW_NUMBER keeps it; the versioned view's likewise); `form='key'`: one comparable value,
+    the newest event's the greatest (timeweave__newest_sql's max_by / min_by).  `time` and `sequence` are SQL
+    expressions. -#}
+{%- macro timeweave__version_order(time, sequence, form='key') -%}
+{%- if form == 'newest_first' -%}
+{{ time }} DESC, {{ sequence }} DESC
+{%- else -%}
+named_struct('t', {{ time }}, 's', {{ sequence }})
+{%- endif -%}
+{%- endmacro -%}
+
 {#- Steps 1, 2 and 4: validity intervals of the versions (deletes dropped), exploded into their buckets
     (__tw_bucket within the key, __tw_gb in the numbering of all keys' buckets the statistics define). -#}
 {%- macro timeweave__intervals_sql(events, stats, nkeys) -%}
@@ -160,7 +173,7 @@ FROM (
   FROM (
     SELECT *, LEAD(__tw_t) OVER (PARTITION BY {{ ks | join(', ') }} ORDER BY __tw_t) AS __tw_valid_to
     FROM (
-      SELECT *, ROW_NUMBER() OVER (PARTITION BY {{ ks | join(', ') }}, __tw_t ORDER BY __tw_seq DESC) AS __tw_rn
+      SELECT *, ROW_NUMBER() OVER (PARTITION BY {{ ks | join(', ') }}, __tw_t ORDER BY {{ timeweave.timeweave__version_order('__tw_t', '__tw_seq', 'newest_first') }}) AS __tw_rn
       FROM {{ events }}
     ) __tw_d
     WHERE __tw_rn = 1
@@ -171,8 +184,7 @@ FROM (
 {%- endmacro -%}
 
 {#- The version rule of steps 1 and 2 as one aggregate: per key (and per `group` column, when given) the newest
-    event by (time, sequence) -- a later time wins, and at equal times the highest sequence, as step 1's
-    ROW_NUMBER keeps it -- is the version in force after those events (or the delete that ended the last one).
+    event by timeweave__version_order (the order step 1's ROW_NUMBER keeps) is the version in force after those events (or the delete that ended the last one).
     `oldest`: the first event instead (the one that ends the version in force before them).  The backfill's
     state at a slice edge is this over the events before the edge.  Output: the key columns (and `group`) and
     `__tw_row`, the chosen event's `columns` as a struct (a sort aggregate: max_by of a struct has no
@@ -180,7 +192,7 @@ FROM (
 {%- macro timeweave__newest_sql(events, columns, key, time, sequence, group=none, oldest=false) -%}
 SELECT {% for k in key %}{{ timeweave.timeweave__q(k) }}, {% endfor %}{% if group %}{{ timeweave.timeweave__q(group) }}, {% endif -%}
   {{ 'min_by' if oldest else 'max_by' }}(named_struct({% for c in columns %}{{ timeweave.timeweave__str(c) }}, {{ timeweave.timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}),
-    named_struct('t', {{ timeweave.timeweave__q(time) }}, 's', {{ timeweave.timeweave__q(sequence) }})) AS __tw_row
+    {{ timeweave.timeweave__version_order(timeweave.timeweave__q(time), timeweave.timeweave__q(sequence)) }}) AS __tw_row
 FROM {{ events }}
 GROUP BY {% for k in key %}{{ timeweave.timeweave__q(k) }}{{ ", " if not loop.last }}{% endfor %}{% if group %}, {{ timeweave.timeweave__q(group) }}{% endif %}
 {%- endmacro -%}
@@ -303,14 +315,14 @@ SELECT * EXCEPT (__tw_matched) FROM (
 {%- endmacro -%}
 
 {#- A versioned table's history: one row per version with [valid_from, valid_to); deletes end versions
-    and do not appear themselves.  Tied events: the highest sequence wins. -#}
+    and do not appear themselves.  Tied events: timeweave__version_order decides. -#}
 {%- macro timeweave__versioned_view_sql(right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, valid_from='valid_from', valid_to='valid_to', upsert_ops=[], delete_ops=[]) -%}
 {%- set meta = [op, delete_flag, sequence] | reject('none') | list -%}
 SELECT {% for c in right_columns if c not in meta %}__tw_p.{{ timeweave.timeweave__q(c) }} AS {{ timeweave.timeweave__q(c) }}, {% endfor %}__tw_t AS {{ timeweave.timeweave__q(valid_from) }}, __tw_next AS {{ timeweave.timeweave__q(valid_to) }}
 FROM (
   SELECT *, LEAD(__tw_t) OVER (PARTITION BY {% for k in key %}__tw_k{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %} ORDER BY __tw_t) AS __tw_next
   FROM (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY {% for k in key %}__tw_k{{ loop.index0 }}, {% endfor %}__tw_t ORDER BY __tw_seq DESC) AS __tw_rn
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY {% for k in key %}__tw_k{{ loop.index0 }}, {% endfor %}__tw_t ORDER BY {{ timeweave.timeweave__version_order('__tw_t', '__tw_seq', 'newest_first') }}) AS __tw_rn
     FROM ({{ timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops) }}) __tw_e
   ) __tw_d
   WHERE __tw_rn = 1

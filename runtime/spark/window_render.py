@@ -2,8 +2,9 @@
 
 The DataFrame and SQL doors render the same Jinja file the dbt macros ``tumble`` / ``hop`` / ``cumulate`` /
 ``session`` render, so there is one window plan.  The file calls the temporal-join plan's helpers
-(``timeweave.timeweave__q``, ``timeweave.timeweave__str``); the ``timeweave`` namespace here resolves a name
-in the window file first, then in the temporal-join plan (:mod:`timeweave.spark.render`).  Imports no pyspark.
+(``timeweave.timeweave__q``, ``timeweave.timeweave__str``); the ``timeweave`` namespace here
+(:class:`timeweave.spark.render.MacroNamespace`) resolves a name among the core's constants, then in the
+window file, then in the temporal-join plan.  Imports no pyspark.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-import jinja2
 
 from timeweave.core.windows.spec import CumulateSpec, HopSpec, SessionSpec, TumbleSpec, WindowSpec
 from timeweave.spark import render
@@ -29,19 +28,8 @@ WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
 
 @cache
 def _macros() -> Any:
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, extensions=["jinja2.ext.do"])
-    env.globals["timeweave"] = _Namespace()
-    return env.from_string(WINDOW_PLAN_FILE.read_text()).module
-
-
-class _Namespace:
-    """``timeweave.<macro>`` inside the window file: its own macros, then the temporal-join plan's."""
-
-    def __getattr__(self, name: str) -> Any:
-        found = getattr(_macros(), name, None)
-        if found is None or isinstance(found, jinja2.Undefined):
-            return getattr(render._macros(), name)
-        return found
+    # the window file's own macros first, then the temporal-join plan's (its quoting and string helpers)
+    return render.plan_module(WINDOW_PLAN_FILE, _macros, render._macros)
 
 
 def macro(name: str, *args: Any, **kwargs: Any) -> str:

@@ -40,7 +40,7 @@ def test_macros_are_reachable_from_templates():
 def test_backfill_slices_match_the_backfill_job_split():
     from datetime import datetime
 
-    from timeweave.spark.backfill import slices_of
+    from timeweave.core.time import slices_of
 
     bounds = backfill_slices("2026-01-01T00:00:00+00:00", "2026-01-01T10:00:00+00:00", 4)
     expected = slices_of(datetime(2026, 1, 1), datetime(2026, 1, 1, 10), 4)

@@ -196,6 +196,54 @@ def test_no_import_cycles() -> None:
     assert not found, "\n".join(found)
 
 
+#: Modules kept only so users' imports of earlier releases work (each name forwarded with a DeprecationWarning).
+FORWARDING = ("timeweave.spark.streaming", "timeweave.spark.backfill")
+#: Folders of ours beside the packages whose code must import the real modules too.
+OTHER_FOLDERS = (REPO / "tests", REPO / "bench")
+#: The tests of the forwarding itself: (file, function) that may import a forwarding module.
+FORWARDING_TESTS = {
+    ("tests/spark/test_host.py", "test_earlier_import_paths_still_resolve"),
+    ("tests/spark/test_host.py", "test_earlier_backfill_names_still_resolve"),
+}
+
+
+def forwarding_imports(path: Path, relative: str) -> Iterator[str]:
+    """Imports of a :data:`FORWARDING` module in ``path`` (any depth), outside :data:`FORWARDING_TESTS`."""
+
+    def imported(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            return [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        return []
+
+    def visit(node: ast.AST, function: str | None) -> Iterator[str]:
+        for child in ast.iter_child_nodes(node):
+            inside = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            for name in imported(child):
+                if name in FORWARDING and (relative, inside) not in FORWARDING_TESTS:
+                    yield f"{relative}:{child.lineno} imports {name}"
+            yield from visit(child, inside)
+
+    yield from visit(ast.parse(path.read_text(), str(path)), None)
+
+
+def test_nothing_of_ours_imports_the_forwarding_modules() -> None:
+    """``spark/streaming.py`` and ``spark/backfill.py`` are for users' code only: our code names the real modules."""
+    files = [p for p in module_files().values()]
+    files += [p for folder in OTHER_FOLDERS for p in sorted(folder.rglob("*.py")) if not SKIP_PARTS & set(p.parts)]
+    found = [hit for path in files for hit in forwarding_imports(path, str(path.relative_to(REPO)))]
+    assert not found, "import from the real modules (the forwarding modules are for users' code):\n" + "\n".join(found)
+
+
+def test_a_forwarding_import_is_found(tmp_path: Path) -> None:
+    path = tmp_path / "x.py"
+    path.write_text("import os\ndef f():\n    from timeweave.spark import streaming as S\n"
+                    "from timeweave.spark.backfill import run_slices\nimport timeweave.spark.host\n")
+    assert list(forwarding_imports(path, "x.py")) == ["x.py:3 imports timeweave.spark.streaming",
+                                                      "x.py:4 imports timeweave.spark.backfill"]
+
+
 # -- the checker itself: it finds what it is meant to find ------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""The sliced backfill driver (timeweave.spark.backfill) beyond the every-door tests: what a slice's probe
+"""The temporal join's sliced backfill (timeweave.spark.temporal_join_backfill) beyond the every-door tests: what a slice's probe
 reads from a version (a predicate on a column the output does not carry), and the metrics the writing
 jobs count (exact, also for empty and non-contiguous slices re-run with ``only``)."""
 
@@ -12,7 +12,8 @@ import timeweave
 from tests.spark.test_temporal_join_doors import T0, random_inputs, rejected_count
 from timeweave.core.errors import SpecError
 from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
-from timeweave.spark.backfill import run_slices, slices_of
+from timeweave.core.time import slices_of
+from timeweave.spark.temporal_join_backfill import run_slices
 
 pytestmark = pytest.mark.spark
 
@@ -230,7 +231,7 @@ def test_backfill_left_rows_on_parquet_counted_by_a_job_only_when_footers_cannot
     footers count no NULL in those columns no job counts the left rows (rows in = rows written).  With a
     NULL there, or for an INNER join, the count job runs.  The metrics are exact and equal to those of the
     same rows given in memory either way."""
-    from timeweave.spark import temporal_join_backfill as backfill  # its private count job (moved from spark.backfill)
+    from timeweave.spark import temporal_join_backfill as backfill  # its private count job
 
     left, right = random_inputs(12, n_left=90, n_right=40)
     left = left if nulls else _clean(left, 1, 2)
@@ -260,7 +261,7 @@ def test_backfill_left_rows_on_parquet_counted_by_a_job_only_when_footers_cannot
 
 def test_parquet_scan_files_only_for_an_unfiltered_scan_of_stored_columns(spark, tmp_path) -> None:
     """Footers speak for the DataFrame only when it reads the files' rows as they are."""
-    from timeweave.spark.backfill import _parquet_scan_files
+    from timeweave.spark.host.backfill import parquet_scan_files as _parquet_scan_files
 
     df = spark.sql("SELECT CAST(id AS STRING) AS k, id AS v, id % 2 AS part FROM range(6)")
     df.coalesce(1).write.partitionBy("part").parquet(str(tmp_path / "p"))

@@ -131,6 +131,31 @@ def test_the_temporal_join_backfill_states_no_version_order_of_its_own() -> None
     assert "min_by(" in render.macro("timeweave__newest_sql", "ev", ["k"], ["k"], "t", "s", oldest=True)
 
 
+def _macro_bodies(text: str) -> dict[str, str]:
+    """The plan's macros by name: each one's text up to its endmacro."""
+    import re
+
+    return {m.group(1): m.group(2) for m in re.finditer(r"{%-? macro (\w+)\(.*?-?%}(.*?){%-? endmacro", text, re.S)}
+
+
+def test_the_plan_states_the_version_order_once() -> None:
+    """Which event of a key is newer (time, then sequence) is one macro, which the intervals (step 1), the
+    versioned view and the edge states' newest event all render; no other macro orders by the sequence."""
+    import re
+
+    from timeweave.spark import render
+
+    bodies = _macro_bodies(render.PLAN_FILE.read_text())
+    order = bodies.pop("timeweave__version_order")
+    assert "DESC" in order and "named_struct(" in order
+    for name in ("timeweave__intervals_sql", "timeweave__versioned_view_sql", "timeweave__newest_sql"):
+        assert "timeweave__version_order(" in bodies[name], name
+    for name, body in bodies.items():
+        assert not re.search(r"__tw_seq\s+(DESC|ASC)", body) and "named_struct('t'" not in body, name
+    assert render.macro("timeweave__version_order", "`t`", "`s`", "newest_first") == "`t` DESC, `s` DESC"
+    assert render.macro("timeweave__version_order", "`t`", "`s`") == "named_struct('t', `t`, 's', `s`)"
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("slices_per_job", [None, 1])
 def test_edge_states_keep_the_highest_sequence_and_the_deletes(spark, tmp_path, slices_per_job) -> None:
@@ -160,3 +185,88 @@ def test_edge_states_keep_the_highest_sequence_and_the_deletes(spark, tmp_path, 
     got = sorted(tuple(r) for r in spark.read.parquet(paths[0]).select("order_id", "rate").collect())
     assert got == sorted(tuple(r) for r in door.select("order_id", "rate").collect())
     assert got == [("o0", 2.0), ("o1", 2.0), ("o2", 5.0), ("o3", None), ("o4", 8.0), ("o5", 8.0)]
+
+
+# -- one writer: both backfill paths write their slices through the writer's slice target ----------------------
+
+
+def test_the_backfill_paths_write_slices_only_through_the_writer() -> None:
+    """No ``.write`` in the keyed driver; in the set-based path only the run's scratch relations (its versions,
+    under ``state/_run_*``), never a slice's output, dead letters or state."""
+    import ast
+    from pathlib import Path
+
+    root = Path(host.__file__).resolve().parents[1]
+    found = []
+    for path in (root / "host" / "backfill.py", root / "temporal_join_backfill.py"):
+        lines = path.read_text().splitlines()
+        for node in ast.walk(ast.parse(path.read_text())):
+            writer = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "writer"
+            if isinstance(node, ast.Attribute) and node.attr == "write" and not writer:  # DataFrame.write
+                line = lines[node.lineno - 1]
+                if "stats_path" not in line and "intervals_path" not in line:
+                    found.append(f"{path.name}:{node.lineno}: {line.strip()}")
+            if isinstance(node, ast.Name) and node.id == "HadoopFiles" and path.name == "temporal_join_backfill.py":
+                found.append(f"{path.name}:{node.lineno}: HadoopFiles (slice directories are the writer's)")
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.spark
+def test_the_slice_writer_replaces_exactly_the_slices_it_writes(spark, tmp_path) -> None:
+    """One slice's directory replaced whole; a grouped write replaces exactly its slices (also those it gives no
+    row: cleared, or left empty with ``keep_empty``); other slices and outputs untouched; rows from footers."""
+    from timeweave.spark.host.writer import SliceTarget, SliceWriter
+
+    target = SliceTarget({"main": str(tmp_path / "out"), "late": str(tmp_path / "late"),
+                          "dead_letter": str(tmp_path / "dead"), "state": str(tmp_path / "out" / "_state")})
+    writer = SliceWriter(spark, target)
+
+    def rows(n: int, label: str | None = None):
+        df = spark.range(n).selectExpr("id AS v")
+        return df if label is None else df.selectExpr("v", f"'{label}' AS slice")
+
+    def read(output: str, label: str) -> list[int]:
+        return sorted(r.v for r in spark.read.parquet(target.directory(output, label)).collect())
+
+    for output in ("main", "late", "dead_letter", "state"):
+        writer.write(rows(5), output, "a")
+        writer.write(rows(3), output, "b")
+    writer.write(rows(2), "main", "a")  # a re-run of slice a: its directory replaced, b's kept
+    assert read("main", "a") == [0, 1] and read("main", "b") == [0, 1, 2] and read("late", "a") == [0, 1, 2, 3, 4]
+    assert writer.rows("main", ["a", "b"]) == 5 and writer.rows("main", ["missing"]) == 0
+
+    writer.write_slices(rows(4, "b"), "main", ["b", "c"])  # c gets no row: no directory left
+    assert read("main", "a") == [0, 1] and read("main", "b") == [0, 1, 2, 3]
+    assert not writer.exists("main", "c")
+    writer.write_slices(rows(1, "a"), "state", ["a", "b"], keep_empty=True)  # b's state: now none, an empty directory
+    assert read("state", "a") == [0] and writer.exists("state", "b") and writer.rows("state", ["b"]) == 0
+    assert read("dead_letter", "b") == [0, 1, 2]  # another output: untouched
+
+    writer.clear("late", ["a", "none"])
+    assert not writer.exists("late", "a") and read("late", "b") == [0, 1, 2]
+    assert spark.read.parquet(str(tmp_path / "out")).count() == 6  # main read whole: `_state` is hidden
+
+
+@pytest.mark.spark
+def test_a_batch_commit_replaces_its_replayed_files_and_a_discard_drops_them(spark, tmp_path) -> None:
+    """The micro-batch writer's file moves (HadoopFiles.commit / discard): a replayed batch's files are replaced,
+    another batch's kept; a batch without rows drops its staging and a replay's files; staging leaves no trace."""
+    from timeweave.spark.hadoop import HadoopFiles
+
+    files, target = HadoopFiles(spark), tmp_path / "out"
+
+    def stage(batch: int, names: list[str]) -> str:
+        staging = target / "_tw_staging" / f"batch-{batch}"
+        staging.mkdir(parents=True)
+        for name in names:
+            (staging / name).write_text(name)
+        return str(staging)
+
+    files.commit(stage(1, ["part-0.parquet", "part-1.parquet", "_SUCCESS"]), str(target), "part-b1-")
+    files.commit(stage(2, ["part-0.parquet"]), str(target), "part-b2-")
+    files.commit(stage(1, ["part-9.parquet"]), str(target), "part-b1-")  # batch 1 replayed: one file now
+    assert sorted(p.name for p in target.iterdir()) == ["part-b1-00000.parquet", "part-b2-00000.parquet"]
+    assert (target / "part-b1-00000.parquet").read_text() == "part-9.parquet"
+
+    files.discard(stage(2, ["part-0.parquet"]), str(target), "part-b2-")  # batch 2 replayed without rows
+    assert sorted(p.name for p in target.iterdir()) == ["part-b1-00000.parquet"]

@@ -195,10 +195,32 @@ def test_earlier_import_paths_still_resolve() -> None:
     from timeweave.spark import streaming as S
     from timeweave.spark import temporal_join_streaming as TJ
 
-    assert S.temporal_join_stream is TJ.temporal_join_stream and S.TemporalJoinProcessor is TJ.TemporalJoinProcessor
-    assert S.LEFT_ROW == 0 and S.JOINED == "joined" and S.pack_rows is pack_rows
+    with pytest.warns(DeprecationWarning, match="import temporal_join_stream from timeweave.spark.temporal_join_streaming"):
+        assert S.temporal_join_stream is TJ.temporal_join_stream
+    with pytest.warns(DeprecationWarning, match="import pack_rows from timeweave.spark.host$"):
+        assert S.pack_rows is pack_rows
+    with pytest.warns(DeprecationWarning, match="import TimerIndex from timeweave.spark.host.state"):
+        assert S._Index.__name__ == "TimerIndex"
+    with pytest.warns(DeprecationWarning):
+        assert S.TemporalJoinProcessor is TJ.TemporalJoinProcessor and S.LEFT_ROW == 0 and S.JOINED == "joined"
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         S.nothing_here  # noqa: B018
+
+
+def test_earlier_backfill_names_still_resolve() -> None:
+    from timeweave.core.time import slices_of
+    from timeweave.spark import backfill as B
+    from timeweave.spark.host.backfill import parquet_scan_files
+    from timeweave.spark.temporal_join_backfill import run_slices
+
+    with pytest.warns(DeprecationWarning, match="import run_slices from timeweave.spark.temporal_join_backfill"):
+        assert B.run_slices is run_slices
+    with pytest.warns(DeprecationWarning, match="import slices_of from timeweave.core.time"):
+        assert B.slices_of is slices_of
+    with pytest.warns(DeprecationWarning, match="import parquet_scan_files from timeweave.spark.host.backfill"):
+        assert B._parquet_scan_files is parquet_scan_files
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        B.nothing_here  # noqa: B018
 
 
 @pytest.mark.parametrize("name", [

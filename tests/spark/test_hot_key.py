@@ -28,7 +28,9 @@ from timeweave.core.errors import StateFormatError
 from timeweave.core.state_codec import PIECE_BYTES, decode_cell, encode_cell
 from timeweave.core.temporal_join import LeftBuffer
 from timeweave.core.versioned import VersionEvent, VersionHistory
-from timeweave.spark import streaming as S
+from timeweave.spark import host as H
+from timeweave.spark import temporal_join_streaming as TJ
+from timeweave.spark.host import state as HS
 
 MS = 1_000
 T0 = 1_577_872_800_000_000  # 2020-01-01 10:00:00 UTC in µs
@@ -40,19 +42,19 @@ def _hot_rows(versions: int, orders: int, key: str = "HOT") -> pd.DataFrame:
     """Operator input (packed) of ``versions`` versions of ``key`` (one per ms from T0, rate = i) and
     ``orders`` orders of it spread over them."""
     step = max(versions // orders, 1)
-    ops = [S.UPSERT] * versions + [S.LEFT_ROW] * orders
+    ops = [TJ.UPSERT] * versions + [TJ.LEFT_ROW] * orders
     times = [T0 + i * MS for i in range(versions)] + [T0 + (i * step) * MS + 500 for i in range(orders)]
     rows = [f'{{"rate": {i}, "note": "{i:032d}"}}' for i in range(versions)] + [f'{{"id": "o{i}"}}' for i in range(orders)]
     batch = pa.record_batch({
-        S.BUCKET: pa.array([B] * len(ops), pa.int32()), S.KEY_TEXT: pa.array([key] * len(ops), pa.string()),
-        S.OP: pa.array(ops, pa.int8()), S.TIME: pa.array(times, pa.int64()),
-        S.FILE: pa.array(["r1"] * versions + [None] * orders, pa.string()), S.ROW: pa.array(rows, pa.string()),
+        H.BUCKET: pa.array([B] * len(ops), pa.int32()), H.KEY_TEXT: pa.array([key] * len(ops), pa.string()),
+        H.OP: pa.array(ops, pa.int8()), H.TIME: pa.array(times, pa.int64()),
+        TJ.FILE: pa.array(["r1"] * versions + [None] * orders, pa.string()), H.ROW: pa.array(rows, pa.string()),
     })
-    return pd.concat([p.to_pandas() for p in S.pack_rows(iter([batch]))], ignore_index=True)
+    return pd.concat([p.to_pandas() for p in H.pack_rows(iter([batch]))], ignore_index=True)
 
 
 def _tester() -> TwsTester:
-    return TwsTester(S.TemporalJoinProcessor(_spec(), "event_time"), timeMode="EventTime",
+    return TwsTester(TJ.TemporalJoinProcessor(_spec(), "event_time"), timeMode="EventTime",
                      eventTimeExtractor=lambda _row: 2**62)
 
 
@@ -65,13 +67,13 @@ def test_a_hot_keys_versions_are_stored_in_bounded_pieces_and_read_back() -> Non
     the rows join the right versions once the watermark passes them, and the expired versions' pieces go."""
     tester = _tester()
     first = tester.testInPandas(B, _hot_rows(60_000, 600))
-    assert _out(first) == [] and first[S.N_RIGHT].tolist() == [60_000]
+    assert _out(first) == [] and first[TJ.N_RIGHT].tolist() == [60_000]
     cells = _cells(tester)
     sizes = {key: len(value[0]) for key, value in cells.items()}
     assert max(sizes.values()) <= PIECE_VALUE_MAX, sizes  # before: one value of the whole cell (~4 MB)
     pieces = sorted(key for key in cells if key != ("HOT",))
     assert len(pieces) >= 3 and all(key[0].startswith("\x00p") and key[0].endswith("\x00HOT") for key in pieces)
-    assert cells[("HOT",)][0][:1] == S._PIECES
+    assert cells[("HOT",)][0][:1] == HS.PIECES
     values, _, seq = _read(tester, "HOT")
     assert len(values["right"]) == 60_000 and seq == 60_600
 
@@ -97,12 +99,12 @@ def _read(tester: TwsTester, key: str) -> tuple:
         def getValue(self, k: tuple) -> tuple | None:
             return cells.get(k)
 
-    stored = S._MapEntry(Map(), key).get()
+    stored = HS.MapEntry(Map(), key).get()
     return decode_cell(stored[0])
 
 
 class _Map(dict):
-    """The MapState calls :class:`timeweave.spark.streaming._MapEntry` makes, over a dict."""
+    """The MapState calls :class:`timeweave.spark.host.state.MapEntry` makes, over a dict."""
 
     getValue, updateValue, removeKey = dict.get, dict.__setitem__, dict.pop
 
@@ -119,11 +121,11 @@ def test_pieces_are_checked_and_never_collide_with_a_key() -> None:
     cells = _Map()
     big = _big_cell()
     assert len(big) > 2 * PIECE_BYTES
-    S._MapEntry(cells, "k").update((big,))
+    HS.MapEntry(cells, "k").update((big,))
     lookalike = "\x00p0\x00k"  # piece 0 of key "k", spelled as a key
-    S._MapEntry(cells, lookalike).update((encode_cell({"n": 1}, set(), 1),))
-    assert S._MapEntry(cells, "k").get() == (big,)
-    assert decode_cell(S._MapEntry(cells, lookalike).get()[0])[0] == {"n": 1}
+    HS.MapEntry(cells, lookalike).update((encode_cell({"n": 1}, set(), 1),))
+    assert HS.MapEntry(cells, "k").get() == (big,)
+    assert decode_cell(HS.MapEntry(cells, lookalike).get()[0])[0] == {"n": 1}
     assert all(len(v[0]) <= PIECE_VALUE_MAX for v in cells.values())
 
     for damage, message in (
@@ -134,15 +136,15 @@ def test_pieces_are_checked_and_never_collide_with_a_key() -> None:
         broken = _Map(cells)
         damage(broken)
         with pytest.raises(StateFormatError, match=rf"key 'k'.*{message}"):
-            S.SparkKeyContext(None, S._MapEntry(broken, "k"), 0)
+            H.SparkKeyContext(None, HS.MapEntry(broken, "k"), 0)
 
-    entry = S._MapEntry(cells, "k")
+    entry = HS.MapEntry(cells, "k")
     entry.get()
     entry.update((encode_cell({"n": 2}, set(), 2),))
-    assert sorted(cells) == [(S._cell_key(lookalike),), ("k",)]
-    S._MapEntry(cells, "k").update((big,))
-    S._MapEntry(cells, "k").clear()  # (no read first: the entry finds its pieces itself)
-    assert sorted(cells) == [(S._cell_key(lookalike),)]
+    assert sorted(cells) == [(HS.cell_key(lookalike),), ("k",)]
+    HS.MapEntry(cells, "k").update((big,))
+    HS.MapEntry(cells, "k").clear()  # (no read first: the entry finds its pieces itself)
+    assert sorted(cells) == [(HS.cell_key(lookalike),)]
 
 
 def test_a_cell_written_in_one_value_by_the_earlier_layout_is_read_and_rewritten_in_pieces() -> None:
@@ -162,11 +164,11 @@ def test_a_cell_written_in_one_value_by_the_earlier_layout_is_read_and_rewritten
 
 def _orders(key: str, n: int) -> pd.DataFrame:
     batch = pa.record_batch({
-        S.BUCKET: pa.array([B] * n, pa.int32()), S.KEY_TEXT: pa.array([key] * n, pa.string()),
-        S.OP: pa.array([S.LEFT_ROW] * n, pa.int8()), S.TIME: pa.array([T0 + i * 1000 * MS for i in range(n)], pa.int64()),
-        S.FILE: pa.array([None] * n, pa.string()), S.ROW: pa.array([json.dumps({"id": f"o{i}"}) for i in range(n)]),
+        H.BUCKET: pa.array([B] * n, pa.int32()), H.KEY_TEXT: pa.array([key] * n, pa.string()),
+        H.OP: pa.array([TJ.LEFT_ROW] * n, pa.int8()), H.TIME: pa.array([T0 + i * 1000 * MS for i in range(n)], pa.int64()),
+        TJ.FILE: pa.array([None] * n, pa.string()), H.ROW: pa.array([json.dumps({"id": f"o{i}"}) for i in range(n)]),
     })
-    return next(S.pack_rows(iter([batch]))).to_pandas()
+    return next(H.pack_rows(iter([batch]))).to_pandas()
 
 
 # =================================================================================================
@@ -276,11 +278,11 @@ def test_pieces_written_with_another_piece_size_are_all_read_and_removed() -> No
     cells = _Map()
     big = _big_cell(20_000)
     manifest, pieces = split(big, piece_bytes=256 << 10)
-    cells[("k",)] = (S._PIECES + manifest,)
+    cells[("k",)] = (HS.PIECES + manifest,)
     for i, piece in enumerate(pieces):
-        cells[(S._piece_key("k", i),)] = (piece,)
+        cells[(HS.piece_key("k", i),)] = (piece,)
     assert len(pieces) > len(big) // PIECE_BYTES + 1
-    entry = S._MapEntry(cells, "k")
+    entry = HS.MapEntry(cells, "k")
     assert entry.get() == (big,)
     entry.update((encode_cell({"n": 1}, set(), 1),))
     assert list(cells) == [("k",)]

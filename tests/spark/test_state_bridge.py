@@ -3,7 +3,7 @@
 TwsTester plays Spark's part: per-key state, event-time timers that fire when ``setWatermark``
 reaches them (``expiry <= watermark``), and the refusal to register a timer at or below the
 watermark.  Its late-row filter is disabled with an extractor that returns "far future", because the
-real query hands the operator no watermarked column (see timeweave.spark.streaming): lateness is the
+real query hands the operator no watermarked column (see timeweave.spark.host): lateness is the
 core's decision, and these tests check it reaches the output.
 """
 
@@ -18,14 +18,15 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.streaming.tws_tester import TwsTester
 
+from timeweave.core import event_time as EV
 from timeweave.core.errors import StateFormatError
 from timeweave.core.spec import StateRetention, TemporalJoinSpec, VersionedTableSpec
 from timeweave.core.state import NO_WATERMARK
 from timeweave.core.state_codec import decode, decode_cell, encode, encode_cell
 from timeweave.core.temporal_join import Joined, JoinedRows, Late, LeftBuffer, LeftRow
 from timeweave.core.versioned import Match, VersionEvent, VersionHistory
-from timeweave.spark import streaming as S
-from timeweave.spark import temporal_join_streaming
+from timeweave.spark import host as H
+from timeweave.spark import temporal_join_streaming as TJ
 from timeweave.spark.host import packs as host_packs
 
 MS = 1_000  # µs per ms
@@ -37,7 +38,7 @@ def _spec(how: str = "left", fmt: str = "append") -> TemporalJoinSpec:
     return TemporalJoinSpec(versioned, left_time="order_time", how=how)
 
 
-_OPS = {"L": S.LEFT_ROW, "R": S.UPSERT, "D": S.DELETE, "H": S.HEARTBEAT}
+_OPS = {"L": TJ.LEFT_ROW, "R": TJ.UPSERT, "D": TJ.DELETE, "H": H.HEARTBEAT}
 
 
 B = 3  # the bucket (the operator's grouping key) the tests' keys are in
@@ -46,17 +47,17 @@ B = 3  # the bucket (the operator's grouping key) the tests' keys are in
 def _rows(*rows: tuple, key: str | None = "EUR") -> pd.DataFrame:
     """Operator input of rows of one key: (L/R/D/H, time µs, payload, file), packed as the query packs them."""
     frame = pd.DataFrame([
-        {S.BUCKET: B, S.KEY_TEXT: key, S.OP: _OPS[op], S.TIME: t, S.FILE: file, S.ROW: payload}
+        {H.BUCKET: B, H.KEY_TEXT: key, H.OP: _OPS[op], H.TIME: t, TJ.FILE: file, H.ROW: payload}
         for op, t, payload, file in rows
     ])
-    schema = pa.schema([(S.BUCKET, pa.int32()), (S.KEY_TEXT, pa.string()), (S.OP, pa.int8()), (S.TIME, pa.int64()),
-                        (S.FILE, pa.string()), (S.ROW, pa.string())])
+    schema = pa.schema([(H.BUCKET, pa.int32()), (H.KEY_TEXT, pa.string()), (H.OP, pa.int8()), (H.TIME, pa.int64()),
+                        (TJ.FILE, pa.string()), (H.ROW, pa.string())])
     batch = pa.RecordBatch.from_pandas(frame, schema=schema, preserve_index=False)
-    return next(S.pack_rows(iter([batch]))).to_pandas()
+    return next(H.pack_rows(iter([batch]))).to_pandas()
 
 
 def _tester(spec: TemporalJoinSpec, mode: str = "event_time", retention: StateRetention | None = None) -> TwsTester:
-    processor = S.TemporalJoinProcessor(spec, mode, retention)
+    processor = TJ.TemporalJoinProcessor(spec, mode, retention)
     if mode == "event_time":
         # Never filter: the real query has no watermarked input column, the core decides lateness.
         return TwsTester(processor, timeMode="EventTime", eventTimeExtractor=lambda _row: 2**62)
@@ -68,12 +69,12 @@ def _out(frame: pd.DataFrame) -> list[tuple]:
     if frame.empty:
         return []
     rows: list[tuple] = []
-    for kind, payload in zip(frame[S.KIND], frame[S.L_ROW], strict=True):
-        if kind == S.JOINED:
+    for kind, payload in zip(frame[TJ.KIND], frame[TJ.L_ROW], strict=True):
+        if kind == TJ.JOINED:
             rows.extend(
                 (kind, e["l"]["id"], e["v"]["rate"] if "v" in e else None) for e in json.loads(payload)
             )
-        elif kind == S.LATE:
+        elif kind == TJ.LATE:
             rows.append((kind, json.loads(payload)["id"], None))
     return rows
 
@@ -107,9 +108,9 @@ def test_rows_wait_for_the_watermark_then_join_the_version_valid_at_their_time()
     ))
     # No watermark yet: nothing is emitted, both left rows wait; one Spark timer at the smallest time.
     assert _out(first) == []
-    assert first[S.N_LEFT].tolist() == [2] and first[S.N_RIGHT].tolist() == [2]
-    assert _spark_timers(tester) == [S.spark_timer_ms(T0 - 1)]
-    assert _index(tester) == ({"EUR": T0 - 1}, S.spark_timer_ms(T0 - 1))
+    assert first[TJ.N_LEFT].tolist() == [2] and first[TJ.N_RIGHT].tolist() == [2]
+    assert _spark_timers(tester) == [EV.spark_timer_ms(T0 - 1)]
+    assert _index(tester) == ({"EUR": T0 - 1}, EV.spark_timer_ms(T0 - 1))
     fired = tester.setWatermark((T0 + 30_000_000) // MS)
     assert _out(fired) == [("joined", "o0", None), ("joined", "o1", 1.1)]
     # The key's versions stay (the newest older than the watermark is still in force); no timer left.
@@ -126,9 +127,9 @@ def test_a_left_row_below_the_watermark_goes_to_the_late_output_with_the_reason(
         ("L", T0 + 10_000_000, '{"id": "on-time"}', "l2"),
     ))
     assert _out(out) == [("late", "late", None), ("joined", "on-time", 1.1)]
-    late = out[out[S.KIND] == S.LATE].iloc[0]
-    assert late[S.WATERMARK] == T0 + 10_000_000
-    assert f"event time {T0 + 5_000_000} < watermark {T0 + 10_000_000}" in late[S.REASON]
+    late = out[out[TJ.KIND] == TJ.LATE].iloc[0]
+    assert late[TJ.WATERMARK] == T0 + 10_000_000
+    assert f"event time {T0 + 5_000_000} < watermark {T0 + 10_000_000}" in late[TJ.REASON]
 
 
 def test_changelog_ties_break_by_input_order_within_a_batch() -> None:
@@ -200,13 +201,13 @@ class _FakeHandle:
 
 def test_the_bridge_writes_once_per_commit_and_applies_timer_differences() -> None:
     state, handle = _FakeValueState(), _FakeHandle()
-    ctx = S.SparkKeyContext(handle, state, watermark=NO_WATERMARK)
+    ctx = H.SparkKeyContext(handle, state, watermark=NO_WATERMARK)
     ctx.put("left", [1])
     ctx.register_timer(1_500)
     ctx.register_timer(1_999)  # same Spark ms timer (2) as 1_500
     ctx.commit()
     assert state.writes == 1 and handle.calls == [("register", 2)]
-    ctx = S.SparkKeyContext(handle, state, watermark=2_000)
+    ctx = H.SparkKeyContext(handle, state, watermark=2_000)
     assert ctx.get("left") == [1] and ctx.timers() == [1_500, 1_999]
     ctx.delete_timer(1_500)
     ctx.commit()
@@ -219,7 +220,7 @@ def test_the_bridge_writes_once_per_commit_and_applies_timer_differences() -> No
 
 def test_a_commit_without_changes_does_not_write() -> None:
     state = _FakeValueState()
-    ctx = S.SparkKeyContext(None, state, watermark=0)
+    ctx = H.SparkKeyContext(None, state, watermark=0)
     assert ctx.get("right") is None
     ctx.commit()
     assert state.writes == 0
@@ -227,8 +228,8 @@ def test_a_commit_without_changes_does_not_write() -> None:
 
 @pytest.mark.parametrize(("us", "ms"), [(0, 1), (1, 1), (999, 1), (1_000, 1), (1_001, 2)])
 def test_a_spark_timer_never_fires_before_the_core_time(us: int, ms: int) -> None:
-    assert S.spark_timer_ms(us) == ms
-    assert S.spark_timer_ms(us) * MS >= us
+    assert EV.spark_timer_ms(us) == ms
+    assert EV.spark_timer_ms(us) * MS >= us
 
 
 def test_a_bucket_runs_only_its_due_keys_and_keeps_one_spark_timer_at_the_smallest() -> None:
@@ -238,13 +239,13 @@ def test_a_bucket_runs_only_its_due_keys_and_keeps_one_spark_timer_at_the_smalle
         _rows(("R", T0, '{"rate": 2.2}', "r1"), ("L", T0 + 60_000_000, '{"id": "u1"}', "l1"), key="USD"),
     ], ignore_index=True))
     # One Spark timer for the bucket, at the smallest of its keys' timers.
-    assert _spark_timers(tester) == [S.spark_timer_ms(T0 + 10_000_000)]
+    assert _spark_timers(tester) == [EV.spark_timer_ms(T0 + 10_000_000)]
     usd_before = tester.peekMapState("timeweave_keys", B)[("USD",)]
     assert _out(tester.setWatermark((T0 + 30_000_000) // MS)) == [("joined", "e1", 1.1)]
     # USD is not due: its cell is not rewritten; the bucket's timer moved to USD's row.
     assert tester.peekMapState("timeweave_keys", B)[("USD",)] is usd_before
-    assert _index(tester) == ({"USD": T0 + 60_000_000}, S.spark_timer_ms(T0 + 60_000_000))
-    assert _spark_timers(tester) == [S.spark_timer_ms(T0 + 60_000_000)]
+    assert _index(tester) == ({"USD": T0 + 60_000_000}, EV.spark_timer_ms(T0 + 60_000_000))
+    assert _spark_timers(tester) == [EV.spark_timer_ms(T0 + 60_000_000)]
     assert _out(tester.setWatermark((T0 + 60_000_000) // MS)) == [("joined", "u1", 2.2)]
     assert _index(tester) is None and _spark_timers(tester) == []
 
@@ -254,21 +255,21 @@ def test_joined_rows_leave_in_documents_of_at_most_doc_rows_with_their_validity(
     # DOC_ROWS rows); late rows stay one output row each, and the counts ride on the stats row.
     version = VersionEvent(T0, 7, False, '{"rate": 1.5}')
     closed = Match(version, T0 + 5)
-    outputs: list = [Joined(LeftRow(T0 + i, i, json.dumps({"id": i})), closed) for i in range(S.DOC_ROWS + 1)]
+    outputs: list = [Joined(LeftRow(T0 + i, i, json.dumps({"id": i})), closed) for i in range(TJ.DOC_ROWS + 1)]
     outputs += [Joined(LeftRow(T0, 0, '{"id": "none"}'), None), Late(LeftRow(T0 - 1, 0, '{"id": "l"}'), T0)]
     outputs.append(Joined(LeftRow(T0 + 9, 0, '{"id": "open"}'), Match(version, None)))
-    frame = S._frame(outputs, n_left=9, n_right=1)
-    kinds = frame[S.KIND].tolist()
-    assert kinds == [S.LATE, S.JOINED, S.JOINED, S.STATS]
-    documents = [json.loads(d) for d in frame[frame[S.KIND] == S.JOINED][S.L_ROW]]
-    assert [len(d) for d in documents] == [S.DOC_ROWS, 3]
+    frame = TJ._frame(outputs, n_left=9, n_right=1)
+    kinds = frame[TJ.KIND].tolist()
+    assert kinds == [TJ.LATE, TJ.JOINED, TJ.JOINED, TJ.STATS]
+    documents = [json.loads(d) for d in frame[frame[TJ.KIND] == TJ.JOINED][TJ.L_ROW]]
+    assert [len(d) for d in documents] == [TJ.DOC_ROWS, 3]
     elements = documents[0] + documents[1]
-    assert [e["l"]["id"] for e in elements[-3:]] == [S.DOC_ROWS, "none", "open"]
+    assert [e["l"]["id"] for e in elements[-3:]] == [TJ.DOC_ROWS, "none", "open"]
     assert elements[0] == {"l": {"id": 0}, "v": {"rate": 1.5}, "f": T0, "t": T0 + 5}
     assert elements[-2] == {"l": {"id": "none"}}  # no version: no "v", "f", "t"
     assert elements[-1] == {"l": {"id": "open"}, "v": {"rate": 1.5}, "f": T0}  # in force: no "t"
-    stats = frame[frame[S.KIND] == S.STATS].iloc[0]
-    assert (stats[S.N_LEFT], stats[S.N_RIGHT]) == (9, 1)
+    stats = frame[frame[TJ.KIND] == TJ.STATS].iloc[0]
+    assert (stats[TJ.N_LEFT], stats[TJ.N_RIGHT]) == (9, 1)
 
 
 def test_packs_keep_each_buckets_rows_in_input_order_across_batches_and_pack_limits(monkeypatch) -> None:
@@ -277,36 +278,36 @@ def test_packs_keep_each_buckets_rows_in_input_order_across_batches_and_pack_lim
     monkeypatch.setattr(host_packs, "PACK_ROWS", 4)
     buckets = [2, 0, 2, 1, 2, 0, 2, 2, 1, 0]
     batches = [
-        pa.record_batch({S.BUCKET: pa.array(buckets[i : i + 3], pa.int32()),
-                         S.ROW: [f"r{j}" for j in range(i, min(i + 3, len(buckets)))]})
+        pa.record_batch({H.BUCKET: pa.array(buckets[i : i + 3], pa.int32()),
+                         H.ROW: [f"r{j}" for j in range(i, min(i + 3, len(buckets)))]})
         for i in range(0, len(buckets), 3)
     ]
-    packs = pa.Table.from_batches(list(S.pack_rows(iter(batches)))).to_pydict()
+    packs = pa.Table.from_batches(list(H.pack_rows(iter(batches)))).to_pydict()
     got: dict[int, list[str]] = {}
-    for bucket, pack in zip(packs[S.BUCKET], packs[S.PACK], strict=True):
-        got.setdefault(bucket, []).extend(S.unpack([pack])[S.ROW].tolist())
+    for bucket, pack in zip(packs[H.BUCKET], packs[H.PACK], strict=True):
+        got.setdefault(bucket, []).extend(H.unpack([pack])[H.ROW].tolist())
     expected: dict[int, list[str]] = {}
     for j, bucket in enumerate(buckets):
         expected.setdefault(bucket, []).append(f"r{j}")
     assert got == expected
-    assert len(packs[S.PACK]) > 3  # the limit split the partition's rows into several packs per bucket
+    assert len(packs[H.PACK]) > 3  # the limit split the partition's rows into several packs per bucket
     monkeypatch.setattr(host_packs, "PACK_ROWS", 1000)
     monkeypatch.setattr(host_packs, "PACK_BYTES", 1)  # every batch is a packing step of its own
-    packs = pa.Table.from_batches(list(S.pack_rows(iter(batches)))).to_pydict()
+    packs = pa.Table.from_batches(list(H.pack_rows(iter(batches)))).to_pydict()
     by_bytes: dict[int, list[str]] = {}
-    for bucket, pack in zip(packs[S.BUCKET], packs[S.PACK], strict=True):
-        by_bytes.setdefault(bucket, []).extend(S.unpack([pack])[S.ROW].tolist())
-    assert by_bytes == expected and len(packs[S.PACK]) == sum(len(set(buckets[i : i + 3])) for i in range(0, 10, 3))
+    for bucket, pack in zip(packs[H.BUCKET], packs[H.PACK], strict=True):
+        by_bytes.setdefault(bucket, []).extend(H.unpack([pack])[H.ROW].tolist())
+    assert by_bytes == expected and len(packs[H.PACK]) == sum(len(set(buckets[i : i + 3])) for i in range(0, 10, 3))
 
 
 def test_unpack_keeps_a_sequence_above_2_to_the_53_exact_and_nulls_as_none() -> None:
     big = 2**62 + 1  # not representable as a float64
-    batch = pa.record_batch({S.BUCKET: pa.array([0, 0], pa.int32()), S.SEQ: pa.array([big, None], pa.int64()),
-                             S.TIME: pa.array([1, 2], pa.int64())})
-    (packed,) = S.pack_rows(iter([batch]))
-    frame = S.unpack(packed.column(S.PACK).to_pylist())
-    assert frame[S.SEQ].tolist() == [big, None]
-    assert frame[S.TIME].tolist() == [1, 2]
+    batch = pa.record_batch({H.BUCKET: pa.array([0, 0], pa.int32()), H.SEQ: pa.array([big, None], pa.int64()),
+                             H.TIME: pa.array([1, 2], pa.int64())})
+    (packed,) = H.pack_rows(iter([batch]))
+    frame = H.unpack(packed.column(H.PACK).to_pylist())
+    assert frame[H.SEQ].tolist() == [big, None]
+    assert frame[H.TIME].tolist() == [1, 2]
 
 
 def test_positions_by_key_groups_in_first_appearance_order_with_positions_ascending() -> None:
@@ -318,14 +319,14 @@ def test_positions_by_key_groups_in_first_appearance_order_with_positions_ascend
         expected: dict = {}
         for i, key in enumerate(keys):
             expected.setdefault(key, []).append(i)
-        got = S.positions_by_key(pd.DataFrame({S.KEY_TEXT: pd.array(keys, dtype=object)}))
+        got = H.positions_by_key(pd.DataFrame({H.KEY_TEXT: pd.array(keys, dtype=object)}))
         assert got == expected and list(got) == list(expected)
 
 
 def test_joined_rows_column_wise_leave_in_the_same_documents_as_joined_objects(monkeypatch) -> None:
     # The event-time processor hands _frame the core's JoinedRows (runs of rows sharing a version); the
     # documents must be exactly those of the same rows as Joined objects, across document boundaries.
-    monkeypatch.setattr(temporal_join_streaming, "DOC_ROWS", 3)
+    monkeypatch.setattr(TJ, "DOC_ROWS", 3)
     rng = random.Random(5)
     versions = [None, Match(VersionEvent(T0, 1, False, '{"rate": 1.5}'), None),
                 Match(VersionEvent(T0 - 7, 0, False, '{"rate": 0.5}'), T0)]
@@ -348,9 +349,9 @@ def test_joined_rows_column_wise_leave_in_the_same_documents_as_joined_objects(m
             else:
                 blocks.extend(rows.outputs())
             objects.extend(rows.outputs())
-        got, expected = S._frame(blocks, n_left=1, n_right=0), S._frame(objects, n_left=1, n_right=0)
+        got, expected = TJ._frame(blocks, n_left=1, n_right=0), TJ._frame(objects, n_left=1, n_right=0)
         pd.testing.assert_frame_equal(got, expected)
-        assert all(len(json.loads(d)) <= 3 for d in got[got[S.KIND] == S.JOINED][S.L_ROW])
+        assert all(len(json.loads(d)) <= 3 for d in got[got[TJ.KIND] == TJ.JOINED][TJ.L_ROW])
 
 
 def test_a_key_cell_resumes_from_its_encoded_state() -> None:
@@ -362,7 +363,7 @@ def test_a_key_cell_resumes_from_its_encoded_state() -> None:
     values = {"left": buffer, "right": VersionHistory.of([VersionEvent(T0, 0, False, '{"rate": 1.1}')]),
               "next-timer": T0 + 10_000}
     tester.updateMapState("timeweave_keys", B, {("EUR",): (encode_cell(values, {T0 + 10_000}, 3),)})
-    tester.updateValueState("timeweave_index", B, (encode([{"EUR": T0 + 10_000}, S.spark_timer_ms(T0 + 10_000)]),))
+    tester.updateValueState("timeweave_index", B, (encode([{"EUR": T0 + 10_000}, EV.spark_timer_ms(T0 + 10_000)]),))
     tester.setWatermark((T0 + 15_000) // MS)  # the bucket has no Spark timer in the tester: nothing fires
     out = tester.testInPandas(B, _rows(("L", T0 + 30_000, '{"id": "o3"}', "l2")))
     assert _out(out) == [("joined", "o1", 1.1)]
@@ -416,26 +417,26 @@ def test_an_event_time_invocation_with_dead_letters_heartbeats_files_and_a_seque
     spec = TemporalJoinSpec(VersionedTableSpec("currency", "update_time", sequence="seq"), left_time="order_time")
     tester = _tester(spec)
     rows = [  # (op, key, time, file, payload, seq, reason)
-        (S.UPSERT, "EUR", T0, "b.csv", '{"rate": 1.2}', 9, None),
-        (S.UPSERT, "EUR", T0, "a.csv", '{"rate": 1.1}', 5, None),
-        (S.UPSERT, "USD", T0, "a.csv", '{"rate": 2.0}', 2**62 + 1, None),
-        (S.LEFT_ROW, "EUR", T0 + 1_000, None, '{"id": "o1"}', None, None),
-        (S.HEARTBEAT, None, T0, None, None, None, None),
-        (S.DEAD_LEFT, None, 0, None, '{"id": "dead"}', None, "currency is NULL"),
-        (S.LEFT_ROW, "USD", T0 + 2_000, None, '{"id": "u1"}', None, None),
+        (TJ.UPSERT, "EUR", T0, "b.csv", '{"rate": 1.2}', 9, None),
+        (TJ.UPSERT, "EUR", T0, "a.csv", '{"rate": 1.1}', 5, None),
+        (TJ.UPSERT, "USD", T0, "a.csv", '{"rate": 2.0}', 2**62 + 1, None),
+        (TJ.LEFT_ROW, "EUR", T0 + 1_000, None, '{"id": "o1"}', None, None),
+        (H.HEARTBEAT, None, T0, None, None, None, None),
+        (TJ.DEAD_LEFT, None, 0, None, '{"id": "dead"}', None, "currency is NULL"),
+        (TJ.LEFT_ROW, "USD", T0 + 2_000, None, '{"id": "u1"}', None, None),
     ]
-    names = [S.OP, S.KEY_TEXT, S.TIME, S.FILE, S.ROW, S.SEQ, S.REJECT]
+    names = [H.OP, H.KEY_TEXT, H.TIME, TJ.FILE, H.ROW, H.SEQ, TJ.REJECT]
     types = [pa.int8(), pa.string(), pa.int64(), pa.string(), pa.string(), pa.int64(), pa.string()]
     batch = pa.record_batch(
         [pa.array([B] * len(rows), pa.int32()), *[pa.array(list(c), t) for c, t in zip(zip(*rows, strict=True), types,
                                                                                        strict=True)]],
-        names=[S.BUCKET, *names],
+        names=[H.BUCKET, *names],
     )
-    out = tester.testInPandas(B, next(S.pack_rows(iter([batch]))).to_pandas())
-    dead = out[out[S.KIND] == S.DEAD]
-    assert dead[S.REASON].tolist() == ["currency is NULL"] and dead[S.OUT_SIDE].tolist() == ["left"]
-    stats = out[out[S.KIND] == S.STATS].iloc[0]
-    assert (stats[S.N_LEFT], stats[S.N_RIGHT]) == (2, 3)
+    out = tester.testInPandas(B, next(H.pack_rows(iter([batch]))).to_pandas())
+    dead = out[out[TJ.KIND] == TJ.DEAD]
+    assert dead[TJ.REASON].tolist() == ["currency is NULL"] and dead[TJ.OUT_SIDE].tolist() == ["left"]
+    stats = out[out[TJ.KIND] == TJ.STATS].iloc[0]
+    assert (stats[TJ.N_LEFT], stats[TJ.N_RIGHT]) == (2, 3)
     assert _out(tester.setWatermark((T0 + 2_000) // MS)) == [("joined", "o1", 1.2), ("joined", "u1", 2.0)]
     usd = _state(tester, "USD")["values"]["right"].events
     assert [e.seq for e in usd] == [2**62 + 1]

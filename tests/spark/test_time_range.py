@@ -31,7 +31,8 @@ from tests.spark.test_state_bridge import B, _index, _out, _rows, _spark_timers,
 from timeweave.core.event_time import END_OF_INPUT_MS, MAX_TIME_US, MIN_TIME_US, end_of_input_ms
 from timeweave.jobs.backfill import run_backfill
 from timeweave.jobs.streaming import run_streaming
-from timeweave.spark import streaming as S
+from timeweave.spark import temporal_join_streaming as TJ
+from timeweave.spark.host import state as HS
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "dags" / "sample_data"
@@ -45,7 +46,7 @@ FIRST_TS, LAST_TS = datetime(1, 1, 1), datetime(9999, 12, 31, 23, 59, 59, 999999
 # The processors under Spark's timer contract (no JVM)
 # =================================================================================================
 def _tester(**kwargs: Any) -> TwsTester:
-    processor = S.TemporalJoinProcessor(_spec(), "event_time", None, **kwargs)
+    processor = TJ.TemporalJoinProcessor(_spec(), "event_time", None, **kwargs)
     return TwsTester(processor, timeMode="EventTime", eventTimeExtractor=lambda _row: 2**62)
 
 
@@ -85,9 +86,9 @@ def test_a_late_row_after_the_flush_carries_a_readable_watermark() -> None:
     tester = _tester()
     tester.setWatermark(END_OF_INPUT_MS)
     out = tester.testInPandas(B, _rows(("L", MAX_TIME_US, '{"id": "after"}', "l1")))
-    late = out[out[S.KIND] == S.LATE]
-    assert late[S.WATERMARK].tolist() == [MAX_TIME_US]  # END_OF_TIME as TIMESTAMP's last value
-    assert late[S.REASON].tolist()[0].startswith("late: event time ")
+    late = out[out[TJ.KIND] == TJ.LATE]
+    assert late[TJ.WATERMARK].tolist() == [MAX_TIME_US]  # END_OF_TIME as TIMESTAMP's last value
+    assert late[TJ.REASON].tolist()[0].startswith("late: event time ")
 
 
 class _Handle:
@@ -119,7 +120,7 @@ def test_a_bucket_never_asks_again_for_the_timer_spark_is_about_to_delete() -> N
     """Whatever the watermark made due, the bucket's next timer differs from the one that fired: PySpark
     deletes the fired timer after ``handleExpiredTimer`` returns."""
     handle, cell = _Handle(), _Cell()
-    index = S._Index({"USD": 5_000}, 5)
+    index = HS.TimerIndex({"USD": 5_000}, 5)
     handle.timers.add(5)
     index.fired(5)  # e.g. a watermark the core did not find the key due at
     index.store(cell, handle)

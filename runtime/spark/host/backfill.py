@@ -19,8 +19,10 @@ Operators run here in one of two ways:
   which a stream's operator keeps too), on the helpers here: exact time literals, grouped slice writes,
   parquet footers.
 
-Layout of a keyed run (every write overwrites, so re-running slice k from the state of slice k-1 replaces
-exactly its files, and a run killed mid-slice leaves that slice to be re-run whole):
+Layout of a keyed run (:func:`keyed_target`; written by the one writer's slice target,
+:class:`~timeweave.spark.host.writer.SliceWriter`: every write replaces a slice's directory, so re-running
+slice k from the state of slice k-1 replaces exactly its files, and a run killed mid-slice leaves that slice
+to be re-run whole):
 
 * ``<output>/slice=<label>/``: the slice's main output (read ``<output>`` as one parquet dataset: ``_state``
   is hidden from Spark's partition discovery by its ``_``);
@@ -47,9 +49,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from timeweave.core.errors import SpecError
+from timeweave.core.operator import Tag
 from timeweave.core.state import END_OF_TIME, InMemoryKeyContext, KeyContext
 from timeweave.core.time import Slice, consecutive_runs, micros, naive_utc, slices_of, wanted_slices
 from timeweave.spark.hadoop import HadoopFiles
+from timeweave.spark.host.writer import SLICE_COLUMN, STATE_OUTPUT, SliceTarget, SliceWriter
 from timeweave.spark.schema import column as named
 from timeweave.spark.schema import map_in_arrow
 
@@ -61,16 +65,16 @@ REJECT_REASON = "__tw_reject_reason"
 REJECT_ROW = "__tw_reject_row"
 #: The directory (under ``<output>``) of a keyed run's carried state.
 STATE_DIR = "_state"
-#: The output's partition column when one job writes several slices (set-based runs).
-SLICE_COLUMN = "slice"
 #: The most slice files one task of a grouped job keeps open at a time.
 MAX_OPEN_SLICE_FILES = 32
 #: The most input files whose footers the driver reads instead of running a count job.
 MAX_FOOTER_FILES = 256
 #: Output rows per Arrow batch a keyed slice hands back to Spark.
 OUTPUT_BATCH_ROWS = 4096
-#: The tags of a :class:`SliceOperator`'s outputs.
-MAIN, DEAD_LETTER = "main", "dead_letter"
+#: The tags of a :class:`SliceOperator`'s outputs (:class:`~timeweave.core.operator.Tag`'s values).
+MAIN, DEAD_LETTER = Tag.MAIN.value, Tag.DEAD_LETTER.value
+#: The label of the rows of no slice (a NULL event time): their directory is ``slice=none``.
+NO_SLICE = "none"
 
 
 # -- slicing on Spark ---------------------------------------------------------------------------------------------
@@ -317,20 +321,19 @@ def run_keyed(
     written), their totals, ``state_keys_carried`` (keys handed across the last edge run), ``watermark``.
     """
     started = clock.perf_counter()
-    state_root = f"{output}/{STATE_DIR}"
+    writer = SliceWriter(df.sparkSession, keyed_target(output, dead_letter))
     per_slice: list[dict[str, Any]] = []
     for index in wanted:
         s = plan[index]
         carried = carried_from = None
         if index > 0:
-            carried_from = f"{state_root}/slice={plan[index - 1].label}"
+            carried_from = writer.target.directory(STATE_OUTPUT, plan[index - 1].label)
             carried = _read_state(df, op, carried_from, s)
-        per_slice.append(_run_keyed_slice(df, op, s, index == len(plan) - 1, carried, carried_from, output,
-                                          state_root, dead_letter))
+        per_slice.append(_run_keyed_slice(df, op, s, index == len(plan) - 1, carried, carried_from, writer))
         if on_slice is not None:
             on_slice(per_slice[-1])
-    op.untimed(df).write.mode("overwrite").parquet(f"{dead_letter}/slice=none")
-    untimed = df.sparkSession.read.parquet(f"{dead_letter}/slice=none").count()
+    writer.write(op.untimed(df), DEAD_LETTER, NO_SLICE)
+    untimed = df.sparkSession.read.parquet(writer.target.directory(DEAD_LETTER, NO_SLICE)).count()
     return {
         "kind": "backfill", "job": op.name, "slices": len(per_slice), "per_slice": per_slice,
         "rows_in": sum(m["rows_in"] for m in per_slice), "rows_out": sum(m["rows_out"] for m in per_slice),
@@ -338,6 +341,16 @@ def run_keyed(
         "dead_letter": untimed + sum(m["dead_letter"] for m in per_slice),
         "watermark": plan[-1].end.isoformat(), "seconds": round(clock.perf_counter() - started, 3),
     }
+
+
+def keyed_target(output: str, dead_letter: str) -> SliceTarget:
+    """A keyed run's slice directories: main ``<output>/slice=<label>``, dead letters ``<dead_letter>/slice=<label>``,
+    carried state ``<output>/_state/slice=<label>``.
+
+    >>> keyed_target("out", "dead").directory("state", "2020-01-01T00-00-00")
+    'out/_state/slice=2020-01-01T00-00-00'
+    """
+    return SliceTarget({MAIN: output, DEAD_LETTER: dead_letter, STATE_OUTPUT: f"{output}/{STATE_DIR}"})
 
 
 def _state_schema(df: DataFrame, op: KeyedBackfill) -> T.StructType:
@@ -357,7 +370,7 @@ def _read_state(df: DataFrame, op: KeyedBackfill, path: str, s: Slice) -> DataFr
 
 def _run_keyed_slice(
     df: DataFrame, op: KeyedBackfill, s: Slice, last: bool, carried: DataFrame | None, carried_from: str | None,
-    output: str, state_root: str, dead_letter: str,
+    writer: SliceWriter,
 ) -> dict[str, Any]:
     started = clock.perf_counter()
     lo, hi = op.bounds(s.start, s.end)
@@ -376,18 +389,17 @@ def _run_keyed_slice(
                                T.StructField(REJECT_REASON, T.StringType()), T.StructField(REJECT_ROW, T.StringType())])
     result = map_in_arrow(arranged, op.runner(last, counters, carried_from), out_schema).persist()
     reason = F.col(REJECT_REASON)
-    try:  # two or three writes of one persisted pass; each overwrites, so a re-run replaces exactly its files
-        result.where(F.col(STATE).isNull() & reason.isNull()).select(
-            *[named(f.name) for f in op.output.fields]).write.mode("overwrite").parquet(f"{output}/slice={s.label}")
-        result.where(reason.isNotNull()).select(
+    try:  # two or three writes of one persisted pass; each replaces the slice's directory, so a re-run replaces exactly its files
+        writer.write(result.where(F.col(STATE).isNull() & reason.isNull()).select(
+            *[named(f.name) for f in op.output.fields]), MAIN, s.label)
+        writer.write(result.where(reason.isNotNull()).select(
             F.lit("input").alias("side"), reason.alias("reason"), F.col(REJECT_ROW).alias("row"),
-        ).write.mode("overwrite").parquet(f"{dead_letter}/slice={s.label}")
+        ), DEAD_LETTER, s.label)
         # Read now: the write above ran every task once (counted only by successful attempts).
         rows_in, rows_out, state_keys = (c.value for c in counters)
         if not last:  # the last slice ended the input: no state is left, none is ever read
-            result.where(F.col(STATE).isNotNull()).select(*keys, F.col(STATE)).write.mode("overwrite").parquet(
-                f"{state_root}/slice={s.label}")
-        rejected = spark.read.parquet(f"{dead_letter}/slice={s.label}").count()
+            writer.write(result.where(F.col(STATE).isNotNull()).select(*keys, F.col(STATE)), STATE_OUTPUT, s.label)
+        rejected = spark.read.parquet(writer.target.directory(DEAD_LETTER, s.label)).count()
     finally:
         result.unpersist()
     return slice_metrics(s, rows_in=rows_in, rows_out=rows_out, state_keys_out=state_keys, dead_letter=rejected,
@@ -493,6 +505,7 @@ def parquet_scan_files(df: DataFrame, columns: Sequence[str]) -> list[str] | Non
 __all__ = [
     "DEAD_LETTER",
     "MAIN",
+    "NO_SLICE",
     "REJECT_REASON",
     "REJECT_ROW",
     "SLICE_COLUMN",
@@ -501,6 +514,7 @@ __all__ = [
     "SliceOperator",
     "at",
     "check_reserved",
+    "keyed_target",
     "plan_slices",
     "run_keyed",
     "run_keyed_slice",

@@ -14,12 +14,19 @@ as a plain parquet directory (``_``-prefixed entries are ignored by Spark).
 whole batch, below the split's filters) instead of a query of their own: one Spark job per batch fewer, each
 with its own planning, code generation and tasks.  The first write computes the batch (and the observation),
 so it cannot be skipped up front: when the batch turns out to have no main rows, the staged files are dropped.
+
+**A slice target.**  A backfill's unit of exactly-once is a slice, not a micro-batch: :class:`SliceWriter`
+writes a slice's outputs (main, late, dead letter, and the operator state carried across its edge) into a
+:class:`SliceTarget`, one directory per output and slice, ``<root>/slice=<label>/``, each replaced whole by a
+write: a re-run (``only=[k]``) replaces exactly slice k's directories and a run killed mid-slice leaves that
+slice to be re-run whole.  Several slices written by one Spark job (partitioned by the slice column) replace
+exactly those slices' directories, also those the job gives no row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -30,6 +37,19 @@ from timeweave.spark.host.stream import BatchOutputs
 
 #: Spark SQL conf: compress the columns of cached DataFrames (a stream may turn it off, see ``compress_cache``).
 CACHE_COMPRESSED = "spark.sql.inMemoryColumnarStorage.compressed"
+#: A slice target's output of carried operator state (no :class:`~timeweave.core.operator.Tag`: not an output row).
+STATE_OUTPUT = "state"
+#: The partition column of a slice target's directories (``<root>/slice=<label>``), unless the target names another.
+SLICE_COLUMN = "slice"
+
+
+def _root(paths: Mapping[str, str], output: str, what: str) -> str:
+    """The path of ``output`` (a tag's value, or :data:`STATE_OUTPUT`) in ``paths``, or a KeyError naming both."""
+    try:
+        return paths[output]
+    except KeyError:
+        raise KeyError(f"the {what} has a {output} output but the job names no path for it "
+                       f"(outputs with paths: {sorted(paths)})") from None
 
 
 @dataclass(frozen=True)
@@ -128,11 +148,7 @@ class TaggedWriter:
             batch.unpersist()
 
     def _path(self, tag: Tag) -> str:
-        try:
-            return self._paths[tag.value]
-        except KeyError:
-            raise KeyError(f"the stream emits a {tag.value} output but the job names no path for it "
-                           f"(outputs with paths: {sorted(self._paths)})") from None
+        return _root(self._paths, tag.value, "stream")
 
     def _stage(self, df: DataFrame, tag: Tag, batch_id: int) -> tuple[str, str, str, int]:
         """Write ``df`` to the batch's staging directory of output ``tag``: (staging, target, file prefix, rows)."""
@@ -154,14 +170,7 @@ class TaggedWriter:
     def _drop(self, staged: tuple[str, str, str, int]) -> int:
         """The batch has no rows for this output: drop the staged files, and a replay's files of the batch."""
         staging, target, prefix, written = staged
-        staging_path = self._fs.path(staging)
-        fs = self._fs.fs(staging_path)
-        for status in fs.globStatus(self._fs.path(f"{target}/{prefix}*")) or []:
-            fs.delete(status.getPath(), False)
-        fs.delete(staging_path, True)
-        parent = staging_path.getParent()
-        if not fs.listStatus(parent):
-            fs.delete(parent, False)
+        self._fs.discard(staging, target, prefix)
         return written
 
     def _write(self, df: DataFrame, tag: Tag, batch_id: int) -> int:
@@ -169,4 +178,92 @@ class TaggedWriter:
         return self._keep(self._stage(df, tag, batch_id))
 
 
-__all__ = ["CACHE_COMPRESSED", "OutputCounts", "TaggedStream", "TaggedWriter"]
+@dataclass(frozen=True)
+class SliceTarget:
+    """Where a backfill's slices go: per output the root directory, slice ``label``'s files of output ``o`` being
+    the directory ``<roots[o]>/<column>=<label>`` (``column``: ``columns.get(o, "slice")``).
+
+    Outputs are named by tag (``main``, ``late``, ``dead_letter``) and :data:`STATE_OUTPUT` (the state carried
+    across a slice's end edge).  The label ``none`` is the rows of no slice (a NULL event time).
+
+    >>> target = SliceTarget({"main": "out", "state": "out/_state"})
+    >>> target.directory("state", "2020-01-01T00-00-00")
+    'out/_state/slice=2020-01-01T00-00-00'
+    >>> SliceTarget({"main": "out", "state": "st"}, {"state": "edge"}).directory("state", "x")
+    'st/edge=x'
+    >>> target.directory("late", "x")
+    Traceback (most recent call last):
+    ...
+    KeyError: "the backfill has a late output but the job names no path for it (outputs with paths: ['main', 'state'])"
+    """
+
+    roots: Mapping[str, str]
+    columns: Mapping[str, str] = field(default_factory=dict)
+
+    def root(self, output: str) -> str:
+        """The directory holding every slice's directory of ``output``."""
+        return _root(self.roots, output, "backfill")
+
+    def column(self, output: str) -> str:
+        """The partition column naming ``output``'s slice directories (a grouped write partitions by it)."""
+        return self.columns.get(output, SLICE_COLUMN)
+
+    def directory(self, output: str, label: str) -> str:
+        """Slice ``label``'s directory of ``output``."""
+        return f"{self.root(output)}/{self.column(output)}={label}"
+
+
+class SliceWriter:
+    """The one writer's slice target: a backfill slice's outputs, each directory replaced whole (exactly once per slice).
+
+    Every write overwrites the directories it stands for and nothing else, so re-running slice k replaces exactly
+    slice k's files, and a run killed mid-slice is repaired by re-running that slice.  Classic sessions only
+    (the file-system calls go through the driver's JVM, :class:`~timeweave.spark.hadoop.HadoopFiles`).
+
+    Example::
+
+        writer = SliceWriter(spark, SliceTarget({"main": "out", "dead_letter": "dead", "state": "out/_state"}))
+        writer.write(rows, "main", "2020-01-01T00-00-00")        # out/slice=2020-01-01T00-00-00/
+        writer.write_slices(grouped, "main", ["2020-01-01T00-00-00", "2020-01-01T06-00-00"])  # by its `slice` column
+    """
+
+    def __init__(self, spark: SparkSession, target: SliceTarget) -> None:
+        self.target = target
+        self._files = HadoopFiles(spark)
+
+    def write(self, df: DataFrame, output: str, label: str) -> None:
+        """Replace slice ``label``'s directory of ``output`` by ``df``'s rows (an empty ``df`` leaves an empty file)."""
+        df.write.mode("overwrite").parquet(self.target.directory(output, label))
+
+    def write_slices(self, df: DataFrame, output: str, labels: Iterable[str], *, keep_empty: bool = False) -> None:
+        """Replace the directories of the slices ``labels`` of ``output`` by ``df``'s rows, in one Spark job.
+
+        ``df`` has the target's partition column (``target.column(output)``) holding each row's slice label,
+        one of ``labels``.  A slice of ``labels`` without rows loses its earlier files (no directory is left,
+        or an empty one with ``keep_empty``: a slice edge that exists without state).  Each job stages its
+        files apart (dynamic partition overwrite), so jobs over different slices of one root may run at once.
+        """
+        labels = list(labels)
+        self.clear(output, labels)
+        df.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy(
+            self.target.column(output)).parquet(self.target.root(output))
+        if keep_empty:
+            for label in labels:
+                self._files.mkdirs(self.target.directory(output, label))
+
+    def clear(self, output: str, labels: Iterable[str]) -> None:
+        """Remove the directories of the slices ``labels`` of ``output`` (a slice re-run without rows there)."""
+        for label in labels:
+            self._files.delete(self.target.directory(output, label))
+
+    def exists(self, output: str, label: str) -> bool:
+        """Whether slice ``label``'s directory of ``output`` exists (written, perhaps empty)."""
+        return self._files.exists(self.target.directory(output, label))
+
+    def rows(self, output: str, labels: Iterable[str]) -> int:
+        """The rows written in the slices ``labels`` of ``output``, from the parquet footers (no Spark job)."""
+        return self._files.parquet_rows([self.target.directory(output, label) for label in labels])
+
+
+__all__ = ["CACHE_COMPRESSED", "SLICE_COLUMN", "STATE_OUTPUT", "OutputCounts", "SliceTarget", "SliceWriter",
+           "TaggedStream", "TaggedWriter"]
