@@ -114,14 +114,19 @@ def rows_decoder(schema: T.StructType) -> Callable[[list[str]], list[dict[str, A
     >>> s = T.StructType([T.StructField("p", T.DecimalType(5, 2)), T.StructField("w", T.DoubleType()),
     ...                   T.StructField("t", T.TimestampType())])
     >>> rows_decoder(s)(['{"p":1.50,"w":2,"t":7}', '{"w":NaN}'])
-    [{'p': Decimal('1.50'), 'w': 2.0, 't': 7}, {'w': nan}]
+    [{'p': Decimal('1.50'), 'w': 2.0, 't': 7}, {'p': None, 'w': nan, 't': None}]
     """
     floats = [(f.name, isinstance(f.dataType, T.FloatType)) for f in schema.fields
               if isinstance(f.dataType, T.FloatType | T.DoubleType)]
     raw_decode = json.JSONDecoder(parse_float=Decimal).raw_decode
+    template = dict.fromkeys(schema.names)
+    width = len(template)
 
     def decode(texts: list[str]) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = raw_decode("[" + ",".join(texts) + "]")[0]
+        # NULL fields are absent from the wire text (ignoreNullFields): such a row gets the template's None
+        if min(map(len, rows), default=width) < width:
+            rows = [row if len(row) == width else {**template, **row} for row in rows]
         for name, single in floats:
             for row in rows:
                 value = row.get(name)
@@ -149,7 +154,7 @@ def _json_value(value: Any) -> str:
     return json.dumps(value)
 
 
-def _result_converter(data_type: T.DataType) -> Callable[[Any], Any]:
+def result_converter(data_type: T.DataType) -> Callable[[Any], Any]:
     """How an aggregate's result becomes the output column's value: a DECIMAL result (AVG) rounded half up to the
     column's scale, as Spark rounds it; anything else as it is."""
     if isinstance(data_type, T.DecimalType):
@@ -206,7 +211,7 @@ class WindowProcessor(HostProcessor):
         self._decode = rows_decoder(schema)
         shift = TimeShift.of(self.zone)
         self._instant = (lambda ms: ms) if shift is None else shift.instant
-        self._results = [(json.dumps(a.name), _result_converter(output[a.name].dataType)) for a in self.aggregates]
+        self._results = [(json.dumps(a.name), result_converter(output[a.name].dataType)) for a in self.aggregates]
         self._dead_reason = null_event_time_reason(self.time)
 
     @property
@@ -526,6 +531,7 @@ __all__ = [
     "WindowProcessor",
     "WindowQuery",
     "bind_window_query",
+    "result_converter",
     "rows_decoder",
     "session_zone",
     "tagged_schema",
