@@ -497,6 +497,20 @@ WINDOW_SCHEMA: Mapping[str, Key] = {
 }
 
 
+def _window_duration(value: str | int, name: str) -> str | int:
+    """A window duration of the config: text as it is, an integer as the config's durations are, µs (window bounds
+    are whole ms, as in Flink).
+
+    >>> _window_duration(60_000_000, "size"), _window_duration("-8 hours", "offset")
+    (60000, '-8 hours')
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value % 1000:
+            raise ConfigError(f"window.{name}", f"{value} µs is not a whole number of milliseconds")
+        return value // 1000
+    return value
+
+
 def _window_spec(w: Mapping[str, Any]) -> tuple[WindowSpec, str]:
     """The ``window`` section's spec and event-time column: from ``tvf`` (Flink's call text) or from ``function``
     and its arguments (:data:`WINDOW_FUNCTIONS`), never both."""
@@ -529,7 +543,8 @@ def _window_spec(w: Mapping[str, Any]) -> tuple[WindowSpec, str]:
                               f"{', '.join(arguments)})")
     if w.get("time") is None:
         raise ConfigError("window.time", "missing key (required): the event-time column (the DESCRIPTOR's)")
-    values = {name: w[name] for name in arguments if w.get(name) is not None}
+    values = {name: _window_duration(w[name], name) if name != "partition_by" else w[name]
+              for name in arguments if w.get(name) is not None}
     for name in arguments:
         if name not in ("offset", "partition_by") and name not in values:
             raise ConfigError(f"window.{name}", f"missing key (required by {function.upper()})")
