@@ -67,7 +67,7 @@ class _WindowSlice:
         output = T.StructType.fromJson(json.loads(runner.output_json))
         self.names = schema.names
         self.keys = runner.keys
-        self.output = to_arrow_schema(output)
+        self.output = to_arrow_schema(output, timezone="UTC")  # instants: the zone only labels them
         self.time = runner.time
         self.carried_from = runner.carried_from
         self._op = WindowAggregateOperator(runner.spec, [a.call() for a in runner.aggregates], time_column=runner.time,

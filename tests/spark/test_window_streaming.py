@@ -247,7 +247,7 @@ def test_the_job_restarted_and_flushed_writes_the_reference_rows_and_the_datafra
     results, late, dead = reference_stream(runs, job.spec, ("k",), DELAY)
     main = spark.read.parquet(config["output"]["path"])
     door = window_aggregate(spark.createDataFrame([], SCHEMA), AGGREGATES, keys=["k"], time="ts", window=job.spec)
-    assert main.schema == door.schema
+    assert [(f.name, f.dataType) for f in main.schema] == [(f.name, f.dataType) for f in door.schema]
     assert len(main.collect()) == len(results) and _main_rows(main.collect()) == _reference_rows(results)
     assert late, "the random rows must have late ones"
     late_out = spark.read.parquet(f"{config['output']['path']}_late")
@@ -329,3 +329,13 @@ def test_the_job_config_is_strict_and_validate_describes_it(tmp_path: Path, caps
     assert cli.main(["validate", json.dumps(config)]) == 0
     out = capsys.readouterr().out
     assert "valid window aggregation job: HopSpec(slide=300000, size=900000, offset=0) on ts, keys [k]" in out
+
+
+@pytest.mark.parametrize("name", ["timeweave.spark.window_streaming", "timeweave.core.windows.calls",
+                                  "timeweave.core.windows.operator", "timeweave.jobs.windows", "timeweave.jobs.config"])
+def test_docstring_examples_run(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0
