@@ -213,11 +213,13 @@ def backfill_window_aggregate(
     host.check_reserved(df, WHERE)
     zone = session_zone(df.sparkSession)
     time_type = df.schema[query.time].dataType
+    # Every column nullable: a slice's state rows and dead letters travel in the same Arrow batches, NULL there.
+    output_schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in query.schema.fields])
     registration = host.KeyedBackfill(
         name="window", where=WHERE, keys=query.keys, key_order=[named(k).asc_nulls_first() for k in query.keys],
-        order=[named(query.time).asc()], time=query.time, bounds=partial(time_bounds, time_type), output=query.schema,
+        order=[named(query.time).asc()], time=query.time, bounds=partial(time_bounds, time_type), output=output_schema,
         runner=partial(_runner, query.spec, query.aggregates, query.time, query.keys, df.schema.json(),
-                       query.schema.json(), zone),
+                       output_schema.json(), zone),
         untimed=partial(_untimed, time=query.time),
     )
     return host.run_keyed(df, registration, plan, wanted, output, dead_letter or f"{output}_dead_letter", on_slice)
