@@ -33,6 +33,7 @@ def _slice_files(path: Path) -> dict[str, list[float]]:
     return {d.name: sorted(f.stat().st_mtime for f in d.glob("*.parquet")) for d in sorted(path.glob("slice=*"))}
 
 
+@pytest.mark.slow  # 12 slice runs of a few Spark jobs each
 @pytest.mark.parametrize("window_id", ["session", "hop"])
 def test_backfill_in_1_3_7_slices_equals_the_dataframe_door(spark, tmp_path: Path, window_id: str) -> None:
     spec = session("4 minutes", "k") if window_id == "session" else hop("5 minutes", "15 minutes")
