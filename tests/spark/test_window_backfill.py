@@ -12,15 +12,17 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from pyspark.sql import types as T
 
 from tests.helpers.window_random import AGGREGATES, SCHEMA, START, random_rows
 from timeweave.core.windows import cumulate, hop, session
+from timeweave.core.windows.calls import read_aggregates
 from timeweave.jobs import cli
-from timeweave.spark.window_backfill import backfill_window_aggregate
+from timeweave.spark.host.backfill import STATE
+from timeweave.spark.window_backfill import _SliceRunner, backfill_window_aggregate
 from timeweave.spark.windows import window_aggregate
-
-pytestmark = pytest.mark.spark
 
 BEGIN, END = START - timedelta(hours=1), START + timedelta(hours=4)
 
@@ -33,6 +35,7 @@ def _slice_files(path: Path) -> dict[str, list[float]]:
     return {d.name: sorted(f.stat().st_mtime for f in d.glob("*.parquet")) for d in sorted(path.glob("slice=*"))}
 
 
+@pytest.mark.spark
 @pytest.mark.slow  # 12 slice runs of a few Spark jobs each
 @pytest.mark.parametrize("window_id", ["session", "hop"])
 def test_backfill_in_1_3_7_slices_equals_the_dataframe_door(spark, tmp_path: Path, window_id: str) -> None:
@@ -69,6 +72,7 @@ def test_backfill_in_1_3_7_slices_equals_the_dataframe_door(spark, tmp_path: Pat
     assert _rows(spark.read.parquet(str(out)).drop("slice")) == expected_rows
 
 
+@pytest.mark.spark
 def test_the_backfill_job_runs_a_window_config(spark, tmp_path: Path, capsys) -> None:
     rows = random_rows(22, n=30)
     (tmp_path / "in").mkdir()
@@ -89,3 +93,66 @@ def test_the_backfill_job_runs_a_window_config(spark, tmp_path: Path, capsys) ->
                                 window=cumulate("5 minutes", "20 minutes"))
     assert _rows(spark.read.parquet(str(tmp_path / "out")).drop("slice")) == _rows(expected)
     assert metrics["job"] == "window" and metrics["slices"] == 3 and metrics["dead_letter"] == 2
+
+
+# -- the slice operator without a JVM: state carried across edges ------------------------------------------------
+def _slice_batch(rows: list[dict], states: list[tuple]) -> pa.RecordBatch:
+    """One slice's operator input as the driver arranges it: by key, a key's carried state row first, then its rows
+    by event time."""
+    items = [((str(k), 0, 0), {"k": k, STATE: blob}) for k, blob in states]
+    items += [((str(r["k"]), 1, r["ts"]), r) for r in rows]
+    items.sort(key=lambda item: item[0])
+    ordered = [row for _, row in items]
+    return pa.record_batch({
+        "id": [r.get("id") for r in ordered], "k": [r.get("k") for r in ordered],
+        "ts": pa.array([r.get("ts") for r in ordered], pa.timestamp("us", tz="UTC")),
+        "v": pa.array([r.get("v") for r in ordered], pa.int64()),
+        "p": pa.array([r.get("p") for r in ordered], pa.decimal128(10, 2)),
+        "flag": pa.array([r.get("flag") for r in ordered], pa.bool_()),
+        STATE: pa.array([r.get(STATE) for r in ordered], pa.binary()),
+    })
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.value = 0
+
+    def add(self, n: int) -> None:
+        self.value += n
+
+
+@pytest.mark.parametrize("spec", [session("4 minutes", "k"), hop("5 minutes", "15 minutes"),
+                                  cumulate("5 minutes", "20 minutes")], ids=["session", "hop", "cumulate"])
+def test_slices_carry_open_windows_across_edges_without_a_jvm(spec) -> None:
+    """The union of 5 slices' windows (each key's open windows carried as state bytes) = one slice's windows."""
+    rows = [r for r in random_rows(31, n=80) if r["ts"] is not None]
+    first, last = min(r["ts"] for r in rows), max(r["ts"] for r in rows) + timedelta(seconds=1)
+    step = (last - first) / 5
+    edges = [first + step * i for i in range(6)]
+    input_json = T.StructType([T.StructField("id", T.StringType()), T.StructField("k", T.StringType()),
+                               T.StructField("ts", T.TimestampType()), T.StructField("v", T.LongType()),
+                               T.StructField("p", T.DecimalType(10, 2)), T.StructField("flag", T.BooleanType())]).json()
+    aggregates = read_aggregates(AGGREGATES)
+    output = T.StructType([T.StructField(n, t) for n, t in [
+        ("window_start", T.TimestampType()), ("window_end", T.TimestampType()), ("window_time", T.TimestampType()),
+        ("k", T.StringType()), ("cnt", T.LongType()), ("total", T.DecimalType(20, 2)), ("hi", T.LongType()),
+        ("lo_ts", T.TimestampType()), ("n_v", T.LongType()), ("avg_p", T.DecimalType(14, 6)), ("flagged", T.LongType())]])
+
+    def run(bounds: list) -> list[tuple]:
+        windows, states = [], []
+        for i in range(len(bounds) - 1):
+            part = [r for r in rows if bounds[i] <= r["ts"] < bounds[i + 1]]
+            last_slice = i == len(bounds) - 2
+            runner = _SliceRunner(spec, aggregates, "ts", ("k",), input_json, output.json(), None, last_slice,
+                                  (_Counter(), _Counter(), _Counter()))
+            out = pa.Table.from_batches(list(runner(iter([_slice_batch(part, states)]))))
+            table = out.to_pylist()
+            windows += [tuple(r[f.name] for f in output.fields) for r in table if r[STATE] is None]
+            states = [(r["k"], r[STATE]) for r in table if r[STATE] is not None]
+            assert last_slice or states or not part
+        assert not states
+        return sorted(windows, key=str)
+
+    whole = run([edges[0], edges[-1]])
+    assert len(whole) > 20
+    assert run(edges) == whole
