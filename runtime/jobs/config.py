@@ -35,8 +35,23 @@ join sections; the first ORDER BY column is the event time (the watermark's colu
       "trigger": {"available_now": true}
     }
 
+A window aggregation job (:class:`WindowJobConfig`) has one input and a ``window`` section: the TVF
+(``function`` with ``size`` / ``slide`` / ``step`` / ``max_size`` / ``gap`` / ``offset`` / ``partition_by``, the
+arguments of :mod:`timeweave.core.windows.spec`; or ``tvf``, the call as Flink's SQL writes it), the event-time
+column ``time``, the GROUP BY ``keys`` and the ``aggregates`` (output name -> text, the DataFrame door's
+``window_aggregate`` arguments; :mod:`timeweave.core.windows.calls` says which texts)::
+
+    {
+      "window": {"function": "hop", "time": "bidtime", "slide": "5 minutes", "size": "10 minutes",
+                 "keys": ["item"], "aggregates": {"cnt": "COUNT(*)", "total": "SUM(price)"}},
+      "input":  {"path": "data/bids", "format": "json", "watermark_delay": "1 minute",
+                 "schema": "bidtime TIMESTAMP, price DECIMAL(10,2), item STRING"},
+      "output": {"path": "out/bid_windows"}
+    }
+
 :func:`load_job_config` reads any operator's shape: the config's section selects the operator
-(:mod:`timeweave.jobs.registry`; a ``match_recognize`` section selects the MATCH_RECOGNIZE one).
+(:mod:`timeweave.jobs.registry`; a ``match_recognize`` section selects the MATCH_RECOGNIZE one, a ``window``
+section the window aggregation).
 """
 
 from __future__ import annotations
@@ -51,9 +66,13 @@ from typing import Any
 
 from timeweave.core.bad_rows import check_reader_options
 from timeweave.core.durations import parse_duration
-from timeweave.core.errors import SpecError
+from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.pattern import ClauseSpec, MatchBudget, PatternValidationError, RowsPerMatch, parse_clause
 from timeweave.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
+from timeweave.core.windows import spec as window_specs
+from timeweave.core.windows.calls import read_aggregates
+from timeweave.core.windows.spec import WindowSpec
+from timeweave.core.windows.tvf_sql import find_window_tvfs
 from timeweave.jobs.registry import config_classes, operator_for
 
 SOURCE_FORMATS = ("csv", "json", "parquet")
@@ -454,6 +473,161 @@ class MatchRecognizeJobConfig:
 
     @classmethod
     def load(cls, source: str | Path | Mapping[str, Any]) -> MatchRecognizeJobConfig:
+        """From a dict, a JSON string or a path to a JSON file."""
+        return cls.from_dict(_read_json(source))
+
+
+#: The window arguments of each TVF function (the core spec constructors' parameters, in their order).
+WINDOW_FUNCTIONS: Mapping[str, tuple[str, ...]] = {
+    "tumble": ("size", "offset"), "hop": ("slide", "size", "offset"), "cumulate": ("step", "max_size", "offset"),
+    "session": ("gap", "partition_by"),
+}
+_WINDOW_ARGUMENTS = ("size", "slide", "step", "max_size", "gap", "offset")
+#: Every key a window aggregation job config reads.
+WINDOW_SCHEMA: Mapping[str, Key] = {
+    "window": Key((dict,), required=True, keys={
+        "function": _TEXT, "tvf": _TEXT, "time": _TEXT,
+        **{name: _DURATION_KEY for name in _WINDOW_ARGUMENTS}, "partition_by": _TEXTS,
+        "keys": _TEXTS, "aggregates": Key((dict,), required=True),
+    }),
+    "input": _SOURCE,
+    "output": _OUTPUT,
+    "checkpoint": _TEXT,
+    "trigger": _TRIGGER,
+}
+
+
+def _window_duration(value: str | int, name: str) -> str | int:
+    """A window duration of the config: text as it is, an integer as the config's durations are, µs (window bounds
+    are whole ms, as in Flink).
+
+    >>> _window_duration(60_000_000, "size"), _window_duration("-8 hours", "offset")
+    (60000, '-8 hours')
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value % 1000:
+            raise ConfigError(f"window.{name}", f"{value} µs is not a whole number of milliseconds")
+        return value // 1000
+    return value
+
+
+def _window_spec(w: Mapping[str, Any]) -> tuple[WindowSpec, str]:
+    """The ``window`` section's spec and event-time column: from ``tvf`` (Flink's call text) or from ``function``
+    and its arguments (:data:`WINDOW_FUNCTIONS`), never both."""
+    given = [name for name in (*_WINDOW_ARGUMENTS, "partition_by") if w.get(name) is not None]
+    if w.get("tvf") is not None:
+        clash = [name for name in ("function", "time", *given) if w.get(name) is not None]
+        if clash:
+            raise ConfigError(f"window.{clash[0]}", "give the window either as 'tvf' (the call's text) or as "
+                              "'function', 'time' and its arguments, not both")
+        try:
+            calls = find_window_tvfs(w["tvf"])
+        except QuerySyntaxError as error:
+            raise ConfigError("window.tvf", str(error)) from None
+        if len(calls) != 1 or w["tvf"][:calls[0].start].strip() or w["tvf"][calls[0].end:].strip():
+            raise ConfigError("window.tvf", "expected one window TVF call, e.g. \"TUMBLE(TABLE input, "
+                              "DESCRIPTOR(ts), INTERVAL '10' MINUTES)\"")
+        return calls[0].spec, calls[0].time_column
+    function = w.get("function")
+    if function is None:
+        raise ConfigError("window.function", "missing key (required): one of tumble, hop, cumulate, session "
+                          "(or give 'tvf', the call's text)")
+    arguments = WINDOW_FUNCTIONS.get(str(function).lower())
+    if arguments is None:
+        close = difflib.get_close_matches(str(function).lower(), list(WINDOW_FUNCTIONS), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}?" if close else f"use one of {', '.join(WINDOW_FUNCTIONS)}"
+        raise ConfigError("window.function", f"unknown window function {function!r}; {hint}")
+    for name in given:
+        if name not in arguments:
+            raise ConfigError(f"window.{name}", f"not an argument of {function.upper()} (its arguments: "
+                              f"{', '.join(arguments)})")
+    if w.get("time") is None:
+        raise ConfigError("window.time", "missing key (required): the event-time column (the DESCRIPTOR's)")
+    values = {name: _window_duration(w[name], name) if name != "partition_by" else w[name]
+              for name in arguments if w.get(name) is not None}
+    for name in arguments:
+        if name not in ("offset", "partition_by") and name not in values:
+            raise ConfigError(f"window.{name}", f"missing key (required by {function.upper()})")
+    try:
+        return getattr(window_specs, str(function).lower())(**values), w["time"]
+    except SpecError as error:
+        raise ConfigError(f"window.{error.argument}", error.message) from None
+
+
+@dataclass(frozen=True)
+class WindowJobConfig:
+    """A window aggregation streaming or backfill job; see the module docstring for the JSON shape.
+
+    ``spec`` is the window (a core spec), ``time`` the event-time column (the watermark's: ``input.watermark_delay``
+    is its allowed out-of-orderness), ``keys`` the GROUP BY columns, ``aggregates`` output name -> text.
+
+    >>> job = WindowJobConfig.from_dict({
+    ...     "window": {"tvf": "TUMBLE(TABLE input, DESCRIPTOR(ts), INTERVAL '1' MINUTE)", "keys": "k",
+    ...                "aggregates": {"n": "COUNT(*)"}},
+    ...     "input": {"path": "in", "format": "json", "schema": "k STRING, ts TIMESTAMP"}, "output": {"path": "out"}})
+    >>> job.spec, job.time, job.keys, job.late_path
+    (TumbleSpec(size=60000, offset=0), 'ts', ('k',), 'out_late')
+    >>> WindowJobConfig.from_dict({"window": {"function": "hop", "time": "ts", "size": "10 minutes", "gap": "1 minute",
+    ...     "aggregates": {"n": "COUNT(*)"}}, "input": {"path": "in", "format": "json", "schema": "ts TIMESTAMP"},
+    ...     "output": {"path": "out"}})
+    Traceback (most recent call last):
+    ...
+    timeweave.jobs.config.ConfigError: job config: window.gap: not an argument of HOP (its arguments: slide, size, offset)
+    """
+
+    spec: WindowSpec
+    time: str
+    keys: tuple[str, ...]
+    aggregates: Mapping[str, str]
+    input: SourceConfig
+    output_path: str
+    late_path: str
+    dead_letter_path: str
+    checkpoint: str | None = None
+    available_now: bool = True
+    processing_time: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def event_time(self) -> str:
+        """The event-time column (the watermark's)."""
+        return self.time
+
+    @property
+    def mode(self) -> str:
+        """Always ``event_time`` (windows fire when the watermark passes their end)."""
+        return "event_time"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WindowJobConfig:
+        if isinstance(data, Mapping):
+            for section in ("left", "right", "versioned", "join", "match_recognize"):
+                if section in data:
+                    raise ConfigError(section, "this section belongs to another operator's job, not a window "
+                                      "aggregation job (a config with a 'window' section)")
+        check_keys(data, WINDOW_SCHEMA)
+        w = data["window"]
+        spec, time = _window_spec(w)
+        aggregates = dict(w["aggregates"])
+        try:
+            read_aggregates(aggregates)
+        except SpecError as error:
+            raise ConfigError("window.aggregates", f"{error.where}: {error.message}" if error.where else error.message
+                              ) from None
+        keys = w.get("keys") or ()
+        available_now, processing_time = _trigger(data)
+        return cls(
+            spec=spec, time=time, keys=(keys,) if isinstance(keys, str) else tuple(keys), aggregates=aggregates,
+            input=SourceConfig.from_dict(data["input"], "input"),
+            **_output_paths(data),
+            checkpoint=data.get("checkpoint"),
+            available_now=available_now,
+            processing_time=processing_time,
+            raw=dict(data),
+        )
+
+    @classmethod
+    def load(cls, source: str | Path | Mapping[str, Any]) -> WindowJobConfig:
         """From a dict, a JSON string or a path to a JSON file."""
         return cls.from_dict(_read_json(source))
 

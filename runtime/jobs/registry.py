@@ -15,7 +15,7 @@ CLI's ``validate``, Airflow's parse of a DAG) must not import Spark or every ope
 >>> operator_for({"left": {}, "join": {}}).name, operator_for({}).name
 ('temporal_join', 'temporal_join')
 >>> [op.section for op in OPERATORS]
-['join', 'match_recognize']
+['join', 'match_recognize', 'window']
 """
 
 from __future__ import annotations
@@ -71,6 +71,8 @@ OPERATORS: tuple[JobOperator, ...] = (
                 "timeweave.jobs.temporal_join", slices_per_job=True),
     JobOperator("match_recognize", "match_recognize", "MATCH_RECOGNIZE", "timeweave.jobs.config:MatchRecognizeJobConfig",
                 "timeweave.jobs.match_recognize"),
+    JobOperator("window", "window", "window aggregation", "timeweave.jobs.config:WindowJobConfig",
+                "timeweave.jobs.windows"),
 )
 DEFAULT = OPERATORS[0]
 
@@ -91,7 +93,7 @@ def operator_of(job: Any) -> JobOperator:
     >>> operator_of(object())
     Traceback (most recent call last):
     ...
-    timeweave.core.errors.SpecError: job config: argument 'config': an object is no job config of any operator (temporal_join, match_recognize)
+    timeweave.core.errors.SpecError: job config: argument 'config': an object is no job config of any operator (temporal_join, match_recognize, window)
     """
     for op in OPERATORS:
         if type(job) is op.config_class():

@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 from timeweave.jobs.cli import parser
-from timeweave.jobs.config import MATCH_RECOGNIZE_SCHEMA, TEMPORAL_JOIN_SCHEMA, Key
+from timeweave.jobs.config import MATCH_RECOGNIZE_SCHEMA, TEMPORAL_JOIN_SCHEMA, WINDOW_SCHEMA, Key
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
 _TYPE_NAMES = {str: "string", int: "integer", bool: "true/false", dict: "object"}
 _JOBS = {frozenset({"temporal join"}): "temporal join", frozenset({"MATCH_RECOGNIZE"}): "MATCH_RECOGNIZE",
-         frozenset({"temporal join", "MATCH_RECOGNIZE"}): "both"}
+         frozenset({"window"}): "window", frozenset({"MATCH_RECOGNIZE", "window"}): "MATCH_RECOGNIZE, window",
+         frozenset({"temporal join", "MATCH_RECOGNIZE", "window"}): "all"}
 
 
 def _type_text(key: Key) -> str:
@@ -42,10 +43,11 @@ def _flatten(schema: Mapping[str, Key], prefix: str = "") -> dict[str, Key]:
 
 
 def expected_config_rows() -> dict[str, tuple[str, str, str]]:
-    """``path -> (job, type, required)`` for every key of both job-config schemas: what the table must say."""
+    """``path -> (job, type, required)`` for every key of the job-config schemas: what the table must say."""
     kinds: dict[str, set[str]] = {}
     keys: dict[str, Key] = {}
-    for kind, schema in (("temporal join", TEMPORAL_JOIN_SCHEMA), ("MATCH_RECOGNIZE", MATCH_RECOGNIZE_SCHEMA)):
+    for kind, schema in (("temporal join", TEMPORAL_JOIN_SCHEMA), ("MATCH_RECOGNIZE", MATCH_RECOGNIZE_SCHEMA),
+                         ("window", WINDOW_SCHEMA)):
         for path, key in _flatten(schema).items():
             if path in keys:
                 assert (_type_text(keys[path]), keys[path].required) == (_type_text(key), key.required), (
@@ -244,7 +246,8 @@ def test_the_tours_python_calls_name_real_functions_and_arguments():
 
 
 def test_the_job_configs_shown_are_valid():
-    from timeweave.jobs.config import MatchRecognizeJobConfig, load_job_config
+    from timeweave.jobs.config import MatchRecognizeJobConfig, WindowJobConfig, load_job_config
 
     configs = [load_job_config(block) for block in _code_blocks("json")]
-    assert len(configs) == 2 and isinstance(configs[1], MatchRecognizeJobConfig)
+    assert len(configs) == 3 and isinstance(configs[0], WindowJobConfig)
+    assert isinstance(configs[2], MatchRecognizeJobConfig)

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from timeweave.core.errors import SpecError
+from timeweave.core.operator import StateLayout, ValueState
 from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
 from timeweave.core.windows.accumulators import AggregateCall, Aggregates
@@ -69,6 +70,14 @@ FIRED = "win-fired"  # int: the watermark (ms) through which the key's aligned w
 SESSIONS = "win-sessions"  # list[[start, end, accumulator row]]: in-flight sessions, sorted, disjoint
 TIMER = "win-timer"  # int: the one registered core timer (µs): the next window's window_time
 STATE_NAMES = (SLICES, FIRED, SESSIONS, TIMER)
+#: The operator's declared per-key state (the keyed-operator contract): what hosts snapshot and restore (a
+#: backfill slice edge), refusing any other name.  Version 1.
+LAYOUT = StateLayout(1, (
+    ValueState(SLICES, "aligned windows: slice end (ms) -> accumulator row [row_count, acc_1, ...]"),
+    ValueState(FIRED, "aligned windows: the watermark (ms) through which the key's windows have fired"),
+    ValueState(SESSIONS, "sessions: the in-flight sessions [start, end, accumulator row], sorted, disjoint"),
+    ValueState(TIMER, "the one registered core timer (µs): the next window's window_time"),
+))
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +127,9 @@ class WindowAggregateOperator:
     GROUP BY values; for SESSION they must include the spec's ``partition_by`` columns (sessions are kept
     apart by them, as Flink's SESSION window aggregation requires).
 
+    >>> from timeweave.core.windows.spec import tumble
+    >>> WindowAggregateOperator(tumble("1 minute"), [], time_column="ts").layout.names
+    ('win-slices', 'win-fired', 'win-sessions', 'win-timer')
     >>> WindowAggregateOperator("TUMBLE", [], time_column="ts")
     Traceback (most recent call last):
     ...
@@ -138,6 +150,8 @@ class WindowAggregateOperator:
         if not isinstance(time_column, str) or not time_column:
             raise SpecError("time_column", f"expected the event-time column's name, got {time_column!r}")
         self.spec = spec
+        #: the declared per-key state (:data:`LAYOUT`)
+        self.layout = LAYOUT
         self.aggregates = aggregates if isinstance(aggregates, Aggregates) else Aggregates(aggregates)
         self.time_column = time_column
         read_time = time_of or (lambda row: event_time_ms(row[time_column]))
@@ -363,5 +377,5 @@ class WindowAggregateOperator:
             ctx.put(TIMER, wanted)
 
 
-__all__ = ["FIRED", "SESSIONS", "SLICES", "STATE_NAMES", "TIMER", "DeadLetter", "Output", "WindowAggregateOperator",
+__all__ = ["FIRED", "LAYOUT", "SESSIONS", "SLICES", "STATE_NAMES", "TIMER", "DeadLetter", "Output", "WindowAggregateOperator",
            "WindowRow", "format_ms"]

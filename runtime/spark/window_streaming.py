@@ -1,0 +1,539 @@
+"""Streaming window aggregation: the core :class:`~timeweave.core.windows.WindowAggregateOperator` per GROUP BY key
+on the streaming host (:mod:`timeweave.spark.host`, event time).
+
+A registration: what is the window operator's own.  Which windows a row belongs to, when a window fires, which
+rows are late for which windows and session merging are the core's (:mod:`timeweave.core.windows`); the output
+schema is the DataFrame door's (:func:`timeweave.spark.windows.window_aggregate` over the same input, analysed
+only); buckets, the state bridge, packs, heartbeats and the watermark are the host's.  What is left here:
+
+1. **The elements.**  Every input row becomes ``tw_b``, ``tw_key`` (the GROUP BY keys as one canonical string,
+   marked: NULL is an ordinary key, as in batch), ``tw_op`` (data row or dead letter), ``tw_time`` (event time,
+   µs since the epoch) and ``tw_row`` (the row in the host's wire format).  A key's rows of an invocation are
+   decoded in one JSON parse (:func:`rows_decoder`): the aggregates read the wire values (timestamps as µs,
+   dates as days, decimals exact), so a ``MIN`` / ``MAX`` result goes back to Spark in the same format.
+2. **Watermark.**  ``withWatermark`` on the packs' largest event time (``watermark`` = allowed
+   out-of-orderness); heartbeat rows (the job's ``flush`` at 9999-12-31 23:59:59.999) are unioned in before it.
+   A streaming window aggregation without a watermark is refused before any Spark job: windows fire only when
+   the watermark passes their end.
+3. **The state.**  :data:`timeweave.core.windows.operator.LAYOUT` in the bucket's MapState ``timeweave_win_keys``
+   and index ``timeweave_win_index`` (:data:`STATE`), LZ4-compressed from 2 kB: per key, the accumulator rows of
+   its slices (HOP and CUMULATE share slices) or its in-flight sessions, never the rows themselves.
+4. **End of input.**  The flush's watermark reaches the core as ``END_OF_TIME``: every key's one core timer (at
+   its next window's ``window_time``) is due, and every remaining window fires, as a batch run would emit it.
+
+**Outputs** (one tagged stream split per micro-batch by :meth:`StreamingWindows.split`, written by the host's
+writer, :mod:`timeweave.spark.host.writer`):
+
+* main: the DataFrame door's schema and rows (``window_start``, ``window_end``, ``window_time``, the keys, the
+  aggregates), one append-only row per window and key, once the watermark passes its ``window_time``;
+* late: every row dropped from at least one window (Flink's observable rule, :mod:`timeweave.core.windows.late`):
+  the input columns + ``reason`` (the windows missed, the watermark, whether it still counted elsewhere) +
+  ``watermark`` (at its arrival) + ``missed_windows`` (``ARRAY<STRUCT<window_start, window_end>>``);
+* dead letter: ``side`` (``input``), ``reason`` (``NULL event time column <time>``), ``row`` (the input row as
+  JSON), the other doors' shape; a file source's unparsable records join it in the job
+  (:mod:`timeweave.jobs.streaming`).
+
+Event time must be a ``TIMESTAMP`` column (Spark's watermark needs one); with a session time zone other than UTC
+its windows follow that zone's wall clock, as the batch doors' do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.streaming import StatefulProcessorHandle
+
+from timeweave.core.errors import SpecError
+from timeweave.core.event_time import END_OF_INPUT_MS, end_of_input_ms, watermark_as_time
+from timeweave.core.operator import StateLayout
+from timeweave.core.pattern.partition import null_event_time_reason
+from timeweave.core.state import END_OF_TIME, NO_WATERMARK
+from timeweave.core.windows import LateRow, SessionSpec, WindowAggregateOperator, WindowRow, WindowSpec
+from timeweave.core.windows.calls import AggregateText, read_aggregates
+from timeweave.core.windows.zones import TimeShift
+from timeweave.spark.host.packs import PACK, PACK_TIME, PACKS_WITH_TIME_SCHEMA, pack_rows
+from timeweave.spark.host.processor import HostProcessor, StateVariables
+from timeweave.spark.host.schema import BUCKET, DEAD_TS, DEFAULT_BUCKETS, KEY_TEXT, OP, ROW, TIME, TS, check_buckets
+from timeweave.spark.host.state import PackedEntry, SparkKeyContext
+from timeweave.spark.host.stream import BatchOutputs, delay_ms, heartbeat_rows, run_operator
+from timeweave.spark.host.wire import JSON_OPTIONS, from_wire, key_columns, to_wire
+from timeweave.spark.host.writer import OutputCounts
+from timeweave.spark.render import quote
+from timeweave.spark.window_render import WINDOW_COLUMNS
+
+WHERE = "window aggregate stream"
+#: ``tw_op`` of an input row / of a dead letter (NULL event time; the host's ``HEARTBEAT`` is 3).
+DATA_ROW, DEAD_ROW = 0, 4
+
+# -- the tagged (operator output) schema ---------------------------------------------------------------
+KIND = "__tw_kind"
+KEY = "__tw_key"  # a main row's key text (tw_key): the key columns are read back from it in split
+OUT = "__tw_out"  # a main row's window columns and aggregates, as a wire-format JSON object
+IN_ROW = "__tw_in_row"  # a late row's wire text / a dead letter's to_json
+REASON = "__tw_reason"
+WATERMARK = "__tw_watermark"  # a late row's watermark at arrival (µs)
+MISSED = "__tw_missed"  # a late row's missed windows: JSON [[start µs, end µs], ...]
+SIDE = "__tw_side"
+N_IN = "__tw_n_in"
+MAIN, LATE, DEAD, STATS = "window", "late", "dead", "stats"
+
+#: Columns the late output adds to the input columns.
+LATE_COLUMNS = ("reason", "watermark", "missed_windows")
+#: Where the operator's state lives (with :data:`timeweave.core.windows.operator.LAYOUT`: the checkpoint layout).
+STATE = StateVariables("timeweave_win_keys", "timeweave_win_index", PackedEntry)
+
+_TIME_KEY = "\x00tw_time_us"  # a decoded row's event time (µs), what the core's time_of reads
+_TEXT_KEY = "\x00tw_text"  # a decoded row's wire text: a late row goes to the late output as it came
+
+
+def tagged_schema() -> T.StructType:
+    """The operator's output: every output class in one row shape (split by :data:`KIND`)."""
+    strings = (KIND, KEY, OUT, IN_ROW, REASON, MISSED, SIDE)
+    return T.StructType([*(T.StructField(n, T.StringType()) for n in strings),
+                         T.StructField(WATERMARK, T.LongType()), T.StructField(N_IN, T.LongType())])
+
+
+# =================================================================================================
+# Values: wire JSON in, wire JSON out
+# =================================================================================================
+def rows_decoder(schema: T.StructType) -> Callable[[list[str]], list[dict[str, Any]]]:
+    """The function turning ``tw_row`` wire texts into row dicts of wire values (one JSON parse per call):
+    timestamps stay µs and dates days (what the output's wire format wants back), decimals are exact
+    ``Decimal``, FLOAT / DOUBLE columns floats (a FLOAT as its float32 value, as Spark sums it).
+
+    >>> s = T.StructType([T.StructField("p", T.DecimalType(5, 2)), T.StructField("w", T.DoubleType()),
+    ...                   T.StructField("t", T.TimestampType())])
+    >>> rows_decoder(s)(['{"p":1.50,"w":2,"t":7}', '{"w":NaN}'])
+    [{'p': Decimal('1.50'), 'w': 2.0, 't': 7}, {'p': None, 'w': nan, 't': None}]
+    """
+    floats = [(f.name, isinstance(f.dataType, T.FloatType)) for f in schema.fields
+              if isinstance(f.dataType, T.FloatType | T.DoubleType)]
+    raw_decode = json.JSONDecoder(parse_float=Decimal).raw_decode
+    template = dict.fromkeys(schema.names)
+    width = len(template)
+
+    def decode(texts: list[str]) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = raw_decode("[" + ",".join(texts) + "]")[0]
+        # NULL fields are absent from the wire text (ignoreNullFields): such a row gets the template's None
+        if min(map(len, rows), default=width) < width:
+            rows = [row if len(row) == width else {**template, **row} for row in rows]
+        for name, single in floats:
+            for row in rows:
+                value = row.get(name)
+                if value is not None:
+                    row[name] = float(np.float32(value)) if single else float(value)
+        return rows
+
+    return decode
+
+
+def _json_value(value: Any) -> str:
+    """One value as a JSON token Spark's ``from_json`` reads back exactly (NaN and infinities included)."""
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        if value in (float("inf"), float("-inf")):
+            return "Infinity" if value > 0 else "-Infinity"
+        return repr(value)
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return json.dumps(value)
+
+
+def result_converter(data_type: T.DataType) -> Callable[[Any], Any]:
+    """How an aggregate's result becomes the output column's value: a DECIMAL result (AVG) rounded half up to the
+    column's scale, as Spark rounds it; anything else as it is."""
+    if isinstance(data_type, T.DecimalType):
+        exponent = Decimal(1).scaleb(-data_type.scale)
+        return lambda v: v.quantize(exponent, rounding=ROUND_HALF_UP) if isinstance(v, Decimal) else v
+    return lambda v: v
+
+
+def _watermark_us(ms: int) -> int:
+    """A late row's watermark (core ms, or the end of input) as a TIMESTAMP value (µs)."""
+    return watermark_as_time(ms if ms in (NO_WATERMARK, END_OF_TIME) else ms * 1000)
+
+
+# =================================================================================================
+# The processor
+# =================================================================================================
+@dataclass
+class _Sink:
+    """One handler call's outputs: fired windows (key text, JSON), late rows, the input count (None: none)."""
+
+    windows: list[tuple[str | None, str]] = field(default_factory=list)
+    late: list[tuple[str, str, int, str]] = field(default_factory=list)  # (wire text, reason, watermark µs, missed)
+    n_in: int | None = None
+
+
+class WindowProcessor(HostProcessor):
+    """The streaming host's processor of window aggregation: one bucket of GROUP BY keys, one core
+    :class:`~timeweave.core.windows.WindowAggregateOperator` state per key.
+
+    Picklable and small: the spec, the aggregates (parsed, input spellings), the schemas as JSON; the operator and
+    the decoder are rebuilt in :meth:`open` on the executor.
+    """
+
+    state = STATE
+    dead_ops = (DEAD_ROW,)
+    # Every key holding state keeps a core timer at its next window's window_time, which the end of input passes.
+    timer_at_end = False
+
+    def __init__(self, spec: WindowSpec, aggregates: tuple[AggregateText, ...], time: str, input_json: str,
+                 output_json: str, zone: str | None, end_ms: int = END_OF_INPUT_MS) -> None:
+        self.spec = spec
+        self.aggregates = aggregates
+        self.time = time
+        self.input_json = input_json
+        self.output_json = output_json
+        self.zone = zone
+        self.end_ms = end_ms
+
+    def open(self, handle: StatefulProcessorHandle) -> None:
+        schema = T.StructType.fromJson(json.loads(self.input_json))
+        output = T.StructType.fromJson(json.loads(self.output_json))
+        self._op = WindowAggregateOperator(self.spec, [a.call() for a in self.aggregates], time_column=self.time,
+                                           time_of=_time_of, time_zone=self.zone)
+        self._decode = rows_decoder(schema)
+        shift = TimeShift.of(self.zone)
+        self._instant = (lambda ms: ms) if shift is None else shift.instant
+        self._results = [(json.dumps(a.name), result_converter(output[a.name].dataType)) for a in self.aggregates]
+        self._dead_reason = null_event_time_reason(self.time)
+
+    @property
+    def layout(self) -> StateLayout:
+        return self._op.layout
+
+    def new_sink(self) -> _Sink:
+        return _Sink()
+
+    def dead_frame(self, dead: pa.Table) -> pd.DataFrame:
+        return _frame(_Sink(), dead.column(ROW).to_pylist(), self._dead_reason)
+
+    def group(self, table: pa.Table, sink: _Sink) -> list[tuple[str, Any]]:
+        sink.n_in = len(table)
+        keys = table.column(KEY_TEXT).to_pylist()
+        times = table.column(TIME).to_pylist()
+        texts = table.column(ROW).to_pylist()
+        by_key: dict[str | None, list[int]] = {}
+        for i, key in enumerate(keys):
+            by_key.setdefault(key, []).append(i)
+        out = []
+        for key, positions in by_key.items():
+            rows = self._decode([texts[i] for i in positions])
+            for row, i in zip(rows, positions, strict=True):
+                row[_TIME_KEY] = times[i]
+                row[_TEXT_KEY] = texts[i]
+            out.append((key, rows))
+        return out
+
+    def process(self, ctx: SparkKeyContext, elements: list[dict[str, Any]], sink: _Sink) -> None:
+        self._collect(ctx.key, self._op.process_elements(ctx, elements), sink)
+
+    def fire(self, ctx: SparkKeyContext, sink: _Sink) -> None:
+        self._collect(ctx.key, self._op.on_watermark(ctx), sink)
+
+    def _collect(self, key: str | None, outputs: list[Any], sink: _Sink) -> None:
+        instant = self._instant
+        for out in outputs:
+            if out.__class__ is WindowRow:
+                w = out.window
+                parts = [f'"window_start":{instant(w.start) * 1000}', f'"window_end":{instant(w.end) * 1000}',
+                         f'"window_time":{instant(w.end - 1) * 1000}']
+                for (name, convert), value in zip(self._results, out.values, strict=True):
+                    if value is not None:
+                        parts.append(f"{name}:{_json_value(convert(value))}")
+                sink.windows.append((key, "{" + ",".join(parts) + "}"))
+            elif out.__class__ is LateRow:
+                missed = json.dumps([[instant(w.start) * 1000, instant(w.end) * 1000] for w in out.missed])
+                sink.late.append((out.row[_TEXT_KEY], out.reason, _watermark_us(out.watermark), missed))
+            else:  # a DeadLetter: NULL-time rows never reach the operator (they are dead_ops)
+                raise AssertionError(f"unexpected window operator output {out!r}")
+
+    def frames(self, sink: _Sink, always: bool) -> Iterator[pd.DataFrame]:
+        if always or sink.windows or sink.late:
+            yield _frame(sink)
+
+
+def _time_of(row: dict[str, Any]) -> int:
+    """A decoded row's event time in ms (the core's window unit), floored as Spark's ``unix_millis``."""
+    return row[_TIME_KEY] // 1000
+
+
+def _frame(sink: _Sink, dead: list[str] | None = None, dead_reason: str | None = None) -> pd.DataFrame:
+    """The tagged rows of an invocation: windows, late rows, dead letters, one ``stats`` row when counted."""
+    windows, late, dead = sink.windows, sink.late, dead or []
+    stats = [] if sink.n_in is None else [sink.n_in]
+    kinds = [MAIN] * len(windows) + [LATE] * len(late) + [DEAD] * len(dead) + [STATS] * len(stats)
+    none_w, none_l, none_d, none_s = ([None] * len(x) for x in (windows, late, dead, stats))
+
+    def column(values: list[Any]) -> Any:
+        return pd.array(values, dtype=object)
+
+    return pd.DataFrame({
+        KIND: column(kinds),
+        KEY: column([k for k, _ in windows] + none_l + none_d + none_s),
+        OUT: column([o for _, o in windows] + none_l + none_d + none_s),
+        IN_ROW: column(none_w + [r[0] for r in late] + dead + none_s),
+        REASON: column(none_w + [r[1] for r in late] + [dead_reason] * len(dead) + none_s),
+        MISSED: column(none_w + [r[3] for r in late] + none_d + none_s),
+        SIDE: column(none_w + none_l + ["input"] * len(dead) + none_s),
+        WATERMARK: np.array([0] * len(windows) + [r[2] for r in late] + [0] * (len(dead) + len(stats)), dtype=np.int64),
+        N_IN: np.array([0] * (len(windows) + len(late) + len(dead)) + stats, dtype=np.int64),
+    })
+
+
+# =================================================================================================
+# Building the stream
+# =================================================================================================
+@dataclass(frozen=True)
+class StreamingWindows:
+    """A streaming window aggregation: the tagged stream and how to split each of its micro-batches (the
+    :class:`~timeweave.spark.host.writer.TaggedStream` the host's writer takes).
+
+    ``schema`` is the main output's (the DataFrame door's), ``input_schema`` the input's, ``keys`` the GROUP BY
+    columns as the input spells them.
+    """
+
+    stream: DataFrame
+    schema: T.StructType
+    input_schema: T.StructType
+    keys: tuple[str, ...]
+
+    compress_cache: ClassVar[bool] = True
+
+    def count_columns(self) -> list[Column]:
+        """The batch's counts, observed by the host's writer."""
+        kind = F.col(KIND)
+        return [
+            F.count_if(kind == MAIN).alias("windows"),
+            F.count_if(kind == LATE).alias("late"),
+            F.count_if(kind == DEAD).alias("dead"),
+            F.coalesce(F.sum(F.when(kind == STATS, F.col(N_IN))), F.lit(0)).alias("n_in"),
+        ]
+
+    def counts(self, observed: Mapping[str, Any]) -> OutputCounts:
+        """:meth:`count_columns`' values as the writer's counts (dead letters with a NULL time are input rows;
+        a source's malformed records, unioned in by the job, too)."""
+        dead = int(observed["dead"])
+        return OutputCounts({"rows_in": int(observed["n_in"]) + dead}, main=int(observed["windows"]),
+                            late=int(observed["late"]), dead=dead)
+
+    def key_values(self) -> list[Column]:
+        """The key columns, read back from a main row's key text (:func:`timeweave.spark.host.wire.key_columns`,
+        marked): one STRING key is the text after its marker (``n``: NULL), others the JSON of the key values."""
+        text = F.col(KEY)
+        if not self.keys:
+            return []
+        if len(self.keys) == 1 and isinstance(self.input_schema[self.keys[0]].dataType, T.StringType):
+            name = self.keys[0]
+            return [F.when(text == F.lit("n"), F.lit(None)).otherwise(F.expr(f"substring({KEY}, 2)")).alias(name)]
+        parsed = F.from_json(text, T.StructType([
+            T.StructField(f"k{i}", self.input_schema[name].dataType) for i, name in enumerate(self.keys)]), JSON_OPTIONS)
+        return [parsed.getField(f"k{i}").alias(name) for i, name in enumerate(self.keys)]
+
+    def split(self, batch: DataFrame) -> BatchOutputs:
+        """Main, late and dead-letter DataFrames of one micro-batch of :attr:`stream`."""
+        kind = F.col(KIND)
+        key_set = set(self.keys)
+        carried = T.StructType([f for f in self.schema.fields if f.name not in key_set])
+        keys = dict(zip(self.keys, self.key_values(), strict=True))
+        main = batch.where(kind == MAIN).select(from_wire(F.col(OUT), carried).alias("__tw_o"), *keys.values())
+        main = main.select(*[F.col(quote(f.name)) if f.name in key_set else F.col("__tw_o").getField(f.name).alias(f.name)
+                             for f in self.schema.fields])
+        window_type = self.schema["window_start"].dataType
+        missed = F.from_json(F.col(MISSED), T.ArrayType(T.ArrayType(T.LongType())))
+        late = batch.where(kind == LATE).select(
+            from_wire(F.col(IN_ROW), self.input_schema).alias("__tw_in"),
+            F.col(REASON).alias("reason"),
+            F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
+            F.transform(missed, lambda w: F.struct(
+                F.timestamp_micros(w[0]).cast(window_type).alias("window_start"),
+                F.timestamp_micros(w[1]).cast(window_type).alias("window_end"))).alias("missed_windows"),
+        ).select("__tw_in.*", "reason", "watermark", "missed_windows")
+        dead = batch.where(kind == DEAD).select(F.col(SIDE).alias("side"), F.col(REASON).alias("reason"),
+                                                F.col(IN_ROW).alias("row"))
+        return BatchOutputs(main, late, dead)
+
+
+def _find(columns: Sequence[str], name: str) -> str | None:
+    exact = [c for c in columns if c == name]
+    if exact:
+        return exact[0]
+    folded = [c for c in columns if c.lower() == name.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
+@dataclass(frozen=True)
+class WindowQuery:
+    """A window aggregation checked against its input (no Spark job): the spec (SESSION partitioned by the keys,
+    as the DataFrame door merges sessions), the event-time column, the keys and the aggregates as the input
+    spells them, the aggregates' texts as written and the main output's schema (the DataFrame door's)."""
+
+    spec: WindowSpec
+    time: str
+    keys: tuple[str, ...]
+    aggregates: tuple[AggregateText, ...]
+    texts: Mapping[str, str]
+    schema: T.StructType
+
+
+def bind_window_query(df: DataFrame, aggregates: Mapping[str, str], keys: str | Sequence[str], time: str,
+                      window: WindowSpec, where: str) -> WindowQuery:
+    """Check a window aggregation for the core operator (streaming, backfill) against ``df``'s schema; errors name
+    the argument.  The output schema is the DataFrame door's over an empty input of the same schema (analysis
+    only: no Spark job)."""
+    from timeweave.spark.windows import bind, window_aggregate  # the DataFrame door: its checks, its schema
+
+    texts = dict(aggregates) if isinstance(aggregates, Mapping) else aggregates
+    parsed = read_aggregates(texts)  # only what the core computes: no expression is evaluated
+    time, kind, spec = bind(df.schema, time, window)
+    if kind != "ltz":
+        raise SpecError("time", f"column {time!r} is a TIMESTAMP_NTZ: the streaming and backfill windows need a "
+                        "TIMESTAMP event time (Spark's watermark is on TIMESTAMP); cast it", where=where)
+    columns = df.columns
+    key_list = [keys] if isinstance(keys, str) else list(keys)
+    spelled_keys = []
+    for name in key_list:
+        found = _find(columns, name) if isinstance(name, str) else None
+        if found is None:
+            raise SpecError("keys", f"column {name!r} not found; available: {columns}", where=where)
+        spelled_keys.append(found)
+    if len({k.lower() for k in spelled_keys}) != len(spelled_keys):
+        raise SpecError("keys", f"a key column is named twice in {key_list}", where=where)
+    resolved = []
+    for a in parsed:
+        spelled = {}
+        for part in ("column", "filter"):
+            name = getattr(a, part)
+            if name is None:
+                continue
+            found = _find(columns, name)
+            if found is None:
+                raise SpecError("aggregates", f"{a.name} = {a.text}: column {name!r} not found; available: {columns}",
+                                where=where)
+            if part == "filter" and not isinstance(df.schema[found].dataType, T.BooleanType):
+                raise SpecError("aggregates", f"{a.name} = {a.text}: the FILTER column {found!r} must be BOOLEAN, found "
+                                f"{df.schema[found].dataType.simpleString()}", where=where)
+            spelled[part] = found
+        if a.name.lower() in {c.lower() for c in (*WINDOW_COLUMNS, *spelled_keys)}:
+            raise SpecError("aggregates", f"the output name {a.name!r} is already a window or key column", where=where)
+        resolved.append(replace(a, **spelled))
+    if isinstance(spec, SessionSpec):
+        missing = [c for c in spec.partition_by if c.lower() not in {k.lower() for k in spelled_keys}]
+        if missing:
+            raise SpecError("keys", f"a SESSION partitioned by {list(spec.partition_by)} must group by those columns "
+                            f"too; missing {missing}", where=where)
+        spec = SessionSpec(spec.gap, tuple(spelled_keys))
+    empty = df.sparkSession.createDataFrame([], df.schema)
+    schema = window_aggregate(empty, texts, keys=spelled_keys, time=time, window=window).schema
+    return WindowQuery(spec, time, tuple(spelled_keys), tuple(resolved), texts, schema)
+
+
+def session_zone(spark: Any) -> str | None:
+    """The session time zone whose wall clock aligns TIMESTAMP windows (None: UTC); a fixed offset such as
+    ``+08:00`` is refused here (the core's shift takes IANA names)."""
+    zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    try:
+        shift = TimeShift.of(zone)
+    except SpecError:
+        raise SpecError("spark.sql.session.timeZone", f"the streaming and backfill windows align on an IANA time zone "
+                        f"(e.g. 'Asia/Shanghai'), not {zone!r}", where="window") from None
+    return None if shift is None else shift.zone
+
+
+def window_aggregate_stream(
+    df: DataFrame,
+    aggregates: Mapping[str, str],
+    *,
+    keys: str | Sequence[str] = (),
+    time: str,
+    window: WindowSpec,
+    watermark: str | None,
+    heartbeat: DataFrame | None = None,
+    buckets: int = DEFAULT_BUCKETS,
+) -> StreamingWindows:
+    """The streaming window aggregation of a streaming DataFrame (see the module docstring): the arguments of
+    :func:`timeweave.spark.windows.window_aggregate` (``aggregates``: output name -> ``COUNT(*)``, ``SUM(x)``,
+    ``COUNT(DISTINCT x)``... as :mod:`timeweave.core.windows.calls` reads them), plus ``watermark``, the event
+    time's allowed out-of-orderness (``"1 minute"``; required: windows fire when the watermark passes their
+    end), ``heartbeat`` (a stream with one timestamp column whose rows move the watermark; the job's ``flush``
+    writes one at 9999-12-31 23:59:59.999, the end of input) and ``buckets`` (the key-hash buckets: part of the
+    state layout, resume a checkpoint with the same value).  Everything is checked before any Spark job.
+
+    Example::
+
+        from timeweave.core.windows import hop
+        w = window_aggregate_stream(bids, {"cnt": "COUNT(*)", "total": "SUM(price)"}, keys="item",
+                                    time="bidtime", window=hop("5 minutes", "10 minutes"), watermark="1 minute")
+        def write(batch, batch_id):
+            out = w.split(batch.persist())
+            out.main.write.mode("append").parquet("out/windows")
+        w.stream.writeStream.foreachBatch(write).option("checkpointLocation", "chk").start()
+    """
+    if watermark is None or (isinstance(watermark, str) and not watermark.strip()):
+        raise SpecError("watermark", "a streaming window aggregation needs an event-time watermark (the allowed "
+                        "out-of-orderness, e.g. watermark='1 minute'): windows are emitted when the watermark "
+                        "passes their end, and without one none ever is", where=WHERE)
+    end_ms = end_of_input_ms(delay_ms(watermark, "watermark"))
+    check_buckets(buckets, WHERE)
+    query = bind_window_query(df, aggregates, keys, time, window, WHERE)
+    for name in LATE_COLUMNS:
+        if _find(df.columns, name) is not None:
+            raise SpecError("df", f"column '{name}' is added by the late output; rename the input column", where=WHERE)
+    zone = session_zone(df.sparkSession)
+    event = F.col(quote(query.time))
+    dead = event.isNull()
+    original = F.to_json(F.struct(*[F.col(quote(c)) for c in df.columns]))
+    rows = df.select(
+        *key_columns(df, query.keys, buckets, marked=True),
+        F.when(dead, F.lit(DEAD_ROW)).otherwise(F.lit(DATA_ROW)).cast("tinyint").alias(OP),
+        F.unix_micros(F.when(dead, F.lit(DEAD_TS).cast("timestamp")).otherwise(event)).alias(TIME),
+        F.when(dead, original).otherwise(to_wire(df)).alias(ROW),
+    )
+    internal = rows.mapInArrow(_packs_with_time, PACKS_WITH_TIME_SCHEMA).select(
+        BUCKET, F.lit(DATA_ROW).cast("tinyint").alias(OP), F.timestamp_micros(F.col(PACK_TIME)).alias(TS), PACK,
+    )
+    if heartbeat is not None:
+        internal = internal.unionByName(heartbeat_rows(heartbeat, internal))
+    # The event times travel inside the packs: no operator input column carries watermark metadata, so Spark's
+    # late-row filter does not apply and the core decides lateness (see "Late rows" in timeweave.spark.host).
+    internal = internal.withWatermark(TS, watermark).drop(TS)
+    processor = WindowProcessor(query.spec, query.aggregates, query.time, df.schema.json(), query.schema.json(), zone,
+                                end_ms)
+    stream = run_operator(internal, processor, tagged_schema(), event_time=True)
+    return StreamingWindows(stream, query.schema, df.schema, query.keys)
+
+
+def _packs_with_time(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The packing step with each pack's largest event time (the watermark's input)."""
+    return pack_rows(batches, latest=TIME)
+
+
+__all__ = [
+    "LATE_COLUMNS",
+    "STATE",
+    "StreamingWindows",
+    "WindowProcessor",
+    "WindowQuery",
+    "bind_window_query",
+    "result_converter",
+    "rows_decoder",
+    "session_zone",
+    "tagged_schema",
+    "window_aggregate_stream",
+]
