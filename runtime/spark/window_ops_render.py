@@ -2,8 +2,8 @@
 a generated copy) from Python.  Imports no pyspark.
 
 The file calls the temporal-join plan's identifier quoting (``timeweave.timeweave__q``); the ``timeweave``
-namespace here resolves a name in the window-ops file first, then in the temporal-join plan
-(:mod:`timeweave.spark.render`), as dbt resolves the package's macros.
+namespace here (:class:`timeweave.spark.render.MacroNamespace`) resolves a name among the core's constants, then
+in the window-ops file, then in the temporal-join plan, as dbt resolves the package's macros.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-import jinja2
 
 from timeweave.core.windows.ranking import RankRange, SortKey
 from timeweave.spark import render
@@ -26,19 +24,8 @@ WINDOW_OPS_PLAN_FILE = Path(__file__).resolve().parent / WINDOW_OPS_FILE_NAME
 
 @cache
 def _macros() -> Any:
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, extensions=["jinja2.ext.do"])
-    env.globals["timeweave"] = _Namespace()
-    return env.from_string(WINDOW_OPS_PLAN_FILE.read_text()).module
-
-
-class _Namespace:
-    """``timeweave.<macro>`` inside the window-ops file: its own macros, then the temporal-join plan's."""
-
-    def __getattr__(self, name: str) -> Any:
-        found = getattr(_macros(), name, None)
-        if found is None or isinstance(found, jinja2.Undefined):
-            return getattr(render._macros(), name)
-        return found
+    # the window-ops file's own macros first, then the temporal-join plan's (its quoting helpers)
+    return render.plan_module(WINDOW_OPS_PLAN_FILE, _macros, render._macros)
 
 
 def macro(name: str, *args: Any, **kwargs: Any) -> str:
