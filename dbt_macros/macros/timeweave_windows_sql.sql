@@ -168,3 +168,66 @@ SELECT 'input' AS side, {{ timeweave.timeweave__str(reason) }} AS reason, to_jso
 FROM {{ relation }}
 WHERE {{ timeweave.timeweave__q(time) }} IS NULL
 {%- endmacro -%}
+
+{#- Window aggregation with shared slices (Flink's slicing assigners), for aligned windows (TUMBLE, HOP,
+    CUMULATE) and mergeable aggregates: each row updates one slice, a (key, slice) partial per slice (HOP:
+    `slide` long; CUMULATE: `step`; TUMBLE: the window), then each partial joins the windows its slice belongs
+    to and a window merges its slices' partials.  A HOP of size / slide windows per row costs one partial
+    per key and slice, not size / slide rows per input row.  The rows equal the TVF's GROUP BY (window_start,
+    window_end, window_time, keys): a window with rows has at least one non-empty slice, and every merge
+    below is exact (callers keep floating-point SUM / AVG, whose additions would be reordered, on the TVF).
+    `aggregates`: dicts {name, function: count | sum | min | max | avg, argument: quoted column or none
+    (COUNT(*)), type: the aggregate's Spark type over the input, as SQL}; AVG is a sum and a count. -#}
+{%- macro timeweave__window_aggregate_sql(relation, columns, time, function, keys, aggregates, kind='ltz', zone=none,
+                                          size=none, slide=none, step=none, max_size=none, offset=0) -%}
+{%- set q = timeweave.timeweave__q -%}
+{%- set ts = timeweave.timeweave__win_ts -%}
+{%- set by = timeweave.timeweave__win_columns(keys) -%}
+{%- set slice = size if function == 'TUMBLE' else (slide if function == 'HOP' else step) -%}
+{%- set partials, merged = [], [] -%}
+{%- for a in aggregates -%}
+{%- set p = "__tw_p" ~ loop.index0 -%}
+{%- if a.function == 'count' -%}
+{%- do partials.append("count(" ~ (a.argument or "*") ~ ") AS " ~ p) -%}
+{%- do merged.append("CAST(sum(" ~ p ~ ") AS " ~ a.type ~ ")") -%}
+{%- elif a.function == 'avg' -%}
+{%- do partials.append("sum(CAST(" ~ a.argument ~ " AS DOUBLE)) AS " ~ p ~ ", count(" ~ a.argument ~ ") AS " ~ p ~ "c") -%}
+{%- do merged.append("CAST(CASE WHEN sum(" ~ p ~ "c) = 0 THEN NULL ELSE sum(" ~ p ~ ") / sum(" ~ p ~ "c) END AS " ~ a.type ~ ")") -%}
+{%- else -%}
+{%- do partials.append(a.function ~ "(" ~ a.argument ~ ") AS " ~ p) -%}
+{%- do merged.append("CAST(" ~ a.function ~ "(" ~ p ~ ") AS " ~ a.type ~ ")") -%}
+{%- endif -%}
+{%- endfor -%}
+{%- set slice_end = "__tw_t - pmod(__tw_t - (" ~ offset ~ "L), " ~ slice ~ "L) + " ~ slice ~ "L" -%}
+{%- set sliced -%}
+SELECT {{ by ~ ", " if keys }}{{ slice_end }} AS __tw_se, {{ partials | join(", ") }}
+FROM (
+SELECT {{ timeweave.timeweave__win_columns(columns) }}, {{ timeweave.timeweave__win_ms(q(time), kind, zone) }} AS __tw_t
+FROM {{ relation }}
+WHERE {{ q(time) }} IS NOT NULL) __tw_in
+GROUP BY {{ by ~ ", " if keys }}{{ slice_end }}
+{%- endset -%}
+{%- if function == 'TUMBLE' -%}
+{#- a TUMBLE slice is its window: one aggregation, nothing to merge -#}
+SELECT {{ ts("__tw_se - " ~ size ~ "L", kind, zone) }} AS window_start, {{ ts('__tw_se', kind, zone) }} AS window_end, {{ ts('__tw_se - 1', kind, zone) }} AS window_time{{ ", " ~ by if keys }}{% for a in aggregates %}, {{ "__tw_p" ~ loop.index0 }} AS {{ q(a.name) }}{% endfor %}
+FROM (
+SELECT {{ by ~ ", " if keys }}{{ slice_end }} AS __tw_se{% for a in aggregates %}, CAST({{ a.function }}({{ a.argument or "*" }}) AS {{ a.type }}) AS {{ "__tw_p" ~ loop.index0 }}{% endfor %}
+FROM (
+SELECT {{ timeweave.timeweave__win_columns(columns) }}, {{ timeweave.timeweave__win_ms(q(time), kind, zone) }} AS __tw_t
+FROM {{ relation }}
+WHERE {{ q(time) }} IS NOT NULL) __tw_in
+GROUP BY {{ by ~ ", " if keys }}{{ slice_end }}) __tw_windows
+{%- else -%}
+{%- if function == 'HOP' -%}
+{#- a slice ending at se is in the windows ending at se, se + slide, ..., se + size - slide -#}
+{%- set windows = "SELECT *, explode(sequence(__tw_se, __tw_se + " ~ (size - slide) ~ "L, " ~ slide ~ "L)) AS __tw_we FROM (" ~ sliced ~ ") __tw_sliced" -%}
+{%- else -%}
+{#- CUMULATE: from the slice's own end to the end of its max_size period -#}
+{%- set windows = "SELECT *, explode(sequence(__tw_se, __tw_se - " ~ step ~ "L - pmod(__tw_se - " ~ step ~ "L - (" ~ offset ~ "L), " ~ max_size ~ "L) + " ~ max_size ~ "L, " ~ step ~ "L)) AS __tw_we FROM (" ~ sliced ~ ") __tw_sliced" -%}
+{%- endif -%}
+{%- set window_start = ("__tw_we - " ~ size ~ "L") if function != 'CUMULATE' else ("__tw_we - 1L - pmod(__tw_we - 1L - (" ~ offset ~ "L), " ~ max_size ~ "L)") -%}
+SELECT {{ ts(window_start, kind, zone) }} AS window_start, {{ ts('__tw_we', kind, zone) }} AS window_end, {{ ts('__tw_we - 1', kind, zone) }} AS window_time{{ ", " ~ by if keys }}{% for a in aggregates %}, {{ merged[loop.index0] }} AS {{ q(a.name) }}{% endfor %}
+FROM ({{ windows }}) __tw_windows
+GROUP BY {{ by ~ ", " if keys }}__tw_we
+{%- endif -%}
+{%- endmacro -%}
