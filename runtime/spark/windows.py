@@ -202,6 +202,11 @@ def window_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], *, k
     the streaming window-aggregate operator merges them.
     Output: ``window_start``, ``window_end``, ``window_time``, the keys, the aggregates.
 
+    TUMBLE / HOP / CUMULATE share slices, as Flink's slicing assigners do, when every aggregate is SQL text
+    ``COUNT(*)`` or COUNT / SUM / MIN / MAX / AVG of one column with an exact merge (:func:`_exact_partials`):
+    one partial per key and slice, merged per window, the same rows as aggregating the TVF's rows, which every
+    other aggregate does.
+
     Example::
 
         from timeweave.core.windows import tumble as tumble_spec
