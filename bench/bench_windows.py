@@ -97,6 +97,8 @@ def main() -> None:
     parser.add_argument("--data", help="a directory gen_data.py wrote (else a temporary one)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--only", help="run the queries whose name contains this text (e.g. HOP)")
+    parser.add_argument("--interleave", action="store_true",
+                        help="one run of every selected query per round (load drifts evenly over the doors)")
     args = parser.parse_args()
     spark = (SparkSession.builder.master(args.master).config("spark.sql.session.timeZone", "UTC")
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
@@ -105,10 +107,19 @@ def main() -> None:
     print(f"rows={args.rows} master={args.master} cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f}", flush=True)
     native_seconds: dict[str, float] = {}
     results = []
-    for query, door, build in _queries(spark, bids):
-        if args.only and args.only not in query:
-            continue
-        seconds = _time(build, args.repeat)
+    selected = [q for q in _queries(spark, bids) if not args.only or args.only in q[0]]
+    interleaved: dict[tuple[str, str], list[float]] = {}
+    if args.interleave:
+        for _query, _door, build in selected:
+            build().write.format("noop").mode("overwrite").save()  # warm-up
+        for _ in range(args.repeat):
+            for query, door, build in selected:
+                start = time.perf_counter()
+                build().write.format("noop").mode("overwrite").save()
+                interleaved.setdefault((query, door), []).append(time.perf_counter() - start)
+    for query, door, build in selected:
+        runs = interleaved.get((query, door))
+        seconds = statistics.median(runs) if runs else _time(build, args.repeat)
         results.append((query, door, seconds))
         if door.startswith("Spark"):
             native_seconds[query] = seconds
