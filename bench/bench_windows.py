@@ -1,6 +1,6 @@
 """Batch window doors vs Spark's native window() / session_window() group-by, in one run on the same data.
 
-    nice -n 10 python bench/bench_windows.py [--rows 1000000] [--repeat 3] [--data DIR]
+    nice -n 10 python bench/bench_windows.py [--rows 1000000] [--repeat 3] [--data DIR] [--only HOP]
 
 Bids from ../shared/bench/gen_data.py (100 items, one row every 10 ms from 2024-01-01) are read once and cached;
 each query is written to Spark's ``noop`` sink (the whole plan runs, nothing is stored), once to warm up, then
@@ -64,7 +64,17 @@ def _queries(spark, bids):
             "SELECT window_start, window_end, item, COUNT(*) AS cnt FROM TABLE(HOP(TABLE bids, DESCRIPTOR(bidtime), "
             "INTERVAL '5' MINUTES, INTERVAL '10' MINUTES)) GROUP BY window_start, window_end, item")),
         ("HOP 5/10 min COUNT per item", "Spark window()", native(F.window("bidtime", "10 minutes", "5 minutes"), n)),
+        # the same aggregates as Columns: not read as mergeable, so the TVF's exploded rows are grouped (the plan
+        # before slice sharing)
+        ("HOP 5/10 min COUNT per item", "timeweave DataFrame, exploded", agg(hop("5 minutes", "10 minutes"), {"cnt": n})),
+        ("HOP 5/10 min COUNT+SUM per item", "timeweave DataFrame", agg(hop("5 minutes", "10 minutes"), count_sum)),
+        ("HOP 5/10 min COUNT+SUM per item", "timeweave DataFrame, exploded",
+         agg(hop("5 minutes", "10 minutes"), {"cnt": n, "total": F.sum("price")})),
+        ("HOP 5/10 min COUNT+SUM per item", "Spark window()",
+         native(F.window("bidtime", "10 minutes", "5 minutes"), n, s)),
         ("CUMULATE 1/10 min COUNT per item", "timeweave DataFrame", agg(cumulate("1 minute", "10 minutes"), count)),
+        ("CUMULATE 1/10 min COUNT per item", "timeweave DataFrame, exploded",
+         agg(cumulate("1 minute", "10 minutes"), {"cnt": n})),
         ("SESSION 30 s COUNT per item", "timeweave DataFrame", agg(session("30 seconds", "item"), count)),
         ("SESSION 30 s COUNT per item", "Spark session_window()", native(F.session_window("bidtime", "30 seconds"), n)),
     ]
@@ -86,6 +96,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data", help="a directory gen_data.py wrote (else a temporary one)")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--only", help="run the queries whose name contains this text (e.g. HOP)")
+    parser.add_argument("--interleave", action="store_true",
+                        help="one run of every selected query per round (load drifts evenly over the doors)")
     args = parser.parse_args()
     spark = (SparkSession.builder.master(args.master).config("spark.sql.session.timeZone", "UTC")
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
@@ -94,12 +107,24 @@ def main() -> None:
     print(f"rows={args.rows} master={args.master} cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f}", flush=True)
     native_seconds: dict[str, float] = {}
     results = []
-    for query, door, build in _queries(spark, bids):
-        seconds = _time(build, args.repeat)
+    selected = [q for q in _queries(spark, bids) if not args.only or args.only in q[0]]
+    interleaved: dict[tuple[str, str], list[float]] = {}
+    if args.interleave:
+        for _query, _door, build in selected:
+            build().write.format("noop").mode("overwrite").save()  # warm-up
+        for _ in range(args.repeat):
+            for query, door, build in selected:
+                start = time.perf_counter()
+                build().write.format("noop").mode("overwrite").save()
+                interleaved.setdefault((query, door), []).append(time.perf_counter() - start)
+    for query, door, build in selected:
+        runs = interleaved.get((query, door))
+        seconds = statistics.median(runs) if runs else _time(build, args.repeat)
         results.append((query, door, seconds))
         if door.startswith("Spark"):
             native_seconds[query] = seconds
-        print(f"{query:34} {door:24} {seconds:7.2f} s {args.rows / seconds / 1e6:6.2f} M rows/s", flush=True)
+        print(f"{query:34} {door:30} {seconds:7.2f} s {args.rows / seconds / 1e6:6.2f} M rows/s "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
     print("\n| query | door | median s | M rows/s | vs Spark native |\n|---|---|---|---|---|")
     for query, door, seconds in results:
         ratio = native_seconds.get(query)

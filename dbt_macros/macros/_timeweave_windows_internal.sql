@@ -66,7 +66,13 @@
   {{ return(ms) }}
 {%- endmacro %}
 
-{#- The window TVF over `relation` (a Relation or SQL text): checks, introspection, then the shared plan. -#}
+{#- The window TVF over `relation` (a Relation or SQL text): checks, introspection, then the shared plan.
+
+  In a microbatch model's batch (model.batch: [event_time_start, event_time_end)), the TVF emits only the
+  windows whose window_time lies in the batch, and reads `relation` itself, without dbt's batch filter: every
+  row such windows can hold (the plan's read bounds: the longest window before the batch; SESSION: the gap,
+  doubled while a session the batch emits could start before the read's first row, at most 16 times, then
+  the whole past).  So N batches emit the windows of one full run, each once. -#}
 {% macro _window_tvf(function, relation, time, values, partition_by=none) -%}
   {%- set where = function -%}
   {%- set ms = timeweave._window_spec(function, values, where) -%}
@@ -74,7 +80,9 @@
   {%- if not execute -%}
     {{ return('') }}
   {%- endif -%}
-  {%- set info = timeweave._side(relation, 'relation', where, true) -%}
+  {%- set batch = timeweave._microbatch_bounds() -%}
+  {#- a batch reads past dbt's filter of the ref() to the batch: windows reach before it -#}
+  {%- set info = timeweave._side(relation, 'relation', where, batch is none) -%}
   {{ timeweave._require_columns(info, [time], 'time', where) }}
   {{ timeweave._require_kind(info, time, 'timestamp', 'time', where) }}
   {{ timeweave._require_columns(info, partition, 'partition_by', where) }}
@@ -91,8 +99,38 @@
     {%- set found = run_query('select current_timezone()').columns[0].values()[0] -%}
     {%- set zone = none if (found | upper) in ['UTC', 'Z', 'ETC/UTC', 'GMT', '+00:00'] else found -%}
   {%- endif -%}
+  {%- set lookback = none -%}
+  {%- if batch is not none and function == 'SESSION' -%}
+    {%- set ns = namespace(lookback=ms.gap, settled=false) -%}
+    {%- for attempt in range(16) -%}
+      {%- if not ns.settled -%}
+      {%- set edge = timeweave.timeweave__session_edge_sql(info.sql, info.columns, time, kind, zone, ms.gap, partition,
+                                                           batch[0], batch[1], ns.lookback) -%}
+      {%- set missing = run_query(edge).columns[0].values()[0] -%}
+      {%- if missing is none -%}
+        {%- set ns.settled = true -%}
+      {%- else -%}
+        {%- set ns.lookback = [ns.lookback + (missing | int), ns.lookback * 2] | max -%}
+      {%- endif -%}
+      {%- endif -%}
+    {%- endfor -%}
+    {%- set lookback = ns.lookback if ns.settled else -1 -%}
+  {%- endif -%}
   {{ return(timeweave.timeweave__window_tvf_sql(
       info.sql, info.columns, time, function, kind=kind, zone=zone, size=ms.get('size'), slide=ms.get('slide'),
       step=ms.get('step'), max_size=ms.get('max_size'), offset=ms.get('offset', 0), gap=ms.get('gap'),
-      partition_by=partition)) }}
+      partition_by=partition, batch_start=batch[0] if batch else none, batch_end=batch[1] if batch else none,
+      lookback=lookback)) }}
+{%- endmacro %}
+
+{#- The running microbatch batch as [start, end) epoch ms, or none outside a microbatch model's batch (a
+    table, view or incremental model, or a microbatch model compiled without batches). -#}
+{% macro _microbatch_bounds() -%}
+  {%- set node = model if model is mapping else {} -%}
+  {%- set batch = node.get('batch') -%}
+  {%- if not batch or (node.get('config') or {}).get('incremental_strategy') != 'microbatch' -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {{ return([(batch.event_time_start.timestamp() * 1000) | round | int,
+             (batch.event_time_end.timestamp() * 1000) | round | int]) }}
 {%- endmacro %}

@@ -9,7 +9,7 @@ window file, then in the temporal-join plan.  Imports no pyspark.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -75,9 +75,29 @@ def window_tvf_sql(spec: WindowSpec, relation: str, columns: Sequence[str], time
                  **spec_arguments(spec))
 
 
+def window_aggregate_sql(spec: WindowSpec, relation: str, columns: Sequence[str], time: str, keys: Sequence[str],
+                         aggregates: Sequence[Mapping[str, Any]], *, kind: str = "ltz", zone: str | None = None) -> str:
+    """Window aggregation of an aligned ``spec`` with shared slices: ``window_start``, ``window_end``,
+    ``window_time``, the ``keys``, then one column per aggregate (dicts: ``name``, ``function`` count / sum / min /
+    max / avg, ``argument`` a quoted column or None for COUNT(*), ``type`` the aggregate's SQL type).
+
+    >>> from timeweave.core.windows import hop
+    >>> sql = window_aggregate_sql(hop("5 minutes", "10 minutes"), "bids", ["bidtime", "item"], "bidtime", ["item"],
+    ...                            [{"name": "n", "function": "count", "argument": None, "type": "bigint"}])
+    >>> "GROUP BY `item`, __tw_t - pmod(__tw_t - (0L), 300000L) + 300000L" in sql and "GROUP BY `item`, __tw_we" in sql
+    True
+    """
+    arguments = spec_arguments(spec)
+    if arguments["function"] == "SESSION":
+        raise TypeError("sessions have no slices: aggregate the SESSION TVF's rows")
+    return macro("timeweave__window_aggregate_sql", relation, list(columns), time, arguments.pop("function"),
+                 list(keys), [dict(a) for a in aggregates], kind=kind, zone=zone, **arguments)
+
+
 def window_dead_letter_sql(relation: str, columns: Sequence[str], time: str, reason: str) -> str:
     """The rows of ``relation`` with a NULL ``time``: ``side`` (``input``), ``reason``, ``row`` (JSON)."""
     return macro("timeweave__window_dead_letter_sql", relation, list(columns), time, reason)
 
 
-__all__ = ["WINDOW_COLUMNS", "macro", "spec_arguments", "window_dead_letter_sql", "window_tvf_sql"]
+__all__ = ["WINDOW_COLUMNS", "macro", "spec_arguments", "window_aggregate_sql", "window_dead_letter_sql",
+           "window_tvf_sql"]

@@ -28,12 +28,13 @@ from pyspark.sql import types as T
 from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.windows import spec as specs
+from timeweave.core.windows.slicing import SliceAggregate
 from timeweave.core.windows.spec import SessionSpec, WindowSpec
 from timeweave.core.windows.tvf_sql import WindowTvf, find_window_tvfs
 from timeweave.core.windows.zones import TimeShift
 from timeweave.spark import render, sql_rewrite
 from timeweave.spark.schema import column
-from timeweave.spark.window_render import WINDOW_COLUMNS, window_dead_letter_sql, window_tvf_sql
+from timeweave.spark.window_render import WINDOW_COLUMNS, window_aggregate_sql, window_dead_letter_sql, window_tvf_sql
 
 Duration = int | timedelta | str
 
@@ -201,6 +202,11 @@ def window_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], *, k
     the streaming window-aggregate operator merges them.
     Output: ``window_start``, ``window_end``, ``window_time``, the keys, the aggregates.
 
+    TUMBLE / HOP / CUMULATE share slices, as Flink's slicing assigners do, when every aggregate is SQL text
+    ``COUNT(*)`` or COUNT / SUM / MIN / MAX / AVG of one column with an exact merge (:func:`_exact_partials`):
+    one partial per key and slice, merged per window, the same rows as aggregating the TVF's rows, which every
+    other aggregate does.
+
     Example::
 
         from timeweave.core.windows import tumble as tumble_spec
@@ -220,6 +226,10 @@ def window_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], *, k
             # A session window aggregate merges sessions per group key (the core's evaluate and the streaming
             # operator, keyed by the grouping keys): the keys are the sessions' partition.
             window = SessionSpec(window.gap, tuple(key_list))
+        else:
+            sliced = _sliced_aggregate(df, aggregates, columns, key_list, time, window)
+            if sliced is not None:
+                return sliced
         df = window_tvf(df, time, window)
     elif time is not None:
         raise SpecError("window", "time= without window=: pass the window spec, or a window TVF's output alone",
@@ -231,6 +241,54 @@ def window_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], *, k
                             + (" (pass window= and time=, or a window TVF's output)" if argument == "df" else ""),
                             where="window_aggregate")
     return df.groupBy(*[column(c) for c in (*WINDOW_COLUMNS, *key_list)]).agg(*columns)
+
+
+def _exact_partials(function: str, data_type: T.DataType) -> bool:
+    """Whether slice partials of ``function`` over ``data_type`` merge to exactly the direct aggregate: COUNT,
+    MIN, MAX of atomic types; SUM of integers and decimals; AVG of integers up to INT (its sum, a DOUBLE, is
+    exact).  FLOAT / DOUBLE sums are not: merging partial sums reorders the additions, so the last bits could
+    differ from the other doors' rows."""
+    if function == "count":
+        return True
+    if function in ("min", "max"):
+        return not isinstance(data_type, (T.StructType, T.ArrayType, T.MapType, T.VariantType))
+    if function == "sum":
+        return isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType))
+    return function == "avg" and isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType))
+
+
+def _sliced_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], columns: list[Column],
+                      keys: list[str], time: str, window: WindowSpec) -> DataFrame | None:
+    """The window aggregate of an aligned ``window`` with shared slices (Flink's slicing assigners: one partial
+    per key and slice, a window merges its slices), or None when an aggregate is not mergeable (a Column, SQL
+    text other than COUNT / SUM / MIN / MAX / AVG of one column, an inexact merge): those windows aggregate the
+    TVF's rows.  Nothing here runs a Spark job (the aggregates' types come from analysis)."""
+    parsed = [SliceAggregate.of(name, text) if isinstance(text, str) else None for name, text in aggregates.items()]
+    if any(a is None for a in parsed):
+        return None
+    time, kind, spec = bind(df.schema, time, window)
+    spelled_keys = []
+    for name in keys:
+        found = _find(df.columns, name)
+        if found is None:
+            raise SpecError("keys", f"column {name!r} not found; available: {df.columns}", where="window_aggregate")
+        spelled_keys.append(found)
+    result_types = df.groupBy().agg(*columns).schema
+    plan = []
+    for call, field in zip(parsed, result_types.fields, strict=True):
+        argument = None
+        if call.argument is not None:
+            argument = _find(df.columns, call.argument)
+            if argument is None:  # let the TVF path report Spark's own error
+                return None
+            if not _exact_partials(call.function, df.schema[argument].dataType):
+                return None
+        plan.append({"name": call.name, "function": call.function,
+                     "argument": None if argument is None else render.quote(argument),
+                     "type": field.dataType.simpleString()})
+    sql = window_aggregate_sql(spec, render.relation("source"), df.columns, time, spelled_keys, plan, kind=kind,
+                               zone=_zone(df.sparkSession, kind))
+    return df.sparkSession.sql(render.formattable(sql), source=df)
 
 
 def window_aggregate_with_rejects(df: DataFrame, aggregates: Mapping[str, str | Column], *,

@@ -20,6 +20,7 @@ HOP of ``size / slide`` windows per row costs one accumulator update per row, no
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from timeweave.core.windows.spec import AlignedSpec, CumulateSpec, HopSpec, TumbleSpec, Window, window_start
@@ -116,4 +117,40 @@ class Slicing:
         return [Window(window_start_of(end), end) for end in self.window_ends(self.slice_end(timestamp))]
 
 
-__all__ = ["Slicing"]
+#: An aggregate call a batch plan can compute per slice and merge: COUNT(*) / COUNT(1), and COUNT, SUM, MIN,
+#: MAX or AVG of one column (a plain or `back-quoted` name).  Anything else (DISTINCT, FILTER, expressions,
+#: other functions) is not read as mergeable and is computed on each window's rows.
+_MERGEABLE = re.compile(r"\s*(count|sum|min|max|avg)\s*\(\s*(\*|1|[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)\s*\)\s*",
+                        re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class SliceAggregate:
+    """A mergeable aggregate call: ``function`` (``count``, ``sum``, ``min``, ``max``, ``avg``) of the column
+    ``argument`` (None: COUNT(*)), output as ``name``.  Build it with :meth:`of`."""
+
+    name: str
+    function: str
+    argument: str | None
+
+    @classmethod
+    def of(cls, name: str, text: str) -> SliceAggregate | None:
+        """``text`` (SQL) as a mergeable call, or None when it is not one.
+
+        >>> SliceAggregate.of("n", "COUNT(*)"), SliceAggregate.of("s", " sum( `odd``name` ) ")
+        (SliceAggregate(name='n', function='count', argument=None), SliceAggregate(name='s', function='sum', argument='odd`name'))
+        >>> SliceAggregate.of("d", "COUNT(DISTINCT v)") is None, SliceAggregate.of("x", "SUM(v) + 1") is None
+        (True, True)
+        """
+        found = _MERGEABLE.fullmatch(text)
+        if found is None:
+            return None
+        function, argument = found.group(1).lower(), found.group(2)
+        if argument in ("*", "1"):
+            return cls(name, "count", None) if function == "count" else None
+        if argument.startswith("`"):
+            argument = argument[1:-1].replace("``", "`")
+        return cls(name, function, argument)
+
+
+__all__ = ["SliceAggregate", "Slicing"]
