@@ -153,7 +153,8 @@ def _decoder(data_type: T.DataType, zone: Any) -> Callable[[Any], Any] | None:
     None when the JSON value already is that value (strings, integers, booleans).
     """
     if isinstance(data_type, T.TimestampType):
-        return lambda v: datetime.fromisoformat(v).astimezone(zone).replace(tzinfo=None)
+        wall = _wall_clock(zone)
+        return lambda v: wall((datetime.fromisoformat(v) - _EPOCH) // _MICROSECOND)
     if isinstance(data_type, T.TimestampNTZType):
         return datetime.fromisoformat
     if isinstance(data_type, T.DateType):
@@ -194,7 +195,7 @@ def _wire_decoder(data_type: T.DataType, zone: Any) -> Callable[[Any], Any] | No
     if isinstance(data_type, T.TimestampType):
         if zone is UTC:
             return lambda v: _EPOCH_NAIVE + timedelta(microseconds=v)
-        return lambda v: (_EPOCH + timedelta(microseconds=v)).astimezone(zone).replace(tzinfo=None)
+        return _wall_clock(zone)
     if isinstance(data_type, T.DateType):
         return lambda v: date.fromordinal(_EPOCH_ORDINAL + v)
     return _decoder(data_type, zone)
@@ -202,6 +203,29 @@ def _wire_decoder(data_type: T.DataType, zone: Any) -> Callable[[Any], Any] | No
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _EPOCH_NAIVE = datetime(1970, 1, 1)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _wall_clock(zone: Any) -> Callable[[int], datetime]:
+    """µs since the epoch -> the instant's wall clock in ``zone`` (naive), as the batch door's Arrow conversion.
+
+    Not through a UTC datetime only: east of Greenwich, 0001-01-01 00:00 on the zone's clock is an instant of
+    year 0 UTC, which a Python datetime cannot hold (OverflowError: the streaming job died on it, issue 20);
+    such an instant takes the zone's offset at the range's end it is beyond (its local mean time there).
+
+    >>> from zoneinfo import ZoneInfo
+    >>> _wall_clock(ZoneInfo("Asia/Tokyo"))(-62135630339000000)
+    datetime.datetime(1, 1, 1, 0, 0)
+    """
+    first, last = zone.utcoffset(datetime(1, 1, 2)), zone.utcoffset(datetime(9999, 12, 30))
+
+    def wall(v: int) -> datetime:
+        try:
+            return (_EPOCH + timedelta(microseconds=v)).astimezone(zone).replace(tzinfo=None)
+        except OverflowError:  # the instant is outside datetime's UTC range; its wall clock may be inside
+            return _EPOCH_NAIVE + (timedelta(microseconds=v) + (first if v < 0 else last))
+
+    return wall
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
