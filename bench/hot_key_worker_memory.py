@@ -50,7 +50,7 @@ def _input(versions: int, orders: int) -> pd.DataFrame:
         S.OP: [S.UPSERT] * versions + [S.LEFT_ROW] * orders,
         S.TIME: times + [T0_US + (i * versions // max(orders, 1)) * 1000 + 500 for i in range(orders)],
         S.FILE: ["r1"] * versions + ["l1"] * orders,
-        S.ROW: ['{"rate": %d.5}' % (i % 1000) for i in range(versions)] + ['{"id": "o%d"}' % i for i in range(orders)],
+        S.ROW: [f'{{"rate": {i % 1000}.5}}' for i in range(versions)] + [f'{{"id": "o{i}"}}' for i in range(orders)],
     })
     schema = pa.schema([(S.BUCKET, pa.int32()), (S.KEY_TEXT, pa.string()), (S.OP, pa.int8()), (S.TIME, pa.int64()),
                         (S.FILE, pa.string()), (S.ROW, pa.string())])

@@ -25,7 +25,7 @@ watermark are the host's.  What is left here:
    every byte of it crosses the state server both ways and goes to RocksDB and the checkpoint (~4x fewer
    bytes).  The earlier per-key ValueState ``timeweave_mr`` layout cannot be resumed.
 4. **End of input.**  A watermark at or past :data:`timeweave.jobs.streaming.END_OF_INPUT` (the job's
-   ``flush`` heartbeat, 9999-12-31 23:59:59.999) minus the watermark delay is the final watermark: it reaches
+   ``flush`` heartbeat, 10000-01-01 00:00:00.000 UTC: past every row's time) minus the watermark delay is the final watermark: it reaches
    the core as ``END_OF_TIME``, so the core's :meth:`~timeweave.core.pattern.MatchRecognizeOperator.finish`
    closes the partition (``$`` matches, greedy attempts settle, WITH UNMATCHED ROWS emits the tail) exactly
    as the batch door does at the end of a partition.  Every key holding state keeps an extra core timer at
@@ -598,7 +598,7 @@ def match_recognize_stream(
     The first ORDER BY column is the event time (TIMESTAMP, TIMESTAMP_NTZ, or integer µs), ascending;
     ``watermark`` is its allowed out-of-orderness (one ``<n> <unit>`` delay, e.g. ``"5 seconds"``); ``heartbeat`` is an optional
     stream with one timestamp column whose rows move the watermark (the job's ``flush`` writes one at
-    9999-12-31 23:59:59.999: the end of input).  ``buckets`` is how many hash buckets the PARTITION BY keys are
+    10000-01-01 00:00:00.000 UTC, past every row's time: the end of input).  ``buckets`` is how many hash buckets the PARTITION BY keys are
     spread over (the operator's grouping key; part of the state layout: resume a checkpoint with the
     same value).  ``budget`` bounds each key's matching (:class:`~timeweave.core.pattern.MatchBudget`; None: the
     default): a key that runs out is poisoned, its rows go to the dead letter with the reason.  The clause and
