@@ -285,6 +285,7 @@ LAST_MS = "9999-12-31 23:59:59.999"
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_a_row_in_the_last_millisecond_does_not_close_the_stream(spark, tmp_path: Path) -> None:
     """A temporal join and a MATCH_RECOGNIZE fed a row at 9999-12-31 23:59:59.999 in a first run, then rows
     later in the same millisecond in a flushed second run.  The flush heartbeat stood at that millisecond, so
@@ -379,6 +380,7 @@ ZONE_START, ZONE_END = datetime(2026, 1, 1), datetime(2026, 1, 2)  # naive bound
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 @pytest.mark.parametrize("zone", ["Asia/Tokyo", "America/Los_Angeles"])
 def test_match_recognize_under_a_session_time_zone(spark, tmp_path: Path, zone: str) -> None:
     """Year 1 on a zone's clock through every MATCH_RECOGNIZE door (its instant is in year 0 UTC east of
