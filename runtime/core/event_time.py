@@ -16,17 +16,22 @@ Spark's event-time watermark and timers are milliseconds, and Spark's watermark 
   (measured: an order at 1900-01-01 among the sample orders, 8 of 10 written, late 0, dead letters 0;
   the order and its key's other order were lost).  So a Spark timer is never below 1 ms: the smallest
   watermark Spark reports that is one, and at it every pre-1970 time has passed.
-* **The end.**  The streaming job's flush heartbeat stands at :data:`END_OF_INPUT_MS`, the last
-  millisecond of TIMESTAMP (9999-12-31 23:59:59.999), and moves the watermark to it minus the allowed
-  delay (``end_ms``).  A watermark at or past ``end_ms`` is the end of input, ``END_OF_TIME``: every
-  buffered row leaves, whatever its µs (a watermark of 9999-12-31 00:00 left a row at 12:00 of that day
-  in state for ever).  A Spark timer is never above ``end_ms``: a later one could never fire.
+* **The end.**  The streaming job's end-of-input (flush) heartbeat stands at :data:`END_OF_INPUT_MS`, one
+  millisecond past TIMESTAMP's last value (10000-01-01 00:00:00.000 UTC, a time Spark's TIMESTAMP holds but
+  no row can have), and moves the watermark to it minus the allowed delay (``end_ms``).  A watermark at or
+  past ``end_ms`` is the end of input, ``END_OF_TIME``: every buffered row leaves, whatever its µs (a
+  watermark of 9999-12-31 00:00 left a row at 12:00 of that day in state for ever).  The heartbeat once
+  stood at TIMESTAMP's last millisecond itself, so a real row at 9999-12-31 23:59:59.999 (its .999xxx µs)
+  moved the watermark there and was taken for the end of input: the stream closed behind it and later rows
+  went late (issue 20).  No row's time reaches the sentinel now: such a row moves the watermark to
+  9999-12-31 23:59:59.999 (minus the delay) like any other.  A Spark timer is never above ``end_ms``: a
+  later one could never fire.
 
 Rows are compared with the watermark by the core, in µs; these rules only decide when Spark wakes a
 bucket up and what its watermark means, so they can make a row wait for a later watermark, never drop it.
 
 >>> spark_timer_ms(MIN_TIME_US), spark_timer_ms(1_001), spark_timer_ms(MAX_TIME_US)
-(1, 2, 253402300799999)
+(1, 2, 253402300800000)
 >>> watermark_us(0) == NO_WATERMARK, watermark_us(2), watermark_us(END_OF_INPUT_MS) == END_OF_TIME
 (True, 2000, True)
 """
@@ -42,8 +47,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MIN_TIME_US = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
 #: 9999-12-31 23:59:59.999999 UTC in µs since the epoch: TIMESTAMP's last value.
 MAX_TIME_US = (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
-#: The streaming job's end-of-input (flush) heartbeat in ms: TIMESTAMP's last millisecond.
-END_OF_INPUT_MS = MAX_TIME_US // 1000
+#: The streaming job's end-of-input (flush) heartbeat in ms: one ms past TIMESTAMP's last value
+#: (10000-01-01 00:00:00.000 UTC), so no row's event time can produce it (see "The end" above).
+END_OF_INPUT_MS = MAX_TIME_US // 1000 + 1
 #: The smallest Spark timer (ms): Spark's watermark 0 means "none yet" (see the module docstring).
 FIRST_TIMER_MS = 1
 

@@ -6,10 +6,11 @@ parentheses, words and punctuation.  Everything else passes through to Spark SQL
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import IntEnum
 
-from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.errors import QuerySyntaxError, SpecError
 
 
 class TokenType(IntEnum):
@@ -103,3 +104,38 @@ def tokenize(text: str) -> list[Token]:
             tokens.append(Token(TokenType.SYMBOL, text[i : i + width], i, i + width))
             i += width
     return tokens
+
+
+_NAME_PART = re.compile(r"\s*(?:`((?:[^`]|``)*)`|(\w+))\s*", re.UNICODE)
+
+
+def split_qualified_name(name: str, *, where: str | None = None) -> tuple[str, ...]:
+    """The parts of a table name as written in SQL (``db.tbl``, ```my db`.`odd``name```), quotes removed.
+
+    A part is an unquoted word (letters, digits, ``_``) or a backquoted identifier (a doubled backquote
+    stands for one); parts are separated by dots.  Anything else (spaces inside a part, comments,
+    parentheses, a second statement) is not a name: :class:`SpecError` names it, so the text never reaches
+    a SQL statement.
+
+    >>> split_qualified_name("spark_catalog.db.`odd``na.me`")
+    ('spark_catalog', 'db', 'odd`na.me')
+    >>> split_qualified_name("rates ('timeweave.time')")
+    Traceback (most recent call last):
+    ...
+    timeweave.core.errors.SpecError: argument 'name': "rates ('timeweave.time')" is not a table name (parts are words or `quoted` identifiers joined by dots)
+    """
+    parts: list[str] = []
+    i = 0
+    while True:
+        match = _NAME_PART.match(name, i)
+        if match is None or (match.group(1) is None and match.group(2) is None):
+            break
+        parts.append(match.group(2) if match.group(1) is None else match.group(1).replace("``", "`"))
+        i = match.end()
+        if i == len(name):
+            return tuple(parts)
+        if name[i] != ".":
+            break
+        i += 1
+    raise SpecError("name", f"{name!r} is not a table name (parts are words or `quoted` identifiers joined by dots)",
+                    where=where)

@@ -7,8 +7,8 @@ one is converted); event time in the core is µs since the epoch (:mod:`timeweav
 
 >>> [s.label for s in slices_of(datetime(2020, 1, 1), datetime(2020, 1, 2), 2)]
 ['2020-01-01T00-00-00', '2020-01-01T12-00-00']
->>> END_OF_INPUT.isoformat()
-'9999-12-31T23:59:59.999000'
+>>> END_OF_INPUT
+END_OF_INPUT
 """
 
 from __future__ import annotations
@@ -24,11 +24,24 @@ from timeweave.core.event_time import END_OF_INPUT_MS
 _EPOCH = datetime(1970, 1, 1)
 _MICROSECOND = timedelta(microseconds=1)
 
-#: The streaming job's end-of-input heartbeat (its ``flush``): TIMESTAMP's last millisecond, 9999-12-31
-#: 23:59:59.999 UTC, naive.  The watermark it produces (minus the allowed delay) is the end of input, past every
-#: event time (:func:`timeweave.core.event_time.watermark_us`).
-END_OF_INPUT = _EPOCH + timedelta(milliseconds=END_OF_INPUT_MS)
-#: :data:`END_OF_INPUT` in µs since the epoch.
+@dataclass(frozen=True)
+class EndOfInput:
+    """The end-of-input mark (the streaming job's ``flush``): a flag, not a time.
+
+    A heartbeat with this mark moves the watermark to :data:`END_OF_INPUT_US`, one ms past TIMESTAMP's last
+    value (:data:`timeweave.core.event_time.END_OF_INPUT_MS`), which no row's time can equal: a row at
+    9999-12-31 23:59:59.999 is processed like any other (it once stood where the flush did, and closed the
+    stream).  A heartbeat at a time, any time, only moves the watermark there.
+    """
+
+    def __repr__(self) -> str:
+        return "END_OF_INPUT"
+
+
+#: The streaming job's end-of-input heartbeat (its ``flush``): ``write_heartbeat(spark, checkpoint, END_OF_INPUT)``.
+END_OF_INPUT = EndOfInput()
+#: The time (µs since the epoch) the end-of-input heartbeat carries into Spark: 10000-01-01 00:00:00 UTC, past
+#: every TIMESTAMP a row can hold (a Python datetime cannot hold it; Spark's TIMESTAMP can).
 END_OF_INPUT_US = END_OF_INPUT_MS * 1000
 
 
@@ -132,6 +145,7 @@ def consecutive_runs(indexes: Sequence[int], longest: int) -> list[list[int]]:
 __all__ = [
     "END_OF_INPUT",
     "END_OF_INPUT_US",
+    "EndOfInput",
     "Slice",
     "consecutive_runs",
     "micros",

@@ -43,17 +43,29 @@ def read_batch(spark, source: SourceConfig):
     return read_source(spark.read, source.format, source.schema, source.options, source.path)
 
 
-def _sources(spark, sources: Mapping[str, SourceConfig]) -> tuple[dict[str, Any], Any]:
-    """Each side's well-formed rows, and the malformed records of all sides (None when no source is CSV / JSON)."""
+def _sources(spark, sources: Mapping[str, SourceConfig]) -> tuple[dict[str, Any], Any, list[Any]]:
+    """Each side's well-formed rows, the malformed records of all sides (None when no source is CSV / JSON),
+    and the parsed CSV / JSON sources to unpersist once the run is done.
+
+    A CSV / JSON source is parsed once: its tagged rows are persisted, and the operator's reads (a temporal
+    join reads each side several times) and the dead letter's all read that one parse.  Unpersisted, each
+    read parsed the text again, the dead letter's included: every typed column of every record is converted
+    to find the malformed ones (:mod:`timeweave.spark.sources`).
+    """
+    from pyspark import StorageLevel
+
     from timeweave.spark.sources import is_tagged, split_malformed
 
-    rows, dead = {}, None
+    rows, dead, parsed = {}, None, []
     for side, source in sources.items():
         df = read_batch(spark, source)
+        if is_tagged(df):
+            df = df.persist(StorageLevel.MEMORY_AND_DISK)
+            parsed.append(df)
         rows[side], malformed = split_malformed(df, side)
         if is_tagged(df):
             dead = malformed if dead is None else dead.unionByName(malformed)
-    return rows, dead
+    return rows, dead, parsed
 
 
 def _write_malformed(spark, dead, dead_letter: str) -> dict[str, int]:
@@ -132,9 +144,13 @@ def _run_backfill(
     _log.info("backfill (%s) [%s, %s) in %d slice(s)%s -> %s", operator.label, begin.isoformat(), stop.isoformat(),
               slices, f", only {list(only)}" if only else "", job.output_path)
     jobs = operator.module()
-    rows, dead = _sources(spark, jobs.sources(job))
-    metrics = jobs.backfill(spark, job, rows, begin, stop, slices, only, slices_per_job, progress)
-    malformed = _write_malformed(spark, dead, job.dead_letter_path)
+    rows, dead, parsed = _sources(spark, jobs.sources(job))
+    try:
+        metrics = jobs.backfill(spark, job, rows, begin, stop, slices, only, slices_per_job, progress)
+        malformed = _write_malformed(spark, dead, job.dead_letter_path)
+    finally:
+        for df in parsed:
+            df.unpersist()
     metrics["malformed"] = sum(malformed.values())
     metrics["dead_letter"] += metrics["malformed"]
     for side, count in malformed.items():  # a side counted on its own (rows_in_left...) counts its records read

@@ -9,13 +9,14 @@ config decides the job (:func:`timeweave.jobs.config.load_job_config`): a tempor
 Layout under the checkpoint directory (``checkpoint`` in the config, default ``<output.path>_checkpoint``)::
 
     <checkpoint>/query/     Spark's checkpoint (offsets, commits, operator state)
-    <checkpoint>/control/   the heartbeat source: JSON files with one TIMESTAMP column ``ts``
+    <checkpoint>/control/   the heartbeat source: JSON files with a TIMESTAMP ``ts`` and a flag ``end_of_input``
 
 **Flushing at end of input.**  Rows wait in state until the watermark (the minimum of both sides'
 watermarks) passes their time, so the last rows of a bounded input would wait forever.  Every job
 reads the control directory as a third file stream and unions its rows into *both* sides before
 their watermarks; :func:`write_heartbeat` drops a file there.  ``flush=True`` writes a heartbeat at
-:data:`END_OF_INPUT` (9999-12-31 23:59:59.999) once every file available to the run is read (an ``available_now``
+:data:`END_OF_INPUT` (a flag: its watermark is one ms past TIMESTAMP's last value, which no row can
+reach, so a row at 9999-12-31 23:59:59.999 is an ordinary row) once every file available to the run is read (an ``available_now``
 run: a first query reads the input, however many micro-batches the sources' ``maxFilesPerTrigger``
 make, a second one from the same checkpoint reads the heartbeat; a ``processing_time`` run: when the
 query is first idle): the watermark passes everything, every buffered row is emitted, and the stream
@@ -65,7 +66,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from timeweave.core.time import END_OF_INPUT
+from timeweave.core.time import END_OF_INPUT, END_OF_INPUT_US, EndOfInput
 from timeweave.jobs.config import SourceConfig, load_job_config, parse_utc_timestamp
 from timeweave.jobs.registry import operator_of
 from timeweave.spark.hadoop import HadoopFiles
@@ -83,7 +84,9 @@ _STOP_REASON: list[str] = []
 
 QUERY_DIR = "query"
 CONTROL_DIR = "control"
-CONTROL_SCHEMA = "ts TIMESTAMP"
+#: A heartbeat row: a time (``ts``), or the end-of-input flag.  Files written before the flag existed have no
+#: ``end_of_input`` field: their rows read as time heartbeats.
+CONTROL_SCHEMA = "ts TIMESTAMP, end_of_input BOOLEAN"
 #: Spark SQL confs the streaming query runs with (the query keeps its own copy of the session's conf,
 #: taken at start; the caller's session gets its values back right after).  ``maxBytesPerBatch`` at
 #: Int.MaxValue: Spark then skips its per-row byte check when filling the Arrow batches of the packing
@@ -140,19 +143,33 @@ def _with_malformed(stream: Any, dead: Sequence[DataFrame], columns: Mapping[str
     return dataclasses.replace(stream, stream=tagged)
 
 
-def write_heartbeat(spark: SparkSession, checkpoint: str, at: datetime | str) -> None:
-    """Append a heartbeat at ``at`` (UTC) to the job's control source; the next run's watermark moves there.
+def write_heartbeat(spark: SparkSession, checkpoint: str, at: datetime | str | EndOfInput) -> None:
+    """Append a heartbeat at ``at`` (UTC), or the end-of-input mark, to the job's control source; the next
+    run's watermark moves there (:data:`END_OF_INPUT`: past every time, the stream's end).
 
     Example::
 
         write_heartbeat(spark, "chk/orders_enriched", END_OF_INPUT)   # what flush=True does
+        write_heartbeat(spark, "chk/orders_enriched", "2026-01-01T12:00:00")   # an idle source
     """
-    # Aware UTC: PySpark converts a naive datetime through the machine's local time zone, which could push
-    # END_OF_INPUT past year 9999 (or move any heartbeat by the zone's offset).
-    when = _timestamp(at, "heartbeat").replace(tzinfo=UTC)
-    spark.createDataFrame([(when,)], CONTROL_SCHEMA).coalesce(1).write.mode("append").json(
-        f"{checkpoint}/{CONTROL_DIR}"
-    )
+    if isinstance(at, EndOfInput):
+        # A flag, not a time: every TIMESTAMP is some row's possible event time (see heartbeat_times).
+        row: tuple[Any, ...] = (None, True)
+    else:
+        # Aware UTC: PySpark converts a naive datetime through the machine's local time zone, which could push
+        # a heartbeat near the range's ends out of it (or move any heartbeat by the zone's offset).
+        row = (_timestamp(at, "heartbeat").replace(tzinfo=UTC), None)
+    spark.createDataFrame([row], CONTROL_SCHEMA).coalesce(1).write.mode("append").json(f"{checkpoint}/{CONTROL_DIR}")
+
+
+def heartbeat_times(control: DataFrame) -> DataFrame:
+    """The control source's rows as heartbeat times (one TIMESTAMP column ``ts``): a time heartbeat's own
+    time, the end-of-input flag's :data:`~timeweave.core.time.END_OF_INPUT_US` (one ms past TIMESTAMP's last
+    value: no row moves the watermark there, so only the flag closes the stream)."""
+    from pyspark.sql import functions as F
+
+    end = F.timestamp_micros(F.lit(END_OF_INPUT_US))
+    return control.select(F.when(F.col("end_of_input"), end).otherwise(F.col("ts")).alias("ts"))
 
 
 def _timestamp(value: datetime | str, argument: str) -> datetime:
@@ -219,7 +236,7 @@ def _run_streaming(
     # source limited per micro-batch (maxFilesPerTrigger) would read its later files behind the moved
     # watermark, and all of them would be late.
     mark = END_OF_INPUT if flush else (_timestamp(heartbeat, "heartbeat") if heartbeat is not None else None)
-    control = spark.readStream.format("json").schema(CONTROL_SCHEMA).load(f"{checkpoint}/{CONTROL_DIR}")
+    control = heartbeat_times(spark.readStream.format("json").schema(CONTROL_SCHEMA).load(f"{checkpoint}/{CONTROL_DIR}"))
     paths = {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path}
     from timeweave.spark.host.writer import TaggedWriter  # the one writer of every operator's tagged outputs
     from timeweave.spark.sources import split_malformed
@@ -532,4 +549,5 @@ def _config_timeout(job: Any) -> float | None:
     return parse_duration(value, "trigger.timeout") / 1e6
 
 
-__all__ = ["END_OF_INPUT", "checkpoint_root", "read_stream", "request_stop", "run_streaming", "write_heartbeat"]
+__all__ = ["END_OF_INPUT", "checkpoint_root", "heartbeat_times", "read_stream", "request_stop", "run_streaming",
+           "write_heartbeat"]

@@ -75,8 +75,9 @@ MATCHER = "matcher"  # the key's PartitionMatcher, in its KeyContext
 def time_bounds(data_type: T.DataType, start: datetime, end: datetime, column: str) -> tuple[Column, Column]:
     """Spark literals for ``start`` and ``end`` (naive = UTC) comparable with the event-time column's type.
 
-    TIMESTAMP columns compare with the session's wall clock (the suite and jobs run in UTC);
-    integer columns count microseconds since the epoch, as the core's streaming operator does.
+    TIMESTAMP columns compare with the bounds as instants, whatever the session's time zone (the temporal
+    join's rule, :func:`timeweave.spark.host.backfill.time_literals`); integer columns count microseconds since
+    the epoch, as the core's streaming operator does.
 
     >>> time_bounds(T.StringType(), datetime(1970, 1, 1), datetime(1970, 1, 2), "t")
     Traceback (most recent call last):

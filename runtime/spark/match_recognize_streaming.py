@@ -25,7 +25,7 @@ watermark are the host's.  What is left here:
    every byte of it crosses the state server both ways and goes to RocksDB and the checkpoint (~4x fewer
    bytes).  The earlier per-key ValueState ``timeweave_mr`` layout cannot be resumed.
 4. **End of input.**  A watermark at or past :data:`timeweave.jobs.streaming.END_OF_INPUT` (the job's
-   ``flush`` heartbeat, 9999-12-31 23:59:59.999) minus the watermark delay is the final watermark: it reaches
+   ``flush`` heartbeat, 10000-01-01 00:00:00.000 UTC: past every row's time) minus the watermark delay is the final watermark: it reaches
    the core as ``END_OF_TIME``, so the core's :meth:`~timeweave.core.pattern.MatchRecognizeOperator.finish`
    closes the partition (``$`` matches, greedy attempts settle, WITH UNMATCHED ROWS emits the tail) exactly
    as the batch door does at the end of a partition.  Every key holding state keeps an extra core timer at
@@ -153,7 +153,8 @@ def _decoder(data_type: T.DataType, zone: Any) -> Callable[[Any], Any] | None:
     None when the JSON value already is that value (strings, integers, booleans).
     """
     if isinstance(data_type, T.TimestampType):
-        return lambda v: datetime.fromisoformat(v).astimezone(zone).replace(tzinfo=None)
+        wall = _wall_clock(zone)
+        return lambda v: wall((datetime.fromisoformat(v) - _EPOCH) // _MICROSECOND)
     if isinstance(data_type, T.TimestampNTZType):
         return datetime.fromisoformat
     if isinstance(data_type, T.DateType):
@@ -194,7 +195,7 @@ def _wire_decoder(data_type: T.DataType, zone: Any) -> Callable[[Any], Any] | No
     if isinstance(data_type, T.TimestampType):
         if zone is UTC:
             return lambda v: _EPOCH_NAIVE + timedelta(microseconds=v)
-        return lambda v: (_EPOCH + timedelta(microseconds=v)).astimezone(zone).replace(tzinfo=None)
+        return _wall_clock(zone)
     if isinstance(data_type, T.DateType):
         return lambda v: date.fromordinal(_EPOCH_ORDINAL + v)
     return _decoder(data_type, zone)
@@ -202,6 +203,29 @@ def _wire_decoder(data_type: T.DataType, zone: Any) -> Callable[[Any], Any] | No
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _EPOCH_NAIVE = datetime(1970, 1, 1)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _wall_clock(zone: Any) -> Callable[[int], datetime]:
+    """µs since the epoch -> the instant's wall clock in ``zone`` (naive), as the batch door's Arrow conversion.
+
+    Not through a UTC datetime only: east of Greenwich, 0001-01-01 00:00 on the zone's clock is an instant of
+    year 0 UTC, which a Python datetime cannot hold (OverflowError: the streaming job died on it, issue 20);
+    such an instant takes the zone's offset at the range's end it is beyond (its local mean time there).
+
+    >>> from zoneinfo import ZoneInfo
+    >>> _wall_clock(ZoneInfo("Asia/Tokyo"))(-62135630339000000)
+    datetime.datetime(1, 1, 1, 0, 0)
+    """
+    first, last = zone.utcoffset(datetime(1, 1, 2)), zone.utcoffset(datetime(9999, 12, 30))
+
+    def wall(v: int) -> datetime:
+        try:
+            return (_EPOCH + timedelta(microseconds=v)).astimezone(zone).replace(tzinfo=None)
+        except OverflowError:  # the instant is outside datetime's UTC range; its wall clock may be inside
+            return _EPOCH_NAIVE + (timedelta(microseconds=v) + (first if v < 0 else last))
+
+    return wall
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
@@ -574,7 +598,7 @@ def match_recognize_stream(
     The first ORDER BY column is the event time (TIMESTAMP, TIMESTAMP_NTZ, or integer µs), ascending;
     ``watermark`` is its allowed out-of-orderness (one ``<n> <unit>`` delay, e.g. ``"5 seconds"``); ``heartbeat`` is an optional
     stream with one timestamp column whose rows move the watermark (the job's ``flush`` writes one at
-    9999-12-31 23:59:59.999: the end of input).  ``buckets`` is how many hash buckets the PARTITION BY keys are
+    10000-01-01 00:00:00.000 UTC, past every row's time: the end of input).  ``buckets`` is how many hash buckets the PARTITION BY keys are
     spread over (the operator's grouping key; part of the state layout: resume a checkpoint with the
     same value).  ``budget`` bounds each key's matching (:class:`~timeweave.core.pattern.MatchBudget`; None: the
     default): a key that runs out is poisoned, its rows go to the dead letter with the reason.  The clause and

@@ -35,6 +35,8 @@ from pyspark.sql.streaming import StreamingQueryListener
 _log = logging.getLogger("timeweave.streaming")
 #: 9999-01-01T00:00:00Z in ms: a watermark past it is the flush's end of input (``timeweave.jobs.streaming.END_OF_INPUT``).
 _YEAR_9999_MS = 253_370_764_800_000
+#: 400 Gregorian years (146,097 days) in ms: the calendar repeats after them.
+_CYCLE_MS = 146_097 * 86_400_000
 
 #: The keys of :func:`batch_figures`' result, in the order the log line and the report show them.
 FIGURES = ("batch_id", "run_id", "at", "rows_in", "rows_out", "late", "dead_letter", "watermark", "lag_ms",
@@ -42,13 +44,25 @@ FIGURES = ("batch_id", "run_id", "at", "rows_in", "rows_out", "late", "dead_lett
 
 
 def _millis(text: str | None) -> int | None:
-    """Milliseconds since the epoch of one of Spark's progress timestamps (``2020-01-01T00:00:00.000Z``)."""
+    """Milliseconds since the epoch of one of Spark's progress timestamps (``2020-01-01T00:00:00.000Z``).
+
+    Years past 9999 come as ``+10000-01-01T00:00:00.000Z`` (the flush's end-of-input watermark): read exactly,
+    by the Gregorian calendar's 400-year cycle (Python's datetime stops at 9999).
+
+    >>> _millis("1970-01-01T00:00:01.000Z"), _millis("+10000-01-01T00:00:00.000Z")
+    (1000, 253402300800000)
+    """
     if not text:
         return None
+    cycles = 0
+    head, sep, rest = text.lstrip("+").partition("-")
+    if sep and head.isdigit() and int(head) > 9999:  # shift into datetime's range by whole 400-year cycles
+        cycles = (int(head) - 9999 + 399) // 400
+        text = f"{int(head) - 400 * cycles:04d}-{rest}"
     when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return int(when.timestamp() * 1000)
+    return int(when.timestamp() * 1000) + cycles * _CYCLE_MS
 
 
 def batch_figures(progress: Mapping[str, Any], counts: Mapping[str, Any] | None = None) -> dict[str, Any]:

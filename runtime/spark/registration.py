@@ -15,6 +15,7 @@ from typing import Any
 
 from timeweave.core.errors import SpecError
 from timeweave.core.spec import VersionedTableSpec
+from timeweave.spark import render
 
 _CONF_PREFIX = "timeweave.versioned."
 
@@ -51,12 +52,23 @@ def register_versioned(spark, name: str, df, spec: VersionedTableSpec) -> None:
 
 
 def versioned_spec(spark, name: str) -> VersionedTableSpec | None:
-    """The spec registered for ``name`` (session conf, then table properties), or None."""
+    """The spec registered for ``name`` (session conf, then table properties), or None.
+
+    ``name`` is a table name as written in SQL (``db.rates``, ```odd``name```); for the table properties each
+    of its parts is quoted (:func:`timeweave.spark.render.qualified`), and text that is not a name raises
+    :class:`SpecError`.
+
+    Example::
+
+        spec = versioned_spec(spark, "analytics.`currency rates`")
+    """
     stored = spark.conf.get(_CONF_PREFIX + name.lower(), None)
     if stored:
         return _spec_from_mapping(json.loads(stored), where=name)
+    # Each part of the name quoted (text that is not a table name raises here): a name is never SQL.
+    statement = f"SHOW TBLPROPERTIES {render.qualified(name, where=name)}"
     try:
-        props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+        props = {r["key"]: r["value"] for r in spark.sql(statement).collect()}
     except Exception:  # not a catalog table (or no such table): the caller reports it
         return None
     if "timeweave.time" not in props:

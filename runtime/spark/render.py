@@ -21,6 +21,7 @@ import jinja2
 from timeweave.core.bad_rows import REJECT_REASONS
 from timeweave.core.changelog import DELETE_OPS, UPSERT_OPS
 from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+from timeweave.core.sql_tokens import split_qualified_name
 
 #: The plan's source (package data, shipped in the wheel beside this module).
 PLAN_FILE = Path(__file__).resolve().parent / "timeweave_sql.sql"
@@ -106,6 +107,19 @@ def quote(name: str) -> str:
     '`a.b``c`'
     """
     return macro("timeweave__q", name)
+
+
+def qualified(name: str, *, where: str | None = None) -> str:
+    """A table name as written in SQL (``db.tbl``, ```odd``name```) re-rendered with every part quoted.
+
+    Each part goes through :func:`quote` (backquoted, backquotes doubled), so the text can only name a
+    table; text that is not a dotted name raises :class:`~timeweave.core.errors.SpecError` instead of
+    reaching the statement.
+
+    >>> qualified("db.`odd``name`")
+    '`db`.`odd``name`'
+    """
+    return ".".join(quote(part) for part in split_qualified_name(name, where=where))
 
 
 @cache

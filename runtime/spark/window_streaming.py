@@ -12,7 +12,7 @@ only); buckets, the state bridge, packs, heartbeats and the watermark are the ho
    decoded in one JSON parse (:func:`rows_decoder`): the aggregates read the wire values (timestamps as µs,
    dates as days, decimals exact), so a ``MIN`` / ``MAX`` result goes back to Spark in the same format.
 2. **Watermark.**  ``withWatermark`` on the packs' largest event time (``watermark`` = allowed
-   out-of-orderness); heartbeat rows (the job's ``flush`` at 9999-12-31 23:59:59.999) are unioned in before it.
+   out-of-orderness); heartbeat rows (the job's ``flush``, past every row's time) are unioned in before it.
    A streaming window aggregation without a watermark is refused before any Spark job: windows fire only when
    the watermark passes their end.
 3. **The state.**  :data:`timeweave.core.windows.operator.LAYOUT` in the bucket's MapState ``timeweave_win_keys``
@@ -472,7 +472,7 @@ def window_aggregate_stream(
     ``COUNT(DISTINCT x)``... as :mod:`timeweave.core.windows.calls` reads them), plus ``watermark``, the event
     time's allowed out-of-orderness (``"1 minute"``; required: windows fire when the watermark passes their
     end), ``heartbeat`` (a stream with one timestamp column whose rows move the watermark; the job's ``flush``
-    writes one at 9999-12-31 23:59:59.999, the end of input) and ``buckets`` (the key-hash buckets: part of the
+    writes one past every row's time, the end of input) and ``buckets`` (the key-hash buckets: part of the
     state layout, resume a checkpoint with the same value).  Everything is checked before any Spark job.
 
     Example::

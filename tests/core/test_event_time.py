@@ -38,7 +38,7 @@ DELAYS_MS = [0, 1, 5_000, 86_400_000]
 def test_the_range_is_timestamps_whole_range() -> None:
     assert MIN_TIME_US == _us(1, 1, 1) == -62_135_596_800_000_000
     assert MAX_TIME_US == _us(9999, 12, 31, 23, 59, 59, 999999) == 253_402_300_799_999_999
-    assert END_OF_INPUT_MS == MAX_TIME_US // 1000  # 9999-12-31 23:59:59.999: the flush heartbeat
+    assert END_OF_INPUT_MS == MAX_TIME_US // 1000 + 1  # 10000-01-01 00:00:00.000: the flush, past every row
     assert NO_WATERMARK < MIN_TIME_US and MAX_TIME_US < END_OF_TIME
 
 
@@ -65,6 +65,17 @@ def test_a_timer_never_fires_while_the_time_is_still_ahead(time_us: int) -> None
         assert watermark_us(0) == NO_WATERMARK
 
 
+@pytest.mark.parametrize("delay_ms", DELAYS_MS)
+@pytest.mark.parametrize("time_us", TIMES)
+def test_no_row_time_is_the_end_of_input(time_us: int, delay_ms: int) -> None:
+    """Issue 20: the flush heartbeat stood at TIMESTAMP's last ms, so a row at 9999-12-31 23:59:59.999xxx moved
+    Spark's watermark (its ms minus the delay) to the end of input and closed the stream behind it."""
+    end_ms = end_of_input_ms(delay_ms)
+    row_watermark_ms = time_us // 1000 - delay_ms  # Spark: the largest event time seen (ms) minus the delay
+    assert watermark_us(row_watermark_ms, end_ms) != END_OF_TIME
+    assert watermark_us(end_ms, end_ms) == END_OF_TIME  # only the flush heartbeat's
+
+
 def test_spark_timers_at_the_extremes() -> None:
     # Pre-1970 times (negative µs) get the first timer Spark can fire with a watermark set: 1 ms.
     assert spark_timer_ms(MIN_TIME_US) == spark_timer_ms(_us(1900, 1, 1)) == spark_timer_ms(-1) == 1
@@ -72,7 +83,8 @@ def test_spark_timers_at_the_extremes() -> None:
     assert spark_timer_ms(1_001) == 2
     # Times in the last ms, and within the watermark delay of the end, fire with the flush's watermark.
     assert spark_timer_ms(MAX_TIME_US) == END_OF_INPUT_MS
-    assert spark_timer_ms(_us(9999, 12, 31, 23, 59, 59, 998001)) == END_OF_INPUT_MS
+    assert spark_timer_ms(_us(9999, 12, 31, 23, 59, 59, 999001)) == END_OF_INPUT_MS
+    assert spark_timer_ms(_us(9999, 12, 31, 23, 59, 59, 998001)) == END_OF_INPUT_MS - 1
     assert spark_timer_ms(_us(9999, 12, 31, 12), end_of_input_ms(86_400_000)) == end_of_input_ms(86_400_000)
 
 

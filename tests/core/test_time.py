@@ -38,7 +38,8 @@ def test_exact_micros_and_labels_across_the_calendar() -> None:
 
 
 def test_end_of_input_is_the_flush_heartbeat() -> None:
-    assert micros(END_OF_INPUT) == END_OF_INPUT_US == END_OF_INPUT_MS * 1000
+    assert END_OF_INPUT_US == END_OF_INPUT_MS * 1000 > MAX_TIME_US  # past every row's time
+    assert repr(END_OF_INPUT) == "END_OF_INPUT" and not isinstance(END_OF_INPUT, datetime)  # a flag, not a time
     from timeweave.jobs.streaming import END_OF_INPUT as JOB_END
 
     assert JOB_END is END_OF_INPUT  # the job flushes with the core's, not a copy

@@ -22,12 +22,14 @@ import jinja2
 import pytest
 
 import timeweave
+from timeweave.core.errors import SpecError
 from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
 from timeweave.jobs.backfill import run_backfill
 from timeweave.jobs.streaming import run_streaming
 from timeweave.spark import render
 from timeweave.spark.match_recognize import register_udtf
 from timeweave.spark.match_recognize_backfill import backfill_match_recognize
+from timeweave.spark.registration import versioned_spec
 from timeweave.spark.render import quote as q
 
 pytestmark = pytest.mark.spark
@@ -233,6 +235,63 @@ def test_sql_door(spark, secrets) -> None:
     assert canonical(results["hostile*"], back) == canonical(results["plain*"], {})
     assert results["plain"] and results["plain*"]
     assert_no_leak(results)
+
+
+class _RecordingSession:
+    """Just what ``versioned_spec`` touches of a session, recording the statements it would run."""
+
+    def __init__(self) -> None:
+        self.statements: list[str] = []
+        self.conf = self
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return default
+
+    def sql(self, statement: str) -> Any:
+        self.statements.append(statement)
+        raise LookupError("no catalog here")
+
+
+@pytest.mark.parametrize(("name", "statement"), [
+    ("rates", "SHOW TBLPROPERTIES `rates`"),
+    ("db.`odd``na.me`", "SHOW TBLPROPERTIES `db`.`odd``na.me`"),
+    ("spark_catalog . db . rates", "SHOW TBLPROPERTIES `spark_catalog`.`db`.`rates`"),
+])
+def test_table_properties_name_is_quoted(name: str, statement: str) -> None:
+    """A table name reaches ``SHOW TBLPROPERTIES`` with every part backquoted (issue 20: it was spliced as is)."""
+    session = _RecordingSession()
+    assert versioned_spec(session, name) is None
+    assert session.statements == [statement]
+
+
+@pytest.mark.parametrize("name", [
+    "rates ('timeweave.time')", "rates; DROP TABLE x", "rates -- c", "`unterminated", "db..rates", "",
+    "rates" + INJECT,
+])
+def test_table_properties_refuse_text_that_is_not_a_name(name: str) -> None:
+    session = _RecordingSession()
+    with pytest.raises(SpecError, match="is not a table name"):
+        versioned_spec(session, name)
+    assert session.statements == []  # nothing ran
+
+
+def test_sql_door_reads_catalog_properties_of_a_qualified_name(spark) -> None:
+    """A catalog table found by ``db.table`` in a query: its ``timeweave.*`` properties make it versioned."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS tw_hostile_db")
+    try:
+        spark.sql("CREATE TABLE tw_hostile_db.rates_props (k STRING, ut TIMESTAMP, rate DOUBLE) USING parquet "
+                  "TBLPROPERTIES ('timeweave.key' = 'k', 'timeweave.time' = 'ut')")
+        spark.createDataFrame([("EUR", T0, 1.5)], "k STRING, ut TIMESTAMP, rate DOUBLE").write.insertInto(
+            "tw_hostile_db.rates_props")
+        spark.createDataFrame([("o1", "EUR", _t(5))], "id STRING, k STRING, t TIMESTAMP").createOrReplaceTempView(
+            "tw_props_orders")
+        rows = timeweave.sql(spark, "SELECT o.id, r.rate FROM tw_props_orders AS o JOIN `tw_hostile_db`.rates_props "
+                                    "FOR SYSTEM_TIME AS OF o.t AS r ON o.k = r.k").collect()
+        assert [tuple(r) for r in rows] == [("o1", 1.5)]
+        assert versioned_spec(spark, "tw_hostile_db.`rates_props`").key == ("k",)
+    finally:
+        spark.sql("DROP DATABASE IF EXISTS tw_hostile_db CASCADE")
+        spark.catalog.dropTempView("tw_props_orders")
 
 
 def _write_json(path: Path, names: Mapping[str, str], types: Mapping[str, str], rows: list[tuple]) -> None:

@@ -208,7 +208,7 @@ def test_temporal_join_every_door_over_the_whole_range(spark, tmp_path: Path) ->
     n_orders = len(EXTRA_ORDERS) + len((SAMPLE / "orders" / "2026-01-01.csv").read_text().splitlines()) - 1
     assert (metrics["rows_in_left"], metrics["rows_out"], metrics["late"], metrics["dead_letter"]) == (
         n_orders, n_orders, 0, 0)
-    assert metrics["watermark"] == "9999-12-31T23:59:59.999Z"
+    assert metrics["watermark"] == "+10000-01-01T00:00:00.000Z"  # the end of input: past every TIMESTAMP
 
     # The backfill's range is [start, end): the last µs of TIMESTAMP cannot be inside it.  Its bounds were
     # Spark literals of Python datetimes, rebased from the Julian calendar (0001-01-01 -> 0001-01-03): p4, at
@@ -277,3 +277,143 @@ def test_match_recognize_every_door_over_the_whole_range(spark, tmp_path: Path) 
     assert ("far", "f1", "f2", 2) not in expected_inside and len(expected_inside) == 3
     assert Counter(tuple(r) for r in spark.read.parquet(str(out)).select(*columns).collect()) == expected_inside
     assert (filled["rows_in"], filled["rows_out"]) == (len(MR_ROWS) - 2, 3)
+
+
+# =================================================================================================
+# The last millisecond of 9999 is an ordinary time (issue 20: it was the end-of-input heartbeat's)
+# =================================================================================================
+LAST_MS = "9999-12-31 23:59:59.999"
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_row_in_the_last_millisecond_does_not_close_the_stream(spark, tmp_path: Path) -> None:
+    """A temporal join and a MATCH_RECOGNIZE fed a row at 9999-12-31 23:59:59.999 in a first run, then rows
+    later in the same millisecond in a flushed second run.  The flush heartbeat stood at that millisecond, so
+    the first run's watermark was the end of input: the second run's rows went late (the temporal join lost
+    o2 and o3, MATCH_RECOGNIZE the match f1 -> f2).  Every door and a backfill give the same rows."""
+    join = _join_inputs_at(tmp_path / "tj")
+    _append_csv(join["left"]["path"], "a.csv", ["o1,1.0,EUR,9999-12-31 23:59:59.999"])
+    _append_csv(join["right"]["path"], "a.csv", ["+U,EUR,2.0,9999-12-31 23:59:59.999"])
+    first = run_streaming(join, spark)
+    assert first["watermark"] == "9999-12-31T23:59:59.999Z" and first["flushed"] is False
+    _append_csv(join["left"]["path"], "b.csv", ["o2,2.0,EUR,9999-12-31 23:59:59.9995", f"o3,3.0,EUR,{LAST_TS}"])
+    _append_csv(join["right"]["path"], "b.csv", ["+U,EUR,3.0,9999-12-31 23:59:59.9997"])
+    second = run_streaming(join, spark, flush=True)
+    assert (first["late"] + second["late"], first["rows_out"] + second["rows_out"]) == (0, 4)
+    orders = spark.read.schema(ORDERS_SCHEMA).option("header", "true").csv(join["left"]["path"])
+    rates = spark.read.schema(RATES_SCHEMA).option("header", "true").csv(join["right"]["path"])
+    door = timeweave.temporal_join(orders, rates, "order_time", how="left", key="currency", time="update_time",
+                                 format="changelog", op="op")
+    expected = _rows_of(door, JOIN_COLUMNS)
+    assert [(r[0], r[2]) for r in expected if r[0] != "o0"] == [("o1", 2.0), ("o2", 2.0), ("o3", 3.0)]
+    assert _rows_of(spark.read.parquet(join["output"]["path"]), JOIN_COLUMNS) == expected
+    out = tmp_path / "tj_backfill"
+    run_backfill({**join, "output": {"path": str(out), "dead_letter_path": str(tmp_path / "tj_dead")},
+                  "checkpoint": str(tmp_path / "tj_bchk")}, FIRST_TS, LAST_TS, slices=2, spark=spark)
+    assert _rows_of(spark.read.parquet(str(out)), JOIN_COLUMNS) == [r for r in expected if r[1] < MAX_TIME_US]
+
+    (tmp_path / "mr" / "in").mkdir(parents=True)
+    config = {
+        "match_recognize": {"clause": MR_CLAUSE},
+        "input": {"path": str(tmp_path / "mr" / "in"), "format": "json", "schema": MR_SCHEMA},
+        "output": {"path": str(tmp_path / "mr" / "out")},
+        "checkpoint": str(tmp_path / "mr" / "chk"),
+    }
+    rows = [("f1", "far", "9999-12-31T23:59:59.999", 1), ("f2", "far", "9999-12-31T23:59:59.9995", 2),
+            ("f3", "far", "9999-12-31T23:59:59.999999", 3)]
+    _json_lines(tmp_path / "mr" / "in" / "a.json", rows[:1])
+    first = run_streaming(config, spark)
+    _json_lines(tmp_path / "mr" / "in" / "b.json", rows[1:])
+    second = run_streaming(config, spark, flush=True)
+    assert (first["late"] + second["late"], first["rows_out"] + second["rows_out"]) == (0, 1)
+    df = spark.read.schema(MR_SCHEMA).json(str(tmp_path / "mr" / "in"))
+    door = timeweave.match_recognize(df, MR_CLAUSE)
+    assert [tuple(r) for r in door.collect()] == [("far", "f1", "f3", 3)]
+    assert [tuple(r) for r in spark.read.parquet(config["output"]["path"]).select(*door.columns).collect()] == [
+        ("far", "f1", "f3", 3)]
+    out = tmp_path / "mr" / "backfill"
+    run_backfill({**config, "output": {"path": str(out), "dead_letter_path": str(tmp_path / "mr" / "dead")}},
+                 FIRST_TS, LAST_TS, slices=2, spark=spark)
+    assert [tuple(r) for r in spark.read.parquet(str(out)).select(*door.columns).collect()] == [("far", "f1", "f2", 2)]
+
+
+def _join_inputs_at(root: Path) -> dict[str, Any]:
+    """A LEFT temporal join job over CSV directories under ``root`` holding one ordinary order and rate."""
+    header = {"orders": "order_id,price,currency,order_time", "rates": "op,currency,conversion_rate,update_time"}
+    _append_csv(str(root / "orders"), "0.csv", [header["orders"], "o0,1.0,EUR,2026-01-01 00:00:00"])
+    _append_csv(str(root / "rates"), "0.csv", [header["rates"], "+I,EUR,1.0,2026-01-01 00:00:00"])
+    csv = {"format": "csv", "options": {"header": "true"}}
+    return {
+        "left": {"path": str(root / "orders"), **csv, "schema": ORDERS_SCHEMA},
+        "right": {"path": str(root / "rates"), **csv, "schema": RATES_SCHEMA},
+        "versioned": {"key": "currency", "time": "update_time", "format": "changelog", "op": "op"},
+        "join": {"left_time": "order_time", "how": "left"},
+        "output": {"path": str(root / "out")},
+        "checkpoint": str(root / "chk"),
+    }
+
+
+def _append_csv(directory: str, name: str, lines: list[str]) -> None:
+    """Write ``lines`` as file ``name`` of ``directory``; a data file after the first gets the header too."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    if name != "0.csv":
+        first = (folder / "0.csv").read_text().splitlines()[0]
+        lines = [first, *lines]
+    (folder / name).write_text("\n".join(lines) + "\n")
+
+
+def _json_lines(path: Path, rows: list[tuple]) -> None:
+    path.write_text("".join(json.dumps(dict(zip(("id", "k", "t", "v"), r, strict=True))) + "\n" for r in rows))
+
+
+# =================================================================================================
+# A session time zone other than UTC
+# =================================================================================================
+ZONE_ROWS = [
+    ("a1", "anc", "0001-01-01T00:00:00", 1), ("a2", "anc", "0001-01-01T00:00:01", 5),  # year 1 on the zone's clock
+    ("e1", "edge", "2026-01-01T08:30:00", 1), ("e2", "edge", "2026-01-01T09:30:00", 2),  # Tokyo: either side of
+    ("e3", "edge", "2026-01-01T16:30:00", 3), ("e4", "edge", "2026-01-01T17:30:00", 4),  # 2026-01-01T00:00Z (LA:
+    ("m1", "mid", "2026-01-01T12:00:00", 1), ("m2", "mid", "2026-01-01T12:00:01", 2),   # 16:00 and 17:00 local)
+]
+ZONE_START, ZONE_END = datetime(2026, 1, 1), datetime(2026, 1, 2)  # naive bounds: UTC, whatever the session's zone
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("zone", ["Asia/Tokyo", "America/Los_Angeles"])
+def test_match_recognize_under_a_session_time_zone(spark, tmp_path: Path, zone: str) -> None:
+    """Year 1 on a zone's clock through every MATCH_RECOGNIZE door (its instant is in year 0 UTC east of
+    Greenwich: decoding it through a UTC datetime overflowed), and a backfill's bounds as UTC instants under
+    a non-UTC session (they were cast on the session's clock, so its slices disagreed with the DataFrame door)."""
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        (tmp_path / "in").mkdir()
+        _json_lines(tmp_path / "in" / "a.json", ZONE_ROWS)
+        config = {
+            "match_recognize": {"clause": MR_CLAUSE},
+            "input": {"path": str(tmp_path / "in"), "format": "json", "schema": MR_SCHEMA},
+            "output": {"path": str(tmp_path / "out")},
+            "checkpoint": str(tmp_path / "chk"),
+        }
+        df = spark.read.schema(MR_SCHEMA).json(str(tmp_path / "in"))
+        door = timeweave.match_recognize(df, MR_CLAUSE)
+        columns = door.columns
+        expected = Counter(tuple(r) for r in door.select(*columns).collect())
+        assert expected == Counter({("anc", "a1", "a2", 2): 1, ("edge", "e1", "e4", 4): 1, ("mid", "m1", "m2", 2): 1})
+        metrics = run_streaming(config, spark, flush=True)
+        assert (metrics["late"], metrics["dead_letter"]) == (0, 0)
+        assert Counter(tuple(r) for r in spark.read.parquet(str(tmp_path / "out")).select(*columns).collect()) == expected
+
+        out = tmp_path / "backfill"
+        run_backfill({**config, "output": {"path": str(out), "dead_letter_path": str(tmp_path / "dead")}},
+                     ZONE_START, ZONE_END, slices=2, spark=spark)
+        start_us, end_us = (int((b - datetime(1970, 1, 1)).total_seconds()) * 1_000_000 for b in (ZONE_START, ZONE_END))
+        inside = df.where((F.unix_micros("t") >= start_us) & (F.unix_micros("t") < end_us))
+        expected_inside = Counter(tuple(r) for r in timeweave.match_recognize(inside, MR_CLAUSE).select(*columns).collect())
+        assert Counter(tuple(r) for r in spark.read.parquet(str(out)).select(*columns).collect()) == expected_inside
+        assert sum(expected_inside.values()) >= 1
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)

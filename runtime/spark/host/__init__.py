@@ -71,7 +71,7 @@ Dead letters and other rows that must not move a watermark carry ``tw_ts`` year 
 once, untouched.  Spark reports watermark 0 until the first batch ends, and its watermark never goes below
 0: 0 is read as "no watermark yet" (core's ``NO_WATERMARK``), so rows before 1970 wait (never late) until the
 watermark is past 1970, and no Spark timer is ever at or below 0 ms.  A watermark at or past the flush
-heartbeat's (9999-12-31 23:59:59.999 minus the delay) is the end of input, ``END_OF_TIME``
+heartbeat's (10000-01-01 00:00:00.000 UTC, which no row's time reaches, minus the delay) is the end of input, ``END_OF_TIME``
 (:func:`timeweave.core.event_time.watermark_us`).
 
 **Late rows: Spark drops them before a TWS processor sees them.**  In ``timeMode="EventTime"``

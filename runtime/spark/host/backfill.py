@@ -115,12 +115,16 @@ def at(moment: datetime) -> Column:
 def time_literals(data_type: T.DataType, start: datetime, end: datetime) -> tuple[Column, Column] | None:
     """Literals for ``start`` and ``end`` comparable with an event-time column of ``data_type``; None for another type.
 
-    TIMESTAMP columns compare with the session's wall clock (jobs run in UTC); integer columns count µs
-    since the epoch, as the core does.
+    The bounds are instants whatever the session's time zone (naive = UTC, :func:`at`): a TIMESTAMP column
+    compares with them exactly as the temporal join's slices do (a text literal cast on the session's clock
+    moved a MATCH_RECOGNIZE backfill's slices by the zone's offset under a non-UTC session, issue 20).  A
+    TIMESTAMP_NTZ column holds wall clocks with no zone: it compares with the bounds' UTC wall clock.  Integer
+    columns count µs since the epoch, as the core does.
     """
-    if isinstance(data_type, (T.TimestampType, T.TimestampNTZType)):
-        kind = "timestamp" if isinstance(data_type, T.TimestampType) else "timestamp_ntz"
-        return F.lit(start.isoformat(sep=" ")).cast(kind), F.lit(end.isoformat(sep=" ")).cast(kind)
+    if isinstance(data_type, T.TimestampType):
+        return at(start), at(end)
+    if isinstance(data_type, T.TimestampNTZType):
+        return F.lit(start.isoformat(sep=" ")).cast("timestamp_ntz"), F.lit(end.isoformat(sep=" ")).cast("timestamp_ntz")
     if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
         return F.lit(micros(start)), F.lit(micros(end))
     return None

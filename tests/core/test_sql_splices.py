@@ -1,0 +1,201 @@
+"""No identifier or text is spliced into generated SQL without the quoting rule.
+
+Table and column names come from users and from data (CSV headers, inferred JSON schemas, catalog names); a
+name spliced into SQL text as it is can change what the statement does (issue 20: ``SHOW TBLPROPERTIES
+{name}``).  This lint walks the product code's syntax trees and fails on every f-string, ``%`` format,
+``.format`` call or ``+`` concatenation that builds SQL (its literal text holds a SQL keyword, or it is the
+argument of ``.sql`` / ``F.expr`` / ``selectExpr`` / ``where`` / ``filter``) and splices a value that is not
+the result of a quoting function (``render.quote``, ``render.qualified``, ``render.sql_string``,
+``render.relation``).  A reviewed splice (a constant, the user's own query text, a plan already rendered
+under the rule) is listed in ``ALLOWED`` with the reason; an allowance whose code is gone fails too.
+
+The Jinja plans (``timeweave_sql.sql``, ``timeweave_windows_sql.sql``, the dbt macros) are checked by
+rendering them with hostile names: ``tests/spark/test_hostile_identifiers.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCT = ("runtime", "airflow_plugin", "dbt_timeweave", "dags")
+
+#: Functions whose result is safe to splice: they quote identifiers / render text as inert constants.
+QUOTING = {"quote", "qualified", "sql_string", "relation", "_quote", "q"}
+#: Calls that take SQL text.
+SINKS = {"sql", "expr", "selectExpr", "where", "filter"}
+_SQLISH = re.compile(
+    r"\b(SELECT|FROM|WHERE|SHOW|TBLPROPERTIES|DESCRIBE|INSERT|DROP|ALTER|CREATE|JOIN|UNION|EXCEPT|named_struct)\b"
+    r"|\bCAST\(")
+
+#: Reviewed splices: (file, enclosing function, spliced expression) -> why it cannot carry a name or text.
+ALLOWED = {
+    ("runtime/core/pattern/expr.py", "_sql_literal", "value"):
+        "a Decimal printed into the MATCH_RECOGNIZE clause text, which only the core's lexer reads back",
+    ("runtime/core/pattern/expr.py", "__str__", "self.operand"):
+        "the clause printer: an expression node printed under the clause grammar's own quoting (core lexer)",
+    ("runtime/core/pattern/expr.py", "__str__", "self.type_name"): "one of the parser's fixed TYPE_NAMES",
+    ("runtime/core/pattern/parser.py", "primary_expression", "word.lower()"):
+        "one of the keywords CURRENT_TIMESTAMP / CURRENT_DATE, checked just above",
+    ("runtime/spark/dataframe.py", "dead_letters", "fields"):
+        "built from render.sql_string(c) and render.quote(c) pairs two lines above",
+    ("runtime/spark/dataframe.py", "dead_letters", "kept"): "render.quote(carry) or empty",
+    ("runtime/spark/dataframe.py", "dead_letters", "reason"): "the plan's reject-reason macro (names quoted there)",
+    ("runtime/spark/dataframe.py", "dead_letters", "output"): "a constant ' AND false' or empty",
+    ("runtime/spark/match_recognize.py", "rewrite_match_recognize", "UDTF_NAME"): "a constant",
+    ("runtime/spark/match_recognize.py", "rewrite_match_recognize", "found.relation"):
+        "the input relation as the user wrote it in their own query (SQL text by definition)",
+    ("runtime/spark/render.py", "finalize_sql", "sql"): "a plan this module rendered under the quoting rule",
+    ("runtime/spark/sql_door.py", "dead_letters", "found.relation"):
+        "the MATCH_RECOGNIZE input as the user wrote it in their own query (SQL text by definition)",
+    ("runtime/spark/temporal_join_sql.py", "rewrite_temporal_joins", "hidden"):
+        "the aliases joined after render.quote, one line above",
+    ("runtime/spark/temporal_join_sql.py", "bind_clause", "clause.left_relation"):
+        "the left relation as the user wrote it in their own query (SQL text by definition)",
+    ("runtime/spark/temporal_join_backfill.py", "_run", "reject_reason(spec, 'right')"):
+        "the plan's reject-reason macro (names quoted there)",
+    ("runtime/spark/windows.py", "_input", "relation"):
+        "the TVF's data argument as the user wrote it in their own query, or its rewritten subquery",
+    ("runtime/spark/windows.py", "window_tvf_dead_letters", "call.relation"):
+        "the TVF's data argument as the user wrote it in their own query (SQL text by definition)",
+}
+
+
+@dataclass(frozen=True)
+class Splice:
+    path: str
+    line: int
+    function: str
+    expression: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line} (in {self.function}): {self.expression} spliced into SQL"
+
+
+def _name(func: ast.AST) -> str | None:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+
+
+def _safe(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Constant) or (isinstance(node, ast.Call) and _name(node.func) in QUOTING))
+
+
+def _literal_text(node: ast.AST) -> str:
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp):
+        return _literal_text(node.left) + _literal_text(node.right)
+    return ""
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.functions = ["<module>"]
+        self.splices: list[Splice] = []
+        self.in_sink = 0
+
+    def _add(self, node: ast.AST) -> None:
+        self.splices.append(Splice(self.path, getattr(node, "lineno", 0), self.functions[-1], ast.unparse(node)))
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.functions.append(node.name)
+        self.generic_visit(node)
+        self.functions.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Call(self, node: ast.Call) -> None:
+        sink = _name(node.func) in SINKS and bool(node.args)
+        if (isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+                and (sink or _SQLISH.search(_literal_text(node.func.value)))):
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                if not _safe(arg):
+                    self._add(arg)
+        if sink:
+            self.in_sink += 1
+            self.visit(node.args[0])
+            self.in_sink -= 1
+            for rest in [node.func, *node.args[1:], *node.keywords]:
+                self.visit(rest)
+        else:
+            self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        if self.in_sink or _SQLISH.search(_literal_text(node)):
+            for value in node.values:
+                if isinstance(value, ast.FormattedValue) and not _safe(value.value):
+                    self._add(value.value)
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        text = _literal_text(node)  # empty: arithmetic, not text
+        if isinstance(node.op, (ast.Add, ast.Mod)) and text and (self.in_sink or _SQLISH.search(text)):
+            sides = [node.left, node.right] if isinstance(node.op, ast.Add) else [node.right]
+            for side in sides:
+                if isinstance(side, ast.Tuple):
+                    unsafe = [e for e in side.elts if not _safe(e)]
+                else:
+                    unsafe = [] if _safe(side) or isinstance(side, (ast.JoinedStr, ast.BinOp)) else [side]
+                for e in unsafe:
+                    self._add(e)
+        self.generic_visit(node)
+
+
+def splices_in(source: str, path: str = "<test>") -> list[Splice]:
+    checker = _Checker(path)
+    checker.visit(ast.parse(source, path))
+    return checker.splices
+
+
+def _product_files() -> list[Path]:
+    return sorted(p for top in PRODUCT if (ROOT / top).exists() for p in (ROOT / top).rglob("*.py"))
+
+
+def _all_splices() -> list[Splice]:
+    return [s for path in _product_files() for s in splices_in(path.read_text(), str(path.relative_to(ROOT)))]
+
+
+def test_generated_sql_splices_only_quoted_values() -> None:
+    files = _product_files()
+    assert len(files) > 30  # the walk found the product code
+    unexplained = [str(s) for s in _all_splices() if (s.path, s.function, s.expression) not in ALLOWED]
+    assert unexplained == []
+
+
+def test_every_allowed_splice_still_exists() -> None:
+    """An allowance whose code is gone must go too (it would silently cover a new splice)."""
+    assert set(ALLOWED) <= {(s.path, s.function, s.expression) for s in _all_splices()}
+
+
+@pytest.mark.parametrize(("source", "expression"), [
+    ('def f(spark, name):\n    spark.sql(f"SHOW TBLPROPERTIES {name}")', "name"),
+    ('def f(df, col):\n    df.where(f"{col} IS NULL")', "col"),
+    ('def f(F, col):\n    F.expr(f"upper({col})")', "col"),
+    ('def f(col):\n    return f"SELECT {col} FROM t"', "col"),
+    ('def f(col):\n    return "SELECT %s FROM t" % col', "col"),
+    ('def f(col, t):\n    return "SELECT %s FROM %s" % (col, t)', "t"),
+    ('def f(col):\n    return "SELECT {} FROM t".format(col)', "col"),
+    ('def f(col):\n    return "SELECT " + col + " FROM t"', "col"),
+    ('def f(spark, query):\n    spark.sql("SELECT * FROM " + query)', "query"),
+])
+def test_the_lint_finds_each_unquoted_splice(source: str, expression: str) -> None:
+    assert expression in [s.expression for s in splices_in(source)]
+
+
+@pytest.mark.parametrize("source", [
+    'def f(spark, name):\n    spark.sql(f"SHOW TBLPROPERTIES {render.qualified(name)}")',
+    'def f(df, col):\n    df.where(f"{quote(col)} IS NULL")',
+    'def f(col):\n    return f"SELECT {render.quote(col)}, {render.sql_string(col)} FROM t"',
+    'def f(n):\n    return f"row {n} of the batch"',  # not SQL
+    'def f(col):\n    raise ValueError(f"column {col} not found")',
+])
+def test_the_lint_lets_quoted_values_pass(source: str) -> None:
+    assert splices_in(source) == []
