@@ -341,7 +341,7 @@ class StreamingWindows:
             return []
         if len(self.keys) == 1 and isinstance(self.input_schema[self.keys[0]].dataType, T.StringType):
             name = self.keys[0]
-            return [F.when(text == F.lit("n"), F.lit(None)).otherwise(F.expr(f"substring({KEY}, 2)")).alias(name)]
+            return [F.when(text == F.lit("n"), F.lit(None)).otherwise(text.substr(F.lit(2), F.length(text))).alias(name)]
         parsed = F.from_json(text, T.StructType([
             T.StructField(f"k{i}", self.input_schema[name].dataType) for i, name in enumerate(self.keys)]), JSON_OPTIONS)
         return [parsed.getField(f"k{i}").alias(name) for i, name in enumerate(self.keys)]
