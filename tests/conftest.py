@@ -63,6 +63,13 @@ def spark_home() -> Path:
     return _SPARK_HOME
 
 
+def pytest_configure(config):
+    """Under ``--dist loadfile`` keep the collection order below: pytest-xdist would otherwise hand out the
+    modules with the most tests first, and the long end-to-end modules (few tests each) would start last."""
+    if getattr(config.option, "dist", "no") in ("loadfile", "loadscope"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config, items):
     """Modules holding a ``slow`` test run first (stable order otherwise).
 

@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
-from tests.conftest import pytest_collection_modifyitems
+from tests.conftest import pytest_collection_modifyitems, pytest_configure
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,6 +23,15 @@ def test_modules_with_a_slow_test_come_first_whole_and_in_their_order():
              _item("d", "t1", slow=True), _item("a", "t2")]
     pytest_collection_modifyitems(None, items)
     assert [i.nodeid for i in items] == ["b::fast", "b::end_to_end", "d::t1", "a::t1", "c::t1", "a::t2"]
+
+
+def test_loadfile_keeps_the_collection_order_instead_of_most_tests_first():
+    config = SimpleNamespace(option=SimpleNamespace(dist="loadfile", loadscopereorder=True))
+    pytest_configure(config)
+    assert config.option.loadscopereorder is False
+    serial = SimpleNamespace(option=SimpleNamespace(dist="no", loadscopereorder=True))
+    pytest_configure(serial)
+    assert serial.option.loadscopereorder is True
 
 
 def test_ci_runs_two_xdist_workers_by_module_and_dev_installs_xdist():
