@@ -27,8 +27,8 @@ def spark_conf() -> dict[str, str]:
     """The one configuration every JVM test (and the in-process dbt run) uses."""
     return {
         "spark.master": "local[2]",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.default.parallelism": "4",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
@@ -61,3 +61,21 @@ def spark():
 @pytest.fixture(scope="session")
 def spark_home() -> Path:
     return _SPARK_HOME
+
+
+def pytest_configure(config):
+    """Under ``--dist loadfile`` keep the collection order below: pytest-xdist would otherwise hand out the
+    modules with the most tests first, and the long end-to-end modules (few tests each) would start last."""
+    if getattr(config.option, "dist", "no") in ("loadfile", "loadscope"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    """Modules holding a ``slow`` test run first (stable order otherwise).
+
+    With ``-n 2 --dist loadfile`` (.ci/run) a worker takes whole modules in this order, so the long
+    end-to-end modules (chaos, the README's Airflow run, dbt builds) start at once and the many short
+    modules fill the other worker around them, instead of one long module finishing the run alone.
+    """
+    slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow") and item.module}
+    items.sort(key=lambda item: 0 if item.module and item.module.__name__ in slow_modules else 1)

@@ -37,6 +37,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from timeweave.jobs.session import default_shuffle_partitions
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -178,11 +180,15 @@ def spark_conf(paths: ExamplePaths, hive: bool = True) -> dict[str, str]:
 
     ``hive=False`` leaves out the Derby metastore (the jobs need none; embedded Derby admits one JVM).
     """
+    master = os.environ.get("TIMEWEAVE_SPARK_MASTER", "local[2]")
+    # One shuffle partition per local core, as the job session (timeweave.jobs.session): on local[2] a
+    # stateful micro-batch then runs 2 state-store tasks, not 4.  TIMEWEAVE_SHUFFLE_PARTITIONS overrides.
+    partitions = os.environ.get("TIMEWEAVE_SHUFFLE_PARTITIONS", default_shuffle_partitions(master))
     conf = {
-        "spark.master": os.environ.get("TIMEWEAVE_SPARK_MASTER", "local[2]"),
+        "spark.master": master,
         "spark.sql.session.timeZone": "UTC",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.default.parallelism": "4",
+        "spark.sql.shuffle.partitions": partitions,
+        "spark.default.parallelism": partitions,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.stateStore.providerClass":

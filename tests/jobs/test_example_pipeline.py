@@ -33,6 +33,18 @@ def test_job_configs_are_valid_and_differ_only_in_output_and_checkpoint(tmp_path
         ep.job_config(paths, "batch")
 
 
+def test_spark_conf_runs_one_shuffle_partition_per_local_core(tmp_path, monkeypatch):
+    """local[2] gets 2 shuffle partitions (as the job session), not a fixed 4; the variable still overrides."""
+    monkeypatch.delenv("TIMEWEAVE_SHUFFLE_PARTITIONS", raising=False)
+    monkeypatch.setenv("TIMEWEAVE_SPARK_MASTER", "local[2]")
+    conf = ep.spark_conf(ep.ExamplePaths(tmp_path))
+    assert (conf["spark.sql.shuffle.partitions"], conf["spark.default.parallelism"]) == ("2", "2")
+    monkeypatch.setenv("TIMEWEAVE_SPARK_MASTER", "spark://host:7077")
+    assert ep.spark_conf(ep.ExamplePaths(tmp_path))["spark.sql.shuffle.partitions"] == "4"
+    monkeypatch.setenv("TIMEWEAVE_SHUFFLE_PARTITIONS", "3")
+    assert ep.spark_conf(ep.ExamplePaths(tmp_path), hive=False)["spark.sql.shuffle.partitions"] == "3"
+
+
 def test_checksum_ignores_row_order_and_storage_scale_but_not_values():
     rows = [("o1", Decimal("1.1000"), datetime(2026, 1, 1)), ("o2", None, datetime(2026, 1, 2))]
     same = [("o2", None, datetime(2026, 1, 2)), ("o1", Decimal("1.1"), datetime(2026, 1, 1))]

@@ -24,7 +24,7 @@ master = sys.argv[1]
 home = tempfile.mkdtemp(prefix="timeweave-worker-python-")
 spark = (SparkSession.builder.master(master).appName("timeweave-worker-python")
          .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-         .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "4")
+         .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2")
          .config("spark.sql.warehouse.dir", f"{home}/warehouse")
          .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home}")
          .getOrCreate())
