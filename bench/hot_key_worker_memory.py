@@ -24,7 +24,7 @@ import pyarrow as pa
 from pyspark.sql.streaming.tws_tester import TwsTester
 
 from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
-from timeweave.spark import streaming as S
+from timeweave.spark import temporal_join_streaming as S  # the registration (it imports the host names used here)
 
 T0_US = 1_704_067_200_000_000  # 2024-01-01 00:00:00 UTC
 

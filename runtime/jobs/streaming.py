@@ -279,6 +279,7 @@ def _run_streaming(
         stopped = (_STOP_REASON[0] if _STOP_REASON else "requested") if _STOP.is_set() else None
         _STOP.clear()
         if listener is not None:
+            _drain_listener_bus(spark)
             spark.streams.removeListener(listener)
     seconds = time.monotonic() - started
     progress = next((q.lastProgress for q in reversed(queries) if q.lastProgress), None) or {}
@@ -383,6 +384,20 @@ def request_stop(reason: str = "requested") -> None:
     """
     _STOP_REASON[:] = [reason]
     _STOP.set()
+
+
+def _drain_listener_bus(spark: SparkSession, timeout_ms: int = 10_000) -> None:
+    """Deliver the queries' last events to this process's listener before it is removed.
+
+    Spark's listener bus is asynchronous: a progress event still queued when the job ends was dispatched to
+    the Python listener after this process had closed its callback server, and Spark logged a
+    ``Py4JException ... onQueryProgress`` stack trace on a normal SIGTERM stop (seen under load).  Waiting
+    for the bus to empty (bounded) delivers it first; on a Spark without that method nothing is waited for.
+    """
+    try:
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(timeout_ms)
+    except Exception as error:  # a timeout or an internal API that moved: the stop goes on
+        _log.debug("listener bus not drained: %s", error)
 
 
 def _stop_after_batch(spark: SparkSession, query: StreamingQuery) -> None:
