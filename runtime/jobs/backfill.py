@@ -5,7 +5,8 @@ or in-process :func:`run_backfill`.  The config selects the operator (:mod:`time
 backfill registration runs the slices and keeps the state at their edges: a temporal-join job in
 ``<checkpoint>/backfill_state`` (or ``<output.path>_state``, :mod:`timeweave.jobs.temporal_join`); a
 MATCH_RECOGNIZE job (a config with a ``match_recognize`` section) under ``<output.path>/_state``
-(:mod:`timeweave.spark.match_recognize_backfill`).  Either way a re-run of any slice finds the state at its
+(:mod:`timeweave.spark.match_recognize_backfill`); a window job (a ``window`` section) under
+``<output.path>/_state`` too (:mod:`timeweave.spark.window_backfill`).  Either way a re-run of any slice finds the state at its
 start edge.  This driver reads the operator's sources, runs its registration and writes the malformed records.
 
 CSV / JSON records that do not fit the source's schema (:mod:`timeweave.spark.sources`) belong to no slice:

@@ -1,10 +1,12 @@
-"""The streaming job: file sources -> streaming temporal join or MATCH_RECOGNIZE -> parquet main / late /
-dead-letter outputs.
+"""The streaming job: file sources -> a streaming operator (temporal join, MATCH_RECOGNIZE, window
+aggregation) -> parquet main / late / dead-letter outputs.
 
 ``python -m timeweave.jobs streaming --config job.json [--flush]`` or in-process :func:`run_streaming`.  The
 config decides the job (:func:`timeweave.jobs.config.load_job_config`): a temporal join, or, with a
 ``match_recognize`` section, a streaming MATCH_RECOGNIZE over one input
-(:mod:`timeweave.spark.match_recognize_streaming`); everything below holds for both.
+(:mod:`timeweave.spark.match_recognize_streaming`), or, with a ``window`` section, window aggregation
+(:mod:`timeweave.spark.window_streaming`); the registry (:mod:`timeweave.jobs.registry`) maps a section to its
+operator.  What follows is written for the first two; the window job's outputs are in its module.
 
 Layout under the checkpoint directory (``checkpoint`` in the config, default ``<output.path>_checkpoint``)::
 
