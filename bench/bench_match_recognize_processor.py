@@ -15,6 +15,9 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming.tws_tester import TwsTester
 
 from timeweave.spark import match_recognize_streaming as M
+from timeweave.spark.host.packs import packs_with_latest_time
+from timeweave.spark.host.schema import BUCKET, OP
+from timeweave.spark.host.stream import DATA_ROW
 
 CLAUSE = ("PARTITION BY symbol ORDER BY rowtime MEASURES FIRST(A.rowtime) AS s, LAST(B.rowtime) AS e "
           "PATTERN (A B+) DEFINE B AS B.price > PREV(B.price)")
@@ -36,11 +39,11 @@ for b in range(BATCHES):
         rows[s % BUCKETS].append((f"s{s}", t, json.dumps({"symbol": f"S{s}", "rowtime": t, "price": prices[s]}, separators=(",", ":"))))
     frames = {}
     for k, rs in rows.items():
-        batch = pa.record_batch({M.BUCKET: pa.array([k] * len(rs), pa.int32()), M.KEY_TEXT: [r[0] for r in rs],
-                                 M.OP: pa.array([M.DATA_ROW] * len(rs), pa.int8()), M.TIME: pa.array([r[1] for r in rs], pa.int64()),
+        batch = pa.record_batch({BUCKET: pa.array([k] * len(rs), pa.int32()), M.KEY_TEXT: [r[0] for r in rs],
+                                 OP: pa.array([DATA_ROW] * len(rs), pa.int8()), M.TIME: pa.array([r[1] for r in rs], pa.int64()),
                                  M.ROW: [r[2] for r in rs]})
-        packs = pa.Table.from_batches(list(M._packs_with_time(iter([batch])))).to_pandas()
-        frames[k] = pd.DataFrame({M.BUCKET: packs[M.BUCKET], M.OP: [M.DATA_ROW] * len(packs), M.PACK: packs[M.PACK]})
+        packs = pa.Table.from_batches(list(packs_with_latest_time(iter([batch])))).to_pandas()
+        frames[k] = pd.DataFrame({BUCKET: packs[BUCKET], OP: [DATA_ROW] * len(packs), M.PACK: packs[M.PACK]})
     start = time.process_time()
     out = [tester.testInPandas(k, f) for k, f in frames.items()]
     out.append(tester.setWatermark(t // 1000))

@@ -11,7 +11,7 @@ watermark are the host's.  What is left here:
    (event time, µs since the epoch) and ``tw_row`` (the whole input row in the host's wire format, decoded in
    Python with the input schema into the values the batch door's Arrow conversion gives: session-local naive
    datetimes, ``Decimal``, NULL vs NaN kept).  The rows are packed with each pack's largest event time
-   (:func:`_packs_with_time`).
+   (:func:`timeweave.spark.host.packs.packs_with_latest_time`).
 2. **Watermark.**  ``withWatermark`` on the packs' largest event time (``watermark_delay`` = allowed
    out-of-orderness; Spark's watermark is the maximum over rows, so over packs it is the same); heartbeat
    rows are unioned in (after packing, as rows without a pack) before it.
@@ -82,11 +82,11 @@ from timeweave.core.pattern import (
 )
 from timeweave.spark.host.packs import PACK, PACK_TIME, PACKS_WITH_TIME_SCHEMA, pack_rows, unpack  # noqa: F401 (unpack: tests)
 from timeweave.spark.host.processor import HostProcessor, StateVariables
-from timeweave.spark.host.schema import BUCKET, DEAD_TS, DEFAULT_BUCKETS, KEY_TEXT, OP, TS, check_buckets
+from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, check_buckets
 from timeweave.spark.host.state import PACKED as _PACKED  # noqa: F401 (the compressed cell's marker: tests)
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
-from timeweave.spark.host.stream import BatchOutputs, delay_ms, heartbeat_rows, run_operator
-from timeweave.spark.host.wire import from_wire, key_columns, to_wire
+from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, delay_ms, keyed_packs, run_operator
+from timeweave.spark.host.wire import from_wire
 from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
 from timeweave.spark.render import quote
@@ -95,8 +95,6 @@ from timeweave.spark.subqueries import inline_subqueries
 # -- the internal (operator input) schema: plain identifiers (PySpark rebuilds input rows as namedtuples) --
 TIME = "tw_time"
 ROW = "tw_row"
-#: ``tw_op`` of an input row / of a dead letter (NULL event time; the host's ``HEARTBEAT`` is 3).
-DATA_ROW, DEAD_ROW = 0, 4
 
 # -- the tagged (operator output) schema ---------------------------------------------------------------
 KIND = "__tw_kind"
@@ -511,15 +509,6 @@ def rows_by_key(batch: pd.DataFrame) -> dict[str, list[tuple[int, str]]]:
     return {key: pairs[start:end] for key, start, end in zip(keys.tolist(), [0, *ends[:-1]], ends, strict=True)}
 
 
-def _packs_with_time(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The packing step (:func:`timeweave.spark.host.packs.pack_rows`) with each pack's largest event time.
-
-    That maximum is the watermark's input: the same maximum the rows give.  A dead letter's time is year 1
-    (as its unpacked row's was), below any data row's, so it never is the maximum of a pack with data.
-    """
-    return pack_rows(batches, latest=TIME)
-
-
 # =================================================================================================
 # Building the stream
 # =================================================================================================
@@ -634,27 +623,9 @@ def match_recognize_stream(
     end_ms = end_of_input_ms(delay_ms(watermark, "watermark"))
     time = F.col(quote(time_column))
     event_ts = F.timestamp_micros(time.cast("long")) if isinstance(time_type, T.IntegralType) else time.cast("timestamp")
-    # One projection over the input, dead letters included (see "Dead letters" in the module docstring).
-    dead = time.isNull()
-    original = F.to_json(F.struct(*[F.col(quote(c)) for c in df.columns]))
-    rows = df.select(
-        *key_columns(df, bound.partition_columns, buckets, marked=True),
-        F.when(dead, F.lit(DEAD_ROW)).otherwise(F.lit(DATA_ROW)).cast("tinyint").alias(OP),
-        F.unix_micros(F.when(dead, F.lit(DEAD_TS).cast("timestamp")).otherwise(event_ts)).alias(TIME),
-        F.when(dead, original).otherwise(to_wire(df)).alias(ROW),
-    )
-    # Packs (see the module docstring): the operator's input is one row per source partition and bucket.
-    internal = rows.mapInArrow(_packs_with_time, PACKS_WITH_TIME_SCHEMA).select(
-        BUCKET, F.lit(DATA_ROW).cast("tinyint").alias(OP), F.timestamp_micros(F.col(PACK_TIME)).alias(TS), PACK,
-    )
-    if heartbeat is not None:
-        # Heartbeats travel in bucket 0, never a NULL bucket (see heartbeat_rows; measured here: a flush
-        # batch's data started new, empty partitions when the heartbeat's bucket was NULL).
-        beats = heartbeat_rows(heartbeat, internal)
-        internal = internal.unionByName(beats)
-    # The operator gets the event times inside the packs only: no input column carries watermark metadata,
-    # so Spark's late-row filter (event_time <= watermark) does not apply; the core decides lateness.
-    internal = internal.withWatermark(TS, watermark).drop(TS)
+    # One projection over the input, dead letters included, packed, heartbeats, watermark (see the module
+    # docstring and host.stream.keyed_packs).
+    internal = keyed_packs(df, bound.partition_columns, event_ts, buckets, heartbeat, watermark)
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     processor = MatchRecognizeProcessor(spec.text or str(spec), df.schema.json(), timezone, end_ms, budget)
     matched = run_operator(internal, processor, tagged_schema(bound), event_time=True)

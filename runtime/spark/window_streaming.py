@@ -61,19 +61,16 @@ from timeweave.core.state import END_OF_TIME, NO_WATERMARK
 from timeweave.core.windows import LateRow, SessionSpec, WindowAggregateOperator, WindowRow, WindowSpec
 from timeweave.core.windows.calls import AggregateText, read_aggregates
 from timeweave.core.windows.zones import TimeShift
-from timeweave.spark.host.packs import PACK, PACK_TIME, PACKS_WITH_TIME_SCHEMA, pack_rows
 from timeweave.spark.host.processor import HostProcessor, StateVariables
-from timeweave.spark.host.schema import BUCKET, DEAD_TS, DEFAULT_BUCKETS, KEY_TEXT, OP, ROW, TIME, TS, check_buckets
+from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, ROW, TIME, check_buckets
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
-from timeweave.spark.host.stream import BatchOutputs, delay_ms, heartbeat_rows, run_operator
-from timeweave.spark.host.wire import JSON_OPTIONS, from_wire, key_columns, to_wire
+from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, delay_ms, keyed_packs, run_operator
+from timeweave.spark.host.wire import JSON_OPTIONS, from_wire
 from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.render import quote
 from timeweave.spark.window_render import WINDOW_COLUMNS
 
 WHERE = "window aggregate stream"
-#: ``tw_op`` of an input row / of a dead letter (NULL event time; the host's ``HEARTBEAT`` is 3).
-DATA_ROW, DEAD_ROW = 0, 4
 
 # -- the tagged (operator output) schema ---------------------------------------------------------------
 KIND = "__tw_kind"
@@ -496,32 +493,11 @@ def window_aggregate_stream(
         if _find(df.columns, name) is not None:
             raise SpecError("df", f"column '{name}' is added by the late output; rename the input column", where=WHERE)
     zone = session_zone(df.sparkSession)
-    event = F.col(quote(query.time))
-    dead = event.isNull()
-    original = F.to_json(F.struct(*[F.col(quote(c)) for c in df.columns]))
-    rows = df.select(
-        *key_columns(df, query.keys, buckets, marked=True),
-        F.when(dead, F.lit(DEAD_ROW)).otherwise(F.lit(DATA_ROW)).cast("tinyint").alias(OP),
-        F.unix_micros(F.when(dead, F.lit(DEAD_TS).cast("timestamp")).otherwise(event)).alias(TIME),
-        F.when(dead, original).otherwise(to_wire(df)).alias(ROW),
-    )
-    internal = rows.mapInArrow(_packs_with_time, PACKS_WITH_TIME_SCHEMA).select(
-        BUCKET, F.lit(DATA_ROW).cast("tinyint").alias(OP), F.timestamp_micros(F.col(PACK_TIME)).alias(TS), PACK,
-    )
-    if heartbeat is not None:
-        internal = internal.unionByName(heartbeat_rows(heartbeat, internal))
-    # The event times travel inside the packs: no operator input column carries watermark metadata, so Spark's
-    # late-row filter does not apply and the core decides lateness (see "Late rows" in timeweave.spark.host).
-    internal = internal.withWatermark(TS, watermark).drop(TS)
+    internal = keyed_packs(df, query.keys, F.col(quote(query.time)), buckets, heartbeat, watermark)
     processor = WindowProcessor(query.spec, query.aggregates, query.time, df.schema.json(), query.schema.json(), zone,
                                 end_ms)
     stream = run_operator(internal, processor, tagged_schema(), event_time=True)
     return StreamingWindows(stream, query.schema, df.schema, query.keys)
-
-
-def _packs_with_time(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The packing step with each pack's largest event time (the watermark's input)."""
-    return pack_rows(batches, latest=TIME)
 
 
 __all__ = [

@@ -20,6 +20,9 @@ from timeweave.core.errors import SpecError
 from timeweave.core.pattern import PatternValidationError
 from timeweave.jobs import cli
 from timeweave.jobs.streaming import run_streaming
+from timeweave.spark.host.packs import packs_with_latest_time
+from timeweave.spark.host.schema import BUCKET, OP
+from timeweave.spark.host.stream import DATA_ROW
 from timeweave.spark.match_recognize import match_recognize
 from timeweave.spark.match_recognize_streaming import match_recognize_stream
 
@@ -274,19 +277,19 @@ def test_packs_keep_every_row_and_each_buckets_order(monkeypatch, bound: str, va
     times = [(i * 37) % 11 for i in range(n)]
     batches = [
         pa.record_batch({
-            M.BUCKET: pa.array(buckets[i:i + 5], pa.int32()), M.KEY_TEXT: [f"s{b}" for b in buckets[i:i + 5]],
-            M.OP: pa.array([M.DATA_ROW] * len(buckets[i:i + 5]), pa.int8()),
+            BUCKET: pa.array(buckets[i:i + 5], pa.int32()), M.KEY_TEXT: [f"s{b}" for b in buckets[i:i + 5]],
+            OP: pa.array([DATA_ROW] * len(buckets[i:i + 5]), pa.int8()),
             M.TIME: pa.array(times[i:i + 5], pa.int64()), M.ROW: [f"r{j}" for j in range(i, min(i + 5, n))],
         })
         for i in range(0, n, 5)
     ]
-    out = pa.Table.from_batches(list(M._packs_with_time(iter(batches)))).to_pylist()
+    out = pa.Table.from_batches(list(packs_with_latest_time(iter(batches)))).to_pylist()
     seen: dict[int, list[str]] = {}
     for pack in out:
         rows = M.unpack([pack[M.PACK]])
-        assert set(rows[M.KEY_TEXT]) == {f"s{pack[M.BUCKET]}"} and len(rows) <= most
+        assert set(rows[M.KEY_TEXT]) == {f"s{pack[BUCKET]}"} and len(rows) <= most
         assert pack[M.PACK_TIME] == max(times[int(r[1:])] for r in rows[M.ROW])
-        seen.setdefault(pack[M.BUCKET], []).extend(rows[M.ROW])
+        seen.setdefault(pack[BUCKET], []).extend(rows[M.ROW])
     assert {b: [int(r[1:]) for r in rows] for b, rows in seen.items()} == {
         b: [i for i in range(n) if buckets[i] == b] for b in range(3)
     }

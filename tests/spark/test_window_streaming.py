@@ -39,6 +39,7 @@ from timeweave.jobs.config import ConfigError, WindowJobConfig, load_job_config
 from timeweave.jobs.streaming import run_streaming
 from timeweave.spark import window_streaming as W
 from timeweave.spark.host import BUCKET, KEY_TEXT, OP, ROW, TIME, pack_rows
+from timeweave.spark.host.stream import DATA_ROW
 from timeweave.spark.windows import window_aggregate, window_tvf
 
 B = 3
@@ -83,7 +84,7 @@ def _processor(plan: WindowPlan) -> W.WindowProcessor:
 def _pack(key: str, row: dict[str, Any], time_us: int | None) -> pd.DataFrame:
     batch = pa.record_batch({
         BUCKET: pa.array([B], pa.int32()), KEY_TEXT: pa.array([key], pa.string()),
-        OP: pa.array([W.DATA_ROW if time_us is not None else W.DEAD_ROW], pa.int8()),
+        OP: pa.array([DATA_ROW if time_us is not None else W.DEAD_ROW], pa.int8()),
         TIME: pa.array([time_us if time_us is not None else 0], pa.int64()), ROW: pa.array([_text(row)], pa.string()),
     })
     return next(pack_rows(iter([batch]))).to_pandas()

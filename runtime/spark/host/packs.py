@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from timeweave.spark.host.schema import BUCKET, HEARTBEAT, KEY_TEXT, OP, ROW, SEQ  # noqa: F401 (ROW: the doctests)
+from timeweave.spark.host.schema import BUCKET, HEARTBEAT, KEY_TEXT, OP, ROW, SEQ, TIME  # noqa: F401 (ROW: the doctests)
 
 PACK = "tw_pack"
 #: The optional column of a pack's largest value of one input column (:func:`pack_rows`' ``latest``).
@@ -157,3 +157,12 @@ __all__ = [
     "table_frame",
     "unpack",
 ]
+
+
+def packs_with_latest_time(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The packing step (:func:`pack_rows`) with each pack's largest event time (:data:`~timeweave.spark.host.schema.TIME`), the watermark's
+    input: the same maximum the rows give.  A dead letter's time is year 1 (as its unpacked row's was), below
+    any data row's, so it never is the maximum of a pack with data.  (A module function: ``mapInArrow``
+    pickles it by reference.)"""
+    return pack_rows(batches, latest=TIME)
+

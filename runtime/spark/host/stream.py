@@ -9,14 +9,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
 from timeweave.core.durations import parse_duration
-from timeweave.spark.host.schema import BUCKET, HEARTBEAT, OP, TS
+from timeweave.spark.host.packs import PACK, PACK_TIME, PACKS_WITH_TIME_SCHEMA, packs_with_latest_time
+from timeweave.spark.host.schema import BUCKET, DEAD_TS, HEARTBEAT, OP, ROW, TIME, TS
+from timeweave.spark.host.wire import key_columns, to_wire
+from timeweave.spark.render import quote
 from timeweave.spark.schema import column as named
+
+#: ``tw_op`` of a one-input operator's row / of its dead letter (NULL event time; ``HEARTBEAT`` is 3).
+DATA_ROW, DEAD_ROW = 0, 4
 
 
 @dataclass(frozen=True)
@@ -75,3 +81,33 @@ def run_operator(internal: DataFrame, processor: StatefulProcessor, output: T.St
 
 
 __all__ = ["BatchOutputs", "delay_ms", "heartbeat_rows", "run_operator"]
+
+
+def keyed_packs(df: DataFrame, keys: list[str] | tuple[str, ...], event_ts: Column, buckets: int,
+                heartbeat: DataFrame | None, watermark: str) -> DataFrame:
+    """A one-input operator's input (MATCH_RECOGNIZE, window aggregation): ``df``'s rows keyed by ``keys`` into
+    ``buckets``, packed per source partition and bucket with each pack's largest event time (``event_ts``, a
+    TIMESTAMP column), heartbeats unioned in, watermarked ``watermark`` behind that time.
+
+    One projection over the input, dead letters included: a row whose ``event_ts`` is NULL travels as op
+    :data:`DEAD_ROW` with its original columns as JSON.  The event times travel inside the packs only: no
+    operator input column carries watermark metadata, so Spark's late-row filter (event_time <= watermark)
+    does not apply and the core decides lateness (see "Late rows" in :mod:`timeweave.spark.host`).  The plan
+    is part of a checkpoint: its shape must not change.
+    """
+    dead = event_ts.isNull()
+    original = F.to_json(F.struct(*[F.col(quote(c)) for c in df.columns]))
+    rows = df.select(
+        *key_columns(df, keys, buckets, marked=True),
+        F.when(dead, F.lit(DEAD_ROW)).otherwise(F.lit(DATA_ROW)).cast("tinyint").alias(OP),
+        F.unix_micros(F.when(dead, F.lit(DEAD_TS).cast("timestamp")).otherwise(event_ts)).alias(TIME),
+        F.when(dead, original).otherwise(to_wire(df)).alias(ROW),
+    )
+    internal = rows.mapInArrow(packs_with_latest_time, PACKS_WITH_TIME_SCHEMA).select(
+        BUCKET, F.lit(DATA_ROW).cast("tinyint").alias(OP), F.timestamp_micros(F.col(PACK_TIME)).alias(TS), PACK,
+    )
+    if heartbeat is not None:
+        # Heartbeats travel in bucket 0, never a NULL bucket (see heartbeat_rows).
+        internal = internal.unionByName(heartbeat_rows(heartbeat, internal))
+    return internal.withWatermark(TS, watermark).drop(TS)
+
