@@ -4,61 +4,13 @@ the macros are rendered with jinja2 and dbt's ``return`` / ``exceptions`` stand-
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import jinja2
 import pytest
 
+from tests.helpers.dbt_jinja import CompilerError, dbt_macros
 from timeweave.core.errors import SpecError
 from timeweave.core.windows import cumulate, hop, session, tumble
 
-MACROS = Path(__file__).resolve().parents[3] / "dbt_macros" / "macros"
-
-
-class _Return(Exception):
-    def __init__(self, value):
-        self.value = value
-
-
-class _CompilerError(Exception):
-    pass
-
-
-def _raise_return(value):
-    raise _Return(value)
-
-
-class _Exceptions:
-    @staticmethod
-    def raise_compiler_error(message):
-        raise _CompilerError(message)
-
-
-def _modules():
-    env = jinja2.Environment(undefined=jinja2.Undefined, extensions=["jinja2.ext.do"])
-    env.globals.update({"return": _raise_return, "exceptions": _Exceptions()})
-    modules: list = []
-
-    class Namespace:
-        def __getattr__(self, name):
-            name = "tw_private_" + name[1:] if name.startswith("_") else name
-            macro = next(getattr(m, name) for m in modules if hasattr(m, name))
-
-            def call(*args, **kwargs):  # dbt's macro boundary: `return(x)` is the call's value
-                try:
-                    return str(macro(*args, **kwargs))
-                except _Return as returned:
-                    return returned.value
-            return call
-
-    namespace = env.globals["timeweave"] = Namespace()
-    # jinja2 keeps macros named _x out of a template's module: rename them (dbt exports them as they are)
-    modules += [env.from_string((MACROS / name).read_text().replace("macro _", "macro tw_private_")).module
-               for name in ("_timeweave_windows_internal.sql", "_timeweave_internal.sql")]
-    return namespace
-
-
-DBT = _modules()
+DBT = dbt_macros("_timeweave_windows_internal.sql", "_timeweave_internal.sql")
 
 _CASES = [
     ("TUMBLE", {"size": "10 minutes", "offset": 0}, lambda: tumble("10 minutes")),
@@ -90,7 +42,7 @@ def test_dbt_window_spec_is_the_core_spec(function, values, core) -> None:
     try:
         spec = core()
     except SpecError as error:
-        with pytest.raises(_CompilerError) as raised:
+        with pytest.raises(CompilerError) as raised:
             DBT._window_spec(function, values, function)
         # the same argument named, in SpecError's format
         assert f"{function}: argument '{error.argument}': " in str(raised.value)

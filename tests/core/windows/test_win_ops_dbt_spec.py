@@ -5,61 +5,13 @@ dbt cannot import timeweave.core) accept, compute and reject exactly what the co
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import jinja2
 import pytest
 
+from tests.helpers.dbt_jinja import CompilerError, dbt_macros
 from timeweave.core.errors import SpecError
 from timeweave.core.windows.ranking import RankRange, join_type, sort_keys
 
-MACROS = Path(__file__).resolve().parents[3] / "dbt_macros" / "macros"
-
-
-class _Return(Exception):
-    def __init__(self, value):
-        self.value = value
-
-
-class _CompilerError(Exception):
-    pass
-
-
-def _raise_return(value):
-    raise _Return(value)
-
-
-class _Exceptions:
-    @staticmethod
-    def raise_compiler_error(message):
-        raise _CompilerError(message)
-
-
-def _modules():
-    env = jinja2.Environment(undefined=jinja2.Undefined, extensions=["jinja2.ext.do"])
-    env.globals.update({"return": _raise_return, "exceptions": _Exceptions()})
-    modules: list = []
-
-    class Namespace:
-        def __getattr__(self, name):
-            name = "tw_private_" + name[1:] if name.startswith("_") else name
-            macro = next(getattr(m, name) for m in modules if hasattr(m, name))
-
-            def call(*args, **kwargs):  # dbt's macro boundary: `return(x)` is the call's value
-                try:
-                    return str(macro(*args, **kwargs))
-                except _Return as returned:
-                    return returned.value
-            return call
-
-    namespace = env.globals["timeweave"] = Namespace()
-    # jinja2 keeps macros named _x out of a template's module: rename them (dbt exports them as they are)
-    modules += [env.from_string((MACROS / name).read_text().replace("macro _", "macro tw_private_")).module
-                for name in ("_timeweave_window_ops_internal.sql", "_timeweave_internal.sql")]
-    return namespace
-
-
-DBT = _modules()
+DBT = dbt_macros("_timeweave_window_ops_internal.sql", "_timeweave_internal.sql")
 
 
 def _same(dbt_call, core_call):
@@ -68,7 +20,7 @@ def _same(dbt_call, core_call):
     try:
         expected = core_call()
     except SpecError as error:
-        with pytest.raises(_CompilerError) as failed:
+        with pytest.raises(CompilerError) as failed:
             dbt_call()
         assert f"argument '{error.argument}': {error.message}" in str(failed.value), (str(failed.value), str(error))
         return None
