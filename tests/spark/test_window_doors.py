@@ -19,6 +19,7 @@ import pytest
 
 import timeweave
 from tests.helpers.flink_cases import dataframe, load_case, normalize
+from tests.helpers.spark_jobs import no_spark_job as _no_job
 from tests.helpers.window_cases import WINDOW_CASES, WindowPlan, render
 from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.windows import (
@@ -38,17 +39,6 @@ from timeweave.spark.windows import window_tvf
 _EPOCH = datetime(1970, 1, 1)
 
 
-def _no_job(spark, action):
-    """Run ``action`` and assert it started no Spark job (validation happens first)."""
-    sc = spark.sparkContext
-    group = f"tw-no-job-{random.random()}"
-    sc.setJobGroup(group, "validation must not run a job")
-    try:
-        return action()
-    finally:
-        jobs = list(sc.statusTracker().getJobIdsForGroup(group))
-        sc.setLocalProperty("spark.jobGroup.id", None)
-        assert jobs == [], f"a Spark job ran: {jobs}"
 
 
 # -- Flink's cases ------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from decimal import Decimal
 import pytest
 
 import timeweave
+from tests.helpers.spark_jobs import no_spark_job as _no_job
 from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.windows import assign_windows, cumulate, hop, session, tumble
 from timeweave.core.windows.late import format_ms
@@ -24,17 +25,6 @@ from timeweave.core.windows.late import format_ms
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _no_job(spark, action):
-    """Run ``action`` and assert it started no Spark job (validation happens first)."""
-    sc = spark.sparkContext
-    group = f"tw-no-job-{random.random()}"
-    sc.setJobGroup(group, "validation must not run a job")
-    try:
-        return action()
-    finally:
-        jobs = list(sc.statusTracker().getJobIdsForGroup(group))
-        sc.setLocalProperty("spark.jobGroup.id", None)
-        assert jobs == [], f"a Spark job ran: {jobs}"
 
 
 def _text(value):
