@@ -36,6 +36,9 @@ class KeyContext(Protocol):
     @property
     def watermark(self) -> int: ...
 
+    # Optional: ``processing_time`` (µs, ``NO_WATERMARK`` when unset), the host's processing clock of the step;
+    # read only by operators with processing-time timers (the DataStream window operator).
+
 
 @dataclass
 class InMemoryKeyContext:
@@ -44,6 +47,8 @@ class InMemoryKeyContext:
     values: dict[str, Any] = field(default_factory=dict)
     timer_set: set[int] = field(default_factory=set)
     current_watermark: int = NO_WATERMARK
+    #: the host's processing time of the step (µs), for processing-time windows; NO_WATERMARK: unset
+    current_processing_time: int = NO_WATERMARK
 
     def get(self, name: str) -> Any | None:
         return self.values.get(name)
@@ -66,6 +71,10 @@ class InMemoryKeyContext:
     @property
     def watermark(self) -> int:
         return self.current_watermark
+
+    @property
+    def processing_time(self) -> int:
+        return self.current_processing_time
 
     def is_empty(self) -> bool:
         return not self.values and not self.timer_set
