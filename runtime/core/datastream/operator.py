@@ -604,6 +604,8 @@ class WindowOperator:
             else:
                 contents = [_call(function.merge_step, function.merge, contents[0], p.contents[0])]
         result.contents = contents
+        # a window merged from one that already fired at or after its end fires late, not on time, again
+        result.on_time = any(p.on_time for p in panes)
         for p in panes:
             result.merged_from.extend(p.merged_from)
             if p.fires and not p.purged:
