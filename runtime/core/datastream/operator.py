@@ -202,6 +202,8 @@ class DeadLetter:
     step: str
     reason: str
     window: Window | None = None
+    #: the key (None for window_all, or when the key selector itself failed on the key's first element)
+    key: Any = None
     tag: ClassVar[Tag] = Tag.DEAD_LETTER
 
 
@@ -466,7 +468,7 @@ class WindowOperator:
                 work.key = _call("key selector", self._key_of, row)
             time = None if self._time_of is None else _call("event time", self._time_of, row)
             if self.assigner.is_event_time and time is None:
-                out.append(DeadLetter(row, "event time", self._null_reason))
+                out.append(DeadLetter(row, "event time", self._null_reason, key=work.key))
                 return
             if self.assigner.processing_time and work.now is None:
                 raise NoProcessingTimeError(f"{self.assigner.name} needs the processing time, and the host set none "
@@ -475,7 +477,7 @@ class WindowOperator:
             if not windows:
                 out.append(DeadLetter(row, "window assigner", f"{self.assigner.name}: time "
                                       f"{format_ms(time if self.assigner.is_event_time else work.now)} falls in no "
-                                      "window (size < slide leaves gaps)"))
+                                      "window (size < slide leaves gaps)", key=work.key))
                 return
             skipped = True
             for window in windows:
@@ -501,9 +503,9 @@ class WindowOperator:
                     assert time is not None
                     out.append(LateElement(row, time, work.watermark, self.allowed_lateness))
                 else:
-                    out.append(DeadLetter(row, "window assigner", "the element entered no window"))
+                    out.append(DeadLetter(row, "window assigner", "the element entered no window", key=work.key))
         except _Failed as failed:
-            out.append(DeadLetter(row, failed.step, failed.reason))
+            out.append(DeadLetter(row, failed.step, failed.reason, key=work.key))
 
     def _into_window(self, work: _Work, window: Window, row: Any, time: int | None, out: list[Output]) -> None:
         pane = work.panes.get(window)
@@ -635,7 +637,7 @@ class WindowOperator:
             result = checked(self.trigger, method, _call(f"trigger {method}", getattr(self.trigger, method), time,
                                                          window, self._trigger_ctx(work, pane)))
         except _Failed as failed:
-            out.append(DeadLetter(None, failed.step, failed.reason, window))
+            out.append(DeadLetter(None, failed.step, failed.reason, window, work.key))
             result = CONTINUE
         self._act(work, pane, result, time, out)
         if event_time == self.assigner.is_event_time and time == self.cleanup_time(window):
@@ -649,12 +651,12 @@ class WindowOperator:
         try:
             _call("trigger clear", self.trigger.clear, window, self._trigger_ctx(work, pane))
         except _Failed as failed:
-            out.append(DeadLetter(None, failed.step, failed.reason, window))
+            out.append(DeadLetter(None, failed.step, failed.reason, window, work.key))
         if isinstance(self.function.process_function, ProcessWindowFunction):
             try:
                 _call("process function clear", self.function.clear, self._process_ctx(work, pane))
             except _Failed as failed:
-                out.append(DeadLetter(None, failed.step, failed.reason, window))
+                out.append(DeadLetter(None, failed.step, failed.reason, window, work.key))
         work.panes.pop(window, None)
         if self.assigner.merging:
             self._retire(work, window)
@@ -687,7 +689,7 @@ class WindowOperator:
                     "evictor evict_after", evictor.evict_after, elements, window, ectx))
                 pane.contents = [[e.value, e.timestamp] for e in elements] or None
         except _Failed as failed:
-            out.append(DeadLetter(None, failed.step, failed.reason, window))
+            out.append(DeadLetter(None, failed.step, failed.reason, window, work.key))
             return
         at = NO_WATERMARK if at is None else at
         if at < max_timestamp(window):
