@@ -24,7 +24,7 @@ from timeweave.core.datastream import (
 )
 from timeweave.core.datastream.triggers import Count, EventTime
 from timeweave.core.errors import SpecError
-from timeweave.core.operator import Tag, run_keyed
+from timeweave.core.operator import KeyedOperator, Tag, run_keyed
 from timeweave.core.state import END_OF_TIME, InMemoryKeyContext
 from timeweave.core.windows.spec import Window
 
@@ -252,6 +252,15 @@ def test_state_round_trips_through_the_layout_and_codec_mid_window() -> None:
     h.advance(END_OF_TIME)
     assert [brief(f) for f in h.firings] == [("a", 0, 15, (3,), "early", 0), ("a", 0, 15, (3,), "on_time", 1),
                                              ("a", 0, 15, (11,), "late", 2), ("a", 30, 40, (4,), "on_time", 0)]
+
+
+def test_the_operator_is_a_keyed_operator_with_declared_state() -> None:
+    op = WindowOperator(Session.of(5), aggregate(Sum()), time_column="t")
+    assert isinstance(op, KeyedOperator) and op.layout.version == 1
+    ctx = InMemoryKeyContext()
+    op.process_elements(ctx, rows((1, 1)))
+    with pytest.raises(Exception, match="'x' is not declared"):
+        op.layout.restore(InMemoryKeyContext(), {**op.layout.snapshot(ctx), "x": 1})
 
 
 def test_window_all_is_one_key_firings_carry_none() -> None:
