@@ -300,11 +300,15 @@ class _Work:
         event, processing = self.event.to_state(), self.processing.to_state()
         holds = bool(windows or event or processing or self.global_state)
         for name, value in ((WINDOWS, windows), (EVENT_TIMERS, event), (PROCESSING_TIMERS, processing),
-                            (GLOBAL_STATE, self.global_state), (KEY, self.key if holds else None)):
+                            (GLOBAL_STATE, self.global_state)):
             if value:
                 ctx.put(name, value)
-            elif value is None or not holds or name != KEY:
+            else:
                 ctx.clear(name)
+        if holds and self.key is not None:  # a key may be falsy (0, ""): kept all the same
+            ctx.put(KEY, self.key)
+        else:
+            ctx.clear(KEY)
         # The key context holds one timer, the earliest event-time one (in the core's µs); the operator's state
         # is the truth, so a restored key (whose context lost its timers) gets it back at its next call.
         first = self.event.first()

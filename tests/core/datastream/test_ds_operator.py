@@ -341,3 +341,10 @@ def test_seed_002_allowed_lateness_with_the_late_data_side_output() -> None:
     h.send("a", rows((30_000, 4)))               # 60 s window + 30 s lateness have passed: side output
     assert [(f.values, f.kind.value) for f in h.firings] == [((1,), "on_time"), ((3,), "late")]
     assert [(r.row["v"], r.watermark) for r in h.late] == [(4, 89_999)]
+
+
+def test_a_falsy_key_is_kept_for_timer_driven_firings() -> None:
+    h = Harness(WindowOperator(Tumbling.of(10), aggregate(Sum()), time_column="t", key_by="k"))
+    h.send(0, [{"k": 0, "t": 1, "v": 1}])
+    h.restore()
+    assert [f.key for f in h.advance(END_OF_TIME)] == [0]
