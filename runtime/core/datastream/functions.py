@@ -202,7 +202,16 @@ def reduce(fn: Callable[[Any, Any], Any], process: ProcessWindowFunction | Proce
 
 
 def aggregate(agg: AggregateFunction, process: ProcessWindowFunction | ProcessFn | None = None) -> WindowFunction:
-    """An aggregate window function (then ``process`` with the result, if given)."""
+    """An aggregate window function (then ``process`` with the result, if given).
+
+    >>> class Count(AggregateFunction):
+    ...     def create(self): return 0
+    ...     def add(self, value, acc): return acc + 1
+    ...     def merge(self, a, b): return a + b
+    >>> f = aggregate(Count(), process=lambda key, ctx, counts: [(key, counts[0])])
+    >>> f.emit(f.merge(f.create("x"), f.create("y")), None, key="k")
+    (('k', 2),)
+    """
     missing = [m for m in ("create", "add", "merge", "result") if not callable(getattr(agg, m, None))]
     if missing:
         raise SpecError("aggregate", f"{agg!r:.60} lacks {', '.join(missing)}: an AggregateFunction has create, add, "

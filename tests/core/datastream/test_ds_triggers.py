@@ -274,3 +274,19 @@ def test_never_and_processing_time_triggers_can_merge() -> None:
     h.advance(now_ms=3)
     h.send("a", [{"v": 2}])  # [3, 8) merges with [0, 5)
     assert [brief(f) for f in h.advance(now_ms=7)] == [(None, 0, 8, (2,), "on_time", 0)]
+
+
+def test_continuous_event_time_on_merge_keeps_the_earliest_next_fire_time() -> None:
+    h = harness(Session.of(50), ContinuousEventTime.of(20))
+    h.send("a", rows((0, 1), (100, 2)))  # [0, 50) fires next at 20, [100, 150) at 120
+    h.send("a", rows((50, 4)))           # [50, 100) bridges them: Flink's ReducingState(min) merge keeps 20
+    assert h.contexts["a"].values["ds-windows"][0][3] == {"fire-time": 20}
+    assert [(f.at, f.values) for f in h.advance(60)] == [(20, (7,)), (40, (7,)), (60, (7,))]
+
+
+def test_continuous_event_time_an_element_extending_a_session_keeps_its_fire_time() -> None:
+    # on_element runs on the merged window, whose fire time came from the session it extends (Flink: the element's
+    # own window never holds trigger state)
+    h = harness(Session.of(50), ContinuousEventTime.of(20))
+    h.send("a", rows((45, 1), (10, 2)))
+    assert h.contexts["a"].values["ds-windows"][0][3] == {"fire-time": 60}
