@@ -155,3 +155,53 @@ def test_any_trigger_and_evictor_give_the_same_outputs_in_any_steps(assigner, la
                               allowed_lateness=lateness)
 
     assert outputs(random_steps(make(), events, data)) == outputs(one_per_step(make(), events))
+
+
+@st.composite
+def clock_inputs(draw) -> list[tuple]:
+    """Rows and processing-clock advances (ms) in arrival order."""
+    now = draw(st.integers(-20, 0))
+    events: list[tuple] = [("clock", now)]
+    for i in range(draw(st.integers(0, 30))):
+        if draw(st.integers(0, 3)) == 0:
+            now += draw(st.integers(0, 12))
+            events.append(("clock", now))
+        key = draw(st.sampled_from("ab"))
+        events.append(("row", key, {"id": i, "k": key, "t": None, "v": draw(st.integers(1, 9))}))
+    events.append(("clock", now + 1000))
+    return events
+
+
+def run_clock(op: WindowOperator, events: list[tuple], data: st.DataObject | None) -> Harness:
+    h = Harness(op)
+    for event in events:
+        if event[0] == "clock":
+            if data is not None and data.draw(st.booleans()):
+                h.restore()
+            if data is None or event is events[-1] or data.draw(st.booleans()):
+                h.advance(now_ms=event[1])
+            else:
+                h.now_ms = event[1]
+        else:
+            h.send(event[1], [event[2]])
+    return h
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(["tumbling", "sliding", "session"]), trigger=st.sampled_from([
+    lambda: None, lambda: tr.Purging.of(tr.Count(2)), lambda: tr.ProcessingTime().with_early(tr.Count(3))]),
+    events=clock_inputs(), data=st.data())
+def test_processing_time_windows_fire_on_the_hosts_clock_alike_in_any_steps(kind, trigger, events, data) -> None:
+    assigner = {"tumbling": Tumbling.of(10, processing_time=True), "sliding": Sliding.of(10, 4, processing_time=True),
+                "session": Session.of(6, processing_time=True)}[kind]
+
+    def make() -> WindowOperator:
+        return WindowOperator(assigner, process(listing), trigger=trigger(), key_by="k")
+
+    single = run_clock(make(), events, None)
+    assert outputs(run_clock(make(), events, data)) == outputs(single)
+    if trigger() is None:  # the default trigger: once the clock ran past every window, each fired once and went
+        if kind != "sliding":  # one window per element: each element is in exactly one firing
+            fired = sorted(i for f in single.firings for i in f.values[0])
+            assert fired == sorted(e[2]["id"] for e in events if e[0] == "row")
+        assert all(ctx.is_empty() for ctx in single.contexts.values())
