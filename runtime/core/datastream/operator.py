@@ -470,7 +470,7 @@ class WindowOperator:
         try:
             if work.key is None and self._key_of is not None:
                 work.key = _call("key selector", self._key_of, row)
-            time = None if self._time_of is None else _call("event time", self._time_of, row)
+            time = None if self._time_of is None else self._read_time(row)
             if self.assigner.is_event_time and time is None:
                 out.append(DeadLetter(row, "event time", self._null_reason, key=work.key))
                 return
@@ -510,6 +510,16 @@ class WindowOperator:
                     out.append(DeadLetter(row, "window assigner", "the element entered no window", key=work.key))
         except _Failed as failed:
             out.append(DeadLetter(row, failed.step, failed.reason, key=work.key))
+
+    def _read_time(self, row: Any) -> int | None:
+        """The element's event time (ms or None); an unreadable one is a data error (a dead letter)."""
+        try:
+            time = self._time_of(row)  # type: ignore[misc]
+            if time is not None and (not isinstance(time, int) or isinstance(time, bool)):
+                raise TypeError(f"time_of must give integer epoch ms or None, got {time!r:.40}")
+        except Exception as exc:  # incl. SpecError: event_time_ms refusing the column's value is the row's fault
+            raise _Failed("event time", exc) from exc
+        return time
 
     def _into_window(self, work: _Work, window: Window, row: Any, time: int | None, out: list[Output]) -> None:
         pane = work.panes.get(window)

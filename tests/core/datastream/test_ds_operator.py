@@ -348,3 +348,16 @@ def test_a_falsy_key_is_kept_for_timer_driven_firings() -> None:
     h.send(0, [{"k": 0, "t": 1, "v": 1}])
     h.restore()
     assert [f.key for f in h.advance(END_OF_TIME)] == [0]
+
+
+def test_an_unreadable_event_time_is_a_dead_letter_not_a_crash() -> None:
+    h = summing(Tumbling.of(10))
+    h.send("a", [{"k": "a", "t": "yesterday", "v": 1}, {"k": "a", "v": 1}, {"k": "a", "t": 1, "v": 2}])
+    assert [(d.step, d.reason) for d in h.dead] == [
+        ("event time", "event time raised SpecError: argument 'time': an event time must be a timestamp or integer "
+                       "epoch milliseconds, got 'yesterday'"),
+        ("event time", "event time raised KeyError: 't'")]
+    h = Harness(WindowOperator(Tumbling.of(10), aggregate(Sum()), time_of=lambda row: row["t"] / 2, key_by="k"))
+    h.send("a", rows((1, 1)))
+    assert [(d.step, d.reason) for d in h.dead] == [
+        ("event time", "event time raised TypeError: time_of must give integer epoch ms or None, got 0.5")]

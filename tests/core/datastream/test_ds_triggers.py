@@ -290,3 +290,11 @@ def test_continuous_event_time_an_element_extending_a_session_keeps_its_fire_tim
     h = harness(Session.of(50), ContinuousEventTime.of(20))
     h.send("a", rows((45, 1), (10, 2)))
     assert h.contexts["a"].values["ds-windows"][0][3] == {"fire-time": 60}
+
+
+def test_the_global_window_state_round_trips_through_the_codec() -> None:
+    h = harness(Global.of(), Purging.of(Count.of(2)), time_column=None)
+    h.send("a", rows((1, 1)))
+    h.restore()
+    h.send("a", rows((2, 2), (3, 4)))
+    assert [(f.window.end, f.values) for f in h.firings] == [(2**63, (3,))]
