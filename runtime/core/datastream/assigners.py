@@ -225,7 +225,10 @@ class Session:
         assert self.gap_function is not None
         gap = self.gap_function(element)
         if isinstance(gap, timedelta):
-            gap = duration_ms(gap, "gap", where=self.name)
+            try:
+                gap = duration_ms(gap, "gap", where=self.name)
+            except SpecError as exc:  # the element's value, not the program: a data error
+                raise ValueError(str(exc)) from None
         if not isinstance(gap, int) or isinstance(gap, bool):
             raise TypeError(f"{self.name}: the gap function must return integer ms or a timedelta, got {gap!r}")
         if gap <= 0:

@@ -88,6 +88,8 @@ def test_sessions_static_and_dynamic_gap() -> None:
     assert spans(dynamic.assign({"gap": timedelta(seconds=2)}, 0, None)) == [(0, 2000)]
     with pytest.raises(ValueError, match="a session gap must satisfy 0 < gap"):
         dynamic.assign({"gap": -3}, 0, None)
+    with pytest.raises(ValueError, match="not a whole number of milliseconds"):
+        dynamic.assign({"gap": timedelta(microseconds=1500)}, 0, None)
     with pytest.raises(TypeError, match="integer ms or a timedelta"):
         dynamic.assign({"gap": "5"}, 0, None)
 
