@@ -361,3 +361,11 @@ def test_an_unreadable_event_time_is_a_dead_letter_not_a_crash() -> None:
     h.send("a", rows((1, 1)))
     assert [(d.step, d.reason) for d in h.dead] == [
         ("event time", "event time raised TypeError: time_of must give integer epoch ms or None, got 0.5")]
+
+
+def test_a_gap_function_giving_sub_millisecond_gaps_dead_letters_the_element() -> None:
+    from datetime import timedelta
+
+    h = summing(Session.of(lambda row: row["gap"]))
+    h.send("a", [{"k": "a", "t": 1, "v": 1, "gap": timedelta(microseconds=1500)}])
+    assert [d.step for d in h.dead] == ["session gap function"] and "not a whole number" in h.dead[0].reason
