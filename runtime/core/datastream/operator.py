@@ -181,6 +181,7 @@ class LateElement:
     time: int
     watermark: int
     allowed_lateness: int
+    key: Any = None
     tag: ClassVar[Tag] = Tag.LATE
 
     @property
@@ -505,7 +506,7 @@ class WindowOperator:
             if skipped:
                 if self.is_element_late(time, work.watermark):
                     assert time is not None
-                    out.append(LateElement(row, time, work.watermark, self.allowed_lateness))
+                    out.append(LateElement(row, time, work.watermark, self.allowed_lateness, work.key))
                 else:
                     out.append(DeadLetter(row, "window assigner", "the element entered no window", key=work.key))
         except _Failed as failed:

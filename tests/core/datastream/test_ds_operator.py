@@ -4,7 +4,7 @@ the state layout and codec, bad specs, and seed 002's examples."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -49,7 +49,7 @@ def test_lateness_late_firings_until_cleanup_then_the_late_output_with_the_water
     assert [f.replaces_previous for f in h.firings] == [False, True, True]
     assert [f.at for f in h.firings] == [9, 9, 13]
     (late,) = h.late
-    assert (late.row["v"], late.time, late.watermark, late.allowed_lateness) == (16, 5, 14, 5)
+    assert (late.key, late.row["v"], late.time, late.watermark, late.allowed_lateness) == ("a", 16, 5, 14, 5)
     assert late.reason == ("late: event time 1970-01-01 00:00:00.005 + allowed lateness 5 ms <= watermark "
                            "1970-01-01 00:00:00.014 at its arrival: every window of the element had been cleaned up")
     assert h.contexts["a"].is_empty()
@@ -364,8 +364,6 @@ def test_an_unreadable_event_time_is_a_dead_letter_not_a_crash() -> None:
 
 
 def test_a_gap_function_giving_sub_millisecond_gaps_dead_letters_the_element() -> None:
-    from datetime import timedelta
-
     h = summing(Session.of(lambda row: row["gap"]))
     h.send("a", [{"k": "a", "t": 1, "v": 1, "gap": timedelta(microseconds=1500)}])
     assert [d.step for d in h.dead] == ["session gap function"] and "not a whole number" in h.dead[0].reason
