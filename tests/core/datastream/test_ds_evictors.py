@@ -110,3 +110,17 @@ def test_bad_evictor_arguments_are_named(build, message) -> None:
     with pytest.raises(SpecError) as caught:
         build()
     assert message in str(caught.value)
+
+
+def test_a_user_evictor_sees_timestamped_values_the_window_and_the_clocks() -> None:
+    seen: list = []
+
+    class KeepEven(Evictor):
+        def evict_before(self, elements, window, ctx):
+            seen.append(([(e.value["v"], e.timestamp) for e in elements], window.start, ctx.current_watermark))
+            return [e for e in elements if e.value["v"] % 2 == 0]
+
+    h = Harness(WindowOperator(Tumbling.of(100), process(values), evictor=KeepEven(), time_column="t", key_by="k"))
+    h.send("a", rows((1, 1), (2, 2), (3, 4)))
+    h.advance(99)
+    assert seen == [([(1, 1), (2, 2), (4, 3)], 0, 99)] and [f.values for f in h.firings] == [([2, 4],)]
