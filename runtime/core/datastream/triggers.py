@@ -40,7 +40,7 @@ from datetime import timedelta
 from enum import Enum
 from typing import Any
 
-from timeweave.core.datastream.assigners import Assigner, max_timestamp
+from timeweave.core.datastream.assigners import Assigner, Global, max_timestamp
 from timeweave.core.datastream.timers import TimerQueue
 from timeweave.core.errors import SpecError, TimeweaveError
 from timeweave.core.state import NO_WATERMARK
@@ -537,7 +537,7 @@ def default_trigger(assigner: Assigner) -> Trigger:
     >>> default_trigger(Tumbling.of(5)), default_trigger(Tumbling.of(5, processing_time=True)), default_trigger(Global())
     (EventTime(), ProcessingTime(), Never())
     """
-    if not assigner.merging and assigner.name == "GlobalWindows":
+    if isinstance(assigner, Global):
         return Never()
     return EventTime() if assigner.is_event_time else ProcessingTime()
 
