@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from numbers import Number
 from typing import Any, ClassVar
 
 from timeweave.core.bad_rows import reject_reason
@@ -59,7 +60,10 @@ from timeweave.core.updates.encoder import Change, ChangelogEncoder
 from timeweave.core.updates.modes import ChangelogMode
 from timeweave.core.windows.accumulators import (
     AggregateCall,
+    Avg,
     CountDistinct,
+    Sum,
+    SumWithRetract,
     can_retract,
     with_retraction,
 )
@@ -180,9 +184,10 @@ class GroupAggregateOperator:
         self.accumulators = tuple(
             with_retraction(c.accumulator) if updating or isinstance(c.accumulator, CountDistinct) else c.accumulator
             for c in spec.aggregates)
-        # (position, add, retract, value reader, filter, name) per call: the hot loop reads no attributes
+        # (position, add, retract, value reader, filter, name, numeric) per call: the hot loop reads no attributes
         self._plan = tuple(
-            (i + 1, acc.add, getattr(acc, "retract", None) if can_retract(acc) else None, c._value, c._filter, name)
+            (i + 1, acc.add, getattr(acc, "retract", None) if can_retract(acc) else None, c._value, c._filter, name,
+             isinstance(acc, _NUMERIC))
             for i, (acc, c, name) in enumerate(zip(self.accumulators, spec.aggregates, spec.value_names, strict=True)))
         op = spec.op_column
         self._op_missing = None if op is None else reject_reason("unknown_op", op, op=None)
@@ -216,18 +221,22 @@ class GroupAggregateOperator:
     def _apply(self, accs: list[Any], row: Any, retract: bool) -> str | None:
         """Add (or take back) ``row`` in ``accs``; on a failure undo what was done and return the reason."""
         values: list[Any] = []
-        for _, _, _, value, condition, name in self._plan:
+        for _, _, _, value, condition, name, numeric in self._plan:
             try:
                 if condition is not None:
                     passed = condition(row)
                     if passed is None or not passed:
                         values.append(_SKIP)
                         continue
-                values.append(row if value is None else value(row))
+                v = row if value is None else value(row)
             except Exception as exc:  # a row whose value cannot be read is a dead letter
                 return f"cannot read the value of aggregate {name}: {_describe(exc)}"
+            if numeric and v is not None and (not isinstance(v, Number) or isinstance(v, bool)):
+                # SQL types SUM / AVG over numbers; a first text value would otherwise become the sum
+                return f"aggregate {name} sums numbers, got {v!r} ({type(v).__name__})"
+            values.append(v)
         done: list[tuple[int, Any, Any, Any]] = []
-        for (position, add, take_back, _, _, name), v in zip(self._plan, values, strict=True):
+        for (position, add, take_back, _, _, name, _), v in zip(self._plan, values, strict=True):
             if v is _SKIP:
                 continue
             old = accs[position]
@@ -315,6 +324,8 @@ class _Skip:
 
 
 _SKIP = _Skip()
+#: Accumulators over numbers only (their values are checked before any is added).
+_NUMERIC = (Sum, SumWithRetract, Avg)
 
 
 __all__ = ["ACCUMULATORS", "GroupAggregateOperator", "GroupAggregateSpec", "Rejected"]
