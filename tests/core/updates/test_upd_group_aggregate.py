@@ -230,3 +230,26 @@ def test_bad_specs_are_clear_errors_naming_the_output(kw, message):
     with pytest.raises(SpecError, match=r"^clicks_per_user: ") as err:
         GroupAggregateSpec(output="clicks_per_user", **args)
     assert message in str(err.value)
+
+
+def test_retention_survives_a_restart_through_the_state_codec():
+    """The cleanup time is declared state (a backfill slice edge, a checkpoint): a restored key is still forgotten
+    on time, and a restored busy key is not."""
+    host = Stepper(_op(retention=RETAIN))
+    host.step([{"user": "Mary", "v": 1}, {"user": "Bob", "v": 2}], watermark=100)  # both due at 120
+    host.restart()
+    host.step([{"user": "Bob", "v": 3}], watermark=112)  # Bob active at 100: 100 + 10 <= 120, kept at 120
+    host.restart()
+    host.step([{"user": "Bob", "v": 4}], watermark=115)  # Bob active at 112: 112 + 10 > 120, pushed to 132
+    host.restart()
+    host.step([], watermark=120)
+    assert list(host.contexts) == [("Bob",)] and host.contexts[("Bob",)].values[CLEANUP] == 132
+    assert _ops(host.step([{"user": "Mary", "v": 9}])) == [("+I", "Mary", 9, 9, 1)]
+
+
+def test_run_keyed_routes_the_outputs_by_tag():
+    from timeweave.core.operator import run_keyed
+
+    out = run_keyed(_op(op_column="op"), [(("Mary",), {"user": "Mary", "v": 1, "op": "+I"}),
+                                          (("Bob",), {"user": "Bob", "v": 1, "op": "-D"})], [])
+    assert _ops(out) == [("+I", "Mary", 1, 1, 1)] and len(out[Tag.DEAD_LETTER]) == 1 and out[Tag.MAIN] == []
