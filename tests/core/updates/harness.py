@@ -35,6 +35,8 @@ CALLS = (
     AggregateCall(Max(), "v", name="high"),
     AggregateCall(Avg(), "v", name="mean"),
     AggregateCall(CountDistinct(), "url", name="urls"),
+    # COUNT(url) FILTER (WHERE v > 0): a retraction passes the same filter as the row it takes back
+    AggregateCall(Count(), "url", filter=lambda row: None if row["v"] is None else row["v"] > 0, name="positive"),
 )
 
 
@@ -91,8 +93,8 @@ def _avg(values: list[Any]) -> Any:
 
 
 def batch_group_by(rows: list[dict[str, Any]], group_by: tuple[str, ...] = ("user",)) -> Counter[tuple[Any, ...]]:
-    """``SELECT <group_by>, COUNT(*), COUNT(url), SUM(v), MIN(v), MAX(v), AVG(v), COUNT(DISTINCT url) ... GROUP BY
-    <group_by>`` over ``rows``, written out plainly (the oracle: no accumulator code), as key + values tuples."""
+    """``SELECT <group_by>, COUNT(*), COUNT(url), SUM(v), MIN(v), MAX(v), AVG(v), COUNT(DISTINCT url), COUNT(url)
+    FILTER (WHERE v > 0) ... GROUP BY <group_by>`` over ``rows``, written out plainly (the oracle: no accumulator code), as key + values tuples."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(tuple(row[c] for c in group_by), []).append(row)
@@ -101,5 +103,6 @@ def batch_group_by(rows: list[dict[str, Any]], group_by: tuple[str, ...] = ("use
         urls = [r["url"] for r in members if r["url"] is not None]
         vs = [r["v"] for r in members if r["v"] is not None]
         out[(*key, len(members), len(urls), sum(vs) if vs else None, min(vs, default=None), max(vs, default=None),
-             _avg(vs), len(set(urls)))] += 1
+             _avg(vs), len(set(urls)),
+             sum(1 for r in members if r["url"] is not None and r["v"] is not None and r["v"] > 0))] += 1
     return out

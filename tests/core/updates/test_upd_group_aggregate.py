@@ -93,7 +93,8 @@ def test_every_built_in_over_an_append_only_input():
     host = Stepper(GroupAggregateOperator(GroupAggregateSpec(("user",), CALLS)))
     out = host.step([{"user": "Mary", "url": "a", "v": Decimal("1.50")}, {"user": "Mary", "url": None, "v": None},
                      {"user": "Mary", "url": "a", "v": Decimal("2.50")}])
-    assert _ops(out) == [("+I", "Mary", 3, 2, Decimal("4.00"), Decimal("1.50"), Decimal("2.50"), Decimal("2.00"), 1)]
+    assert _ops(out) == [("+I", "Mary", 3, 2, Decimal("4.00"), Decimal("1.50"), Decimal("2.50"), Decimal("2.00"), 1,
+                          2)]
 
 
 # -- idle-state retention ------------------------------------------------------------------------------
