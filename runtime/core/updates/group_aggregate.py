@@ -189,8 +189,6 @@ class GroupAggregateOperator:
             (i + 1, acc.add, getattr(acc, "retract", None) if can_retract(acc) else None, c._value, c._filter, name,
              isinstance(acc, _NUMERIC))
             for i, (acc, c, name) in enumerate(zip(self.accumulators, spec.aggregates, spec.value_names, strict=True)))
-        op = spec.op_column
-        self._op_missing = None if op is None else reject_reason("unknown_op", op, op=None)
 
     # -- the aggregate --------------------------------------------------------------------------------
     def create(self) -> list[Any]:
