@@ -12,7 +12,9 @@ accumulators; ``SUM``, ``MIN``, ``MAX`` and ``COUNT(DISTINCT)`` need more state 
 know when no value is left, MIN/MAX the values under the extreme), so they have retracting twins
 (:class:`SumWithRetract`, :class:`MinWithRetract`, :class:`MaxWithRetract`, :class:`CountDistinctWithRetract`,
 Flink's ``*WithRetractAggFunction``); :func:`with_retraction` picks the twin.  A retraction of a value never
-added leaves a negative count behind, as in Flink, and the result ignores it.
+added leaves a negative count behind, as in Flink, and the result ignores it.  Integer and ``Decimal`` sums
+taken back are exact; a ``float`` sum may differ from a fresh sum of the values held in its last bits
+(floating-point addition is not associative), as in Flink.
 
 Contract (what makes slice sharing correct): ``add(acc, value)`` and ``merge(acc, other)`` may modify
 ``acc`` and return it (or return a new value), and never modify ``other`` (a HOP slice is merged into
