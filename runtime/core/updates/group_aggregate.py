@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from numbers import Number
 from typing import Any, ClassVar
 
@@ -217,39 +218,58 @@ class GroupAggregateOperator:
         return reject_reason("unknown_op", column, op=op)
 
     def _apply(self, accs: list[Any], row: Any, retract: bool) -> str | None:
-        """Add (or take back) ``row`` in ``accs``; on a failure undo what was done and return the reason."""
-        values: list[Any] = []
-        for _, _, _, value, condition, name, numeric in self._plan:
-            try:
+        """Add (or take back) ``row`` in ``accs``; on a failure undo what was done and return the reason.
+
+        One pass, reading and applying each aggregate in turn (the hot loop: no list of values is built); the
+        undo, rare, reads the values of the aggregates already applied again."""
+        before = accs[:]  # the old references, for the undo
+        applied = 0
+        reading = True
+        try:
+            for position, add, take_back, value, condition, _, numeric in self._plan:
+                reading = True
                 if condition is not None:
                     passed = condition(row)
                     if passed is None or not passed:
-                        values.append(_SKIP)
+                        applied += 1
                         continue
                 v = row if value is None else value(row)
-            except Exception as exc:  # a row whose value cannot be read is a dead letter
-                return f"cannot read the value of aggregate {name}: {_describe(exc)}"
-            if numeric and v is not None and (not isinstance(v, Number) or isinstance(v, bool)):
+                if numeric and v is not None and v.__class__ not in _PLAIN_NUMBERS \
+                        and (not isinstance(v, Number) or isinstance(v, bool)):
+                    raise _NotANumber(v)
+                reading = False
+                accs[position] = take_back(accs[position], v) if retract else add(accs[position], v)
+                applied += 1
+        except Exception as exc:  # undo, then dead-letter the row with the reason
+            self._undo(accs, before, row, retract, applied)
+            name = self._plan[applied][5]
+            if isinstance(exc, _NotANumber):
                 # SQL types SUM / AVG over numbers; a first text value would otherwise become the sum
+                v = exc.args[0]
                 return f"aggregate {name} sums numbers, got {v!r} ({type(v).__name__})"
-            values.append(v)
-        done: list[tuple[int, Any, Any, Any]] = []
-        for (position, add, take_back, _, _, name, _), v in zip(self._plan, values, strict=True):
-            if v is _SKIP:
-                continue
-            old = accs[position]
-            try:
-                accs[position] = take_back(old, v) if retract else add(old, v)
-            except Exception as exc:  # undo, then dead-letter the row
-                for where, before, inverse, w in reversed(done):
-                    if accs[where] is not before:  # a new value: the old one is intact
-                        accs[where] = before
-                    elif inverse is not None:  # changed in place: apply the inverse
-                        accs[where] = inverse(accs[where], w)
-                return f"cannot {'retract' if retract else 'aggregate'} {v!r} in aggregate {name}: {_describe(exc)}"
-            done.append((position, old, add if retract else take_back, v))
+            if reading:
+                return f"cannot read the value of aggregate {name}: {_describe(exc)}"
+            v = self._plan[applied][3](row) if self._plan[applied][3] is not None else row
+            return f"cannot {'retract' if retract else 'aggregate'} {v!r} in aggregate {name}: {_describe(exc)}"
         accs[0] += -1 if retract else 1
         return None
+
+    def _undo(self, accs: list[Any], before: list[Any], row: Any, retract: bool, applied: int) -> None:
+        """Take the first ``applied`` aggregates of ``row`` back out of ``accs``: an accumulator that returned a
+        new value gets its old one back; one changed in place gets the inverse operation (its values read
+        again: they were read once without error)."""
+        for position, add, take_back, value, condition, _, _ in reversed(self._plan[:applied]):
+            if accs[position] is not before[position]:
+                accs[position] = before[position]
+                continue
+            inverse = add if retract else take_back
+            if inverse is None:
+                continue  # an immutable value left as it was (an in-place user accumulator needs retract)
+            if condition is not None:
+                passed = condition(row)
+                if passed is None or not passed:
+                    continue
+            accs[position] = inverse(accs[position], row if value is None else value(row))
 
     # -- the keyed-operator contract ------------------------------------------------------------------
     def process_elements(self, ctx: KeyContext, rows: Iterable[Any]) -> list[Rejected | Change]:
@@ -259,7 +279,8 @@ class GroupAggregateOperator:
         out: list[Rejected | Change] = []
         key: tuple[Any, ...] | None = None
         changed = False
-        group_by, per_row, encoder = self.spec.group_by, self.spec.per_row, self.encoder
+        group_by, per_row, encoder, op_column = self.spec.group_by, self.spec.per_row, self.encoder, self.spec.op_column
+        apply = self._apply
         for row in rows:
             if key is None:
                 try:
@@ -267,11 +288,14 @@ class GroupAggregateOperator:
                 except Exception as exc:
                     out.append(Rejected(row, f"cannot read the GROUP BY key: {_describe(exc)}"))
                     continue
-            direction = self._direction(row)
-            if not isinstance(direction, Direction):
-                out.append(Rejected(row, direction))
-                continue
-            retract = direction is Direction.RETRACT
+            if op_column is None:
+                retract = False
+            else:
+                direction = self._direction(row)
+                if direction.__class__ is not Direction:
+                    out.append(Rejected(row, direction))
+                    continue
+                retract = direction is Direction.RETRACT
             fresh = accs is None
             if fresh:
                 if retract:  # Flink's GroupAggFunction drops it silently; timeweave says so
@@ -279,7 +303,7 @@ class GroupAggregateOperator:
                                         "accumulated, or idle-state retention dropped the group): nothing to take back"))
                     continue
                 accs = self.create()
-            reason = self._apply(accs, row, retract)
+            reason = apply(accs, row, retract)
             if reason is not None:
                 out.append(Rejected(row, reason))
                 if fresh:
@@ -315,13 +339,12 @@ class GroupAggregateOperator:
         return iter(())
 
 
-class _Skip:
-    """A FILTER that did not pass: the aggregate skips the row."""
-
-    __slots__ = ()
+class _NotANumber(Exception):
+    """A SUM / AVG value that is no number (the row's dead-letter reason names it)."""
 
 
-_SKIP = _Skip()
+#: The number types checked without the ABC (the common case, fast); others go through ``numbers.Number``.
+_PLAIN_NUMBERS = frozenset((int, float, Decimal))
 #: Accumulators over numbers only (their values are checked before any is added).
 _NUMERIC = (Sum, SumWithRetract, Avg)
 

@@ -171,8 +171,8 @@ def test_bad_rows_go_to_the_dead_letter_with_the_reason_and_change_nothing():
     rows = [
         {"user": "Mary", "v": 2, "url": "a", "op": "+I"},
         {"user": "Mary", "v": 3, "op": "+I"},  # no url column
-        {"user": "Mary", "v": "three", "url": "a", "op": "+I"},  # SUM takes numbers
-        {"user": "Mary", "v": 1j, "url": "a", "op": "+I"},  # COUNT(DISTINCT) takes it, then MIN cannot: undone
+        {"user": "Mary", "v": "three", "url": "a", "op": "+I"},  # COUNT(DISTINCT) takes it, then MIN cannot: undone
+        {"user": "Mary", "v": 1j, "url": "a", "op": "+I"},  # the same with a number
         {"user": "Mary", "v": 1, "url": "a", "op": "u"},  # an upsert without its previous row
         {"user": "Mary", "v": 1, "url": "a", "op": "??"},
         {"user": "Mary", "v": 1, "url": "a", "op": None},
@@ -184,7 +184,8 @@ def test_bad_rows_go_to_the_dead_letter_with_the_reason_and_change_nothing():
     out = host.step(rows[:-1])
     assert [(r.row["v"], r.reason) for r in out[Tag.DEAD_LETTER]] == [
         (3, "cannot read the value of aggregate cnt: column 'url' is missing"),
-        ("three", "aggregate total sums numbers, got 'three' (str)"),
+        ("three", "cannot aggregate 'three' in aggregate low: TypeError: '<' not supported between instances of "
+                  "'str' and 'int'"),
         (1j, "cannot aggregate 1j in aggregate low: TypeError: '<' not supported between instances of 'complex' "
              "and 'int'"),
         (1, "op u in column op is an upsert without its previous row: an aggregate can only take back rows it is "
@@ -197,6 +198,19 @@ def test_bad_rows_go_to_the_dead_letter_with_the_reason_and_change_nothing():
     # the half-applied row was undone: COUNT(*) restored, COUNT(DISTINCT)'s multiset without 'three'
     assert _ops(out) == [("+I", "Mary", 1, 1, 2, 2, 1)]
     assert host.contexts[("Mary",)].values["group-accumulators"] == [1, 1, [1, {2: 1}], [2, {2: 1}], [2, 1], 1]
+
+
+def test_sum_takes_numbers_and_a_rejected_value_is_undone_from_the_aggregates_before_it():
+    calls = (AggregateCall(CountStar(), name="n"), AggregateCall(CountDistinct(), "v", name="d"),
+             AggregateCall(Sum(), "v", name="total"))
+    host = Stepper(_op(calls=calls))
+    host.step([{"user": "Mary", "v": 2}])
+    out = host.step([{"user": "Mary", "v": "x"}, {"user": "Mary", "v": True}, {"user": "Mary", "v": Decimal("1.5")}])
+    assert [r.reason for r in out[Tag.DEAD_LETTER]] == ["aggregate total sums numbers, got 'x' (str)",
+                                                        "aggregate total sums numbers, got True (bool)"]
+    assert _ops(out) == [("-U", "Mary", 1, 1, 2), ("+U", "Mary", 2, 2, Decimal("3.5"))]
+    assert host.contexts[("Mary",)].values["group-accumulators"] == [2, 2, [2, {2: 1, Decimal("1.5"): 1}],
+                                                                     Decimal("3.5")]
 
 
 def test_a_bad_first_row_leaves_no_group_behind():
