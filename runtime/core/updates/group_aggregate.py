@@ -51,7 +51,7 @@ from numbers import Number
 from typing import Any, ClassVar
 
 from timeweave.core.bad_rows import reject_reason
-from timeweave.core.changelog import UPSERT_ONLY_OPS, Direction, direction_of
+from timeweave.core.changelog import ACCUMULATE_OPS, RETRACT_OPS, UPSERT_ONLY_OPS, Direction, direction_of
 from timeweave.core.errors import SpecError
 from timeweave.core.operator import StateLayout, Tag, ValueState
 from timeweave.core.retention import CLEANUP, IdleRetention
@@ -291,10 +291,16 @@ class GroupAggregateOperator:
             if op_column is None:
                 retract = False
             else:
-                direction = self._direction(row)
-                if direction.__class__ is not Direction:
-                    out.append(Rejected(row, direction))
-                    continue
+                try:  # the common op codes by a dict lookup; anything else through _direction (and its reasons)
+                    op = row[op_column]
+                    direction = _DIRECTIONS.get(op) if op.__class__ is str else None
+                except Exception:
+                    direction = None
+                if direction is None:
+                    direction = self._direction(row)
+                    if direction.__class__ is not Direction:
+                        out.append(Rejected(row, direction))
+                        continue
                 retract = direction is Direction.RETRACT
             fresh = accs is None
             if fresh:
@@ -343,6 +349,8 @@ class _NotANumber(Exception):
     """A SUM / AVG value that is no number (the row's dead-letter reason names it)."""
 
 
+#: The op codes as written (no blanks), looked up at once; others go through :func:`direction_of`.
+_DIRECTIONS = {**dict.fromkeys(ACCUMULATE_OPS, Direction.ACCUMULATE), **dict.fromkeys(RETRACT_OPS, Direction.RETRACT)}
 #: The number types checked without the ABC (the common case, fast); others go through ``numbers.Number``.
 _PLAIN_NUMBERS = frozenset((int, float, Decimal))
 #: Accumulators over numbers only (their values are checked before any is added).
