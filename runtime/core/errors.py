@@ -41,6 +41,11 @@ class QuerySyntaxError(TimeweaveError, ValueError):
         super().__init__(f"{message} (line {self.line}, col {self.col})\n{self.highlight}")
 
 
+class ChangelogError(TimeweaveError, ValueError):
+    """A changelog that cannot be applied to its table: a ``-U`` / ``-D`` of a row the table does not hold, an
+    op the encoding does not carry.  The message names the table and the row."""
+
+
 class StateFormatError(TimeweaveError, ValueError):
     """Stored state (a checkpoint cell, a backfill state file) that is not this release's state format, or is
     damaged; nothing of it was executed (:mod:`timeweave.core.state_codec` only rebuilds plain data).

@@ -5,6 +5,17 @@ functions (:class:`FunctionAccumulator`), usable by any windowed operator: a sli
 accumulator per aggregate, rows are *added*, slices are *merged* into windows (HOP, CUMULATE) and
 sessions into each other, and the *result* is read when the window fires.
 
+Retraction (an updating input: a continuous ``GROUP BY`` over ``+I/-U/+U/-D`` rows, :mod:`timeweave.core.updates`):
+an accumulator that can take a value back has ``retract(acc, value)``, the exact inverse of ``add`` (Flink's
+``retract`` of an ``AggregateFunction``).  ``COUNT(*)``, ``COUNT`` and ``AVG`` retract on their own
+accumulators; ``SUM``, ``MIN``, ``MAX`` and ``COUNT(DISTINCT)`` need more state to take a value back (SUM must
+know when no value is left, MIN/MAX the values under the extreme), so they have retracting twins
+(:class:`SumWithRetract`, :class:`MinWithRetract`, :class:`MaxWithRetract`, :class:`CountDistinctWithRetract`,
+Flink's ``*WithRetractAggFunction``); :func:`with_retraction` picks the twin.  A retraction of a value never
+added leaves a negative count behind, as in Flink, and the result ignores it.  Integer and ``Decimal`` sums
+taken back are exact; a ``float`` sum may differ from a fresh sum of the values held in its last bits
+(floating-point addition is not associative), as in Flink.
+
 Contract (what makes slice sharing correct): ``add(acc, value)`` and ``merge(acc, other)`` may modify
 ``acc`` and return it (or return a new value), and never modify ``other`` (a HOP slice is merged into
 several windows).  Accumulators are plain data :mod:`timeweave.core.state_codec` stores: ``None``, numbers,
@@ -59,6 +70,9 @@ class CountStar:
     def add(self, acc: int, value: Any) -> int:
         return acc + 1
 
+    def retract(self, acc: int, value: Any) -> int:
+        return acc - 1
+
     def merge(self, acc: int, other: int) -> int:
         return acc + other
 
@@ -79,6 +93,9 @@ class Count:
 
     def add(self, acc: int, value: Any) -> int:
         return acc if value is None else acc + 1
+
+    def retract(self, acc: int, value: Any) -> int:
+        return acc if value is None else acc - 1
 
     def merge(self, acc: int, other: int) -> int:
         return acc + other
@@ -182,6 +199,15 @@ class Avg:
             acc[1] += other[1]
         return acc
 
+    def retract(self, acc: list[Any], value: Any) -> list[Any]:
+        """Take ``value`` back; with no value left the sum starts over (so a later value's type wins, as in a
+        fresh accumulator, and ``Decimal`` keeps its scale)."""
+        if value is not None:
+            total = (0 if acc[0] is None else acc[0]) - value
+            acc[1] -= 1
+            acc[0] = None if acc[1] == 0 else total
+        return acc
+
     def result(self, acc: list[Any]) -> Any:
         total, count = acc
         if not count:
@@ -232,6 +258,227 @@ class FunctionAccumulator:
     add: Callable[[Any, Any], Any]
     merge: Callable[[Any, Any], Any]
     result: Callable[[Any], Any]
+    #: the inverse of ``add``, for an updating input (optional: without it the aggregate takes no retraction)
+    retract: Callable[[Any, Any], Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SumWithRetract:
+    """``SUM(x)`` that takes values back: the accumulator is ``[sum, count of non-NULL values]`` and the result
+    is NULL when the count is 0 (Flink's ``SumWithRetractAggFunction``).
+
+    >>> s = SumWithRetract(); acc = s.add(s.add(s.create(), 3), 4)
+    >>> s.result(acc), s.result(s.retract(acc, 3)), s.result(s.retract(acc, 4))
+    (7, 4, None)
+    """
+
+    def create(self) -> list[Any]:
+        return [None, 0]
+
+    def add(self, acc: list[Any], value: Any) -> list[Any]:
+        if value is not None:
+            acc[0] = value if acc[0] is None else acc[0] + value  # raises before any change on a bad value
+            acc[1] += 1
+        return acc
+
+    def retract(self, acc: list[Any], value: Any) -> list[Any]:
+        if value is not None:
+            total = (0 if acc[0] is None else acc[0]) - value
+            acc[1] -= 1
+            acc[0] = None if acc[1] == 0 else total  # no value left: start over (NULL, and no stale scale)
+        return acc
+
+    def merge(self, acc: list[Any], other: list[Any]) -> list[Any]:
+        if other[1]:
+            acc[0] = other[0] if acc[0] is None else acc[0] + other[0]
+            acc[1] += other[1]
+            if acc[1] == 0:
+                acc[0] = None
+        return acc
+
+    def result(self, acc: list[Any]) -> Any:
+        return None if acc[1] == 0 else acc[0]
+
+
+def _extreme_after_retract(counts: dict[Any, int], lowest: bool) -> Any:
+    """The extreme of the values still held (positive count), None when there is none."""
+    held = [value for value, count in counts.items() if count > 0]
+    if not held:
+        return None
+    return min(held) if lowest else max(held)
+
+
+@dataclass(frozen=True, slots=True)
+class MinWithRetract:
+    """``MIN(x)`` that takes values back: the accumulator is ``[min, {value: count}]``, the multiset of the
+    non-NULL values and the cached minimum (Flink's ``MinWithRetractAggFunction``: retracting the minimum
+    rescans the multiset).
+
+    >>> m = MinWithRetract(); acc = m.add(m.add(m.add(m.create(), 3), 1), 1)
+    >>> m.result(m.retract(acc, 1)), m.result(m.retract(acc, 1)), m.result(m.retract(acc, 3))
+    (1, 3, None)
+    """
+
+    def create(self) -> list[Any]:
+        return [None, {}]
+
+    def add(self, acc: list[Any], value: Any) -> list[Any]:
+        if value is not None:
+            better = acc[0] is None or value < acc[0]  # compares first: a value that cannot compare changes nothing
+            counts = acc[1]
+            count = counts.get(value, 0) + 1
+            if count:
+                counts[value] = count
+            else:
+                del counts[value]
+            if better and count > 0:
+                acc[0] = value
+        return acc
+
+    def retract(self, acc: list[Any], value: Any) -> list[Any]:
+        if value is not None:
+            counts = acc[1]
+            count = counts.get(value, 0) - 1
+            if count:
+                counts[value] = count
+            else:
+                del counts[value]
+            if count <= 0 and acc[0] is not None and value == acc[0]:
+                acc[0] = _extreme_after_retract(counts, True)
+        return acc
+
+    def merge(self, acc: list[Any], other: list[Any]) -> list[Any]:
+        counts = acc[1]
+        for value, count in other[1].items():
+            total = counts.get(value, 0) + count
+            if total:
+                counts[value] = total
+            else:
+                counts.pop(value, None)
+        acc[0] = _extreme_after_retract(counts, True)
+        return acc
+
+    def result(self, acc: list[Any]) -> Any:
+        return acc[0]
+
+
+@dataclass(frozen=True, slots=True)
+class MaxWithRetract:
+    """``MAX(x)`` that takes values back (the twin of :class:`MinWithRetract`, Flink's
+    ``MaxWithRetractAggFunction``).
+
+    >>> m = MaxWithRetract(); acc = m.add(m.add(m.create(), 3), 1)
+    >>> m.result(acc), m.result(m.retract(acc, 3))
+    (3, 1)
+    """
+
+    def create(self) -> list[Any]:
+        return [None, {}]
+
+    def add(self, acc: list[Any], value: Any) -> list[Any]:
+        if value is not None:
+            better = acc[0] is None or value > acc[0]  # compares first: a value that cannot compare changes nothing
+            counts = acc[1]
+            count = counts.get(value, 0) + 1
+            if count:
+                counts[value] = count
+            else:
+                del counts[value]
+            if better and count > 0:
+                acc[0] = value
+        return acc
+
+    def retract(self, acc: list[Any], value: Any) -> list[Any]:
+        if value is not None:
+            counts = acc[1]
+            count = counts.get(value, 0) - 1
+            if count:
+                counts[value] = count
+            else:
+                del counts[value]
+            if count <= 0 and acc[0] is not None and value == acc[0]:
+                acc[0] = _extreme_after_retract(counts, False)
+        return acc
+
+    def merge(self, acc: list[Any], other: list[Any]) -> list[Any]:
+        counts = acc[1]
+        for value, count in other[1].items():
+            total = counts.get(value, 0) + count
+            if total:
+                counts[value] = total
+            else:
+                counts.pop(value, None)
+        acc[0] = _extreme_after_retract(counts, False)
+        return acc
+
+    def result(self, acc: list[Any]) -> Any:
+        return acc[0]
+
+
+@dataclass(frozen=True, slots=True)
+class CountDistinctWithRetract:
+    """``COUNT(DISTINCT x)`` that takes values back: the accumulator is ``[distinct, {value: count}]`` (a value
+    counts while it is held at least once; Flink's distinct ``MapView`` of value to count).
+
+    >>> c = CountDistinctWithRetract(); acc = c.create()
+    >>> for v in ("a", "b", "a", None):
+    ...     acc = c.add(acc, v)
+    >>> c.result(acc), c.result(c.retract(acc, "a")), c.result(c.retract(acc, "a"))
+    (2, 2, 1)
+    """
+
+    def create(self) -> list[Any]:
+        return [0, {}]
+
+    def _shift(self, acc: list[Any], value: Any, step: int) -> list[Any]:
+        if value is not None:
+            counts = acc[1]
+            before = counts.get(value, 0)  # hashes first: an unhashable value changes nothing
+            after = before + step
+            if after:
+                counts[value] = after
+            else:
+                del counts[value]
+            acc[0] += (after > 0) - (before > 0)
+        return acc
+
+    def add(self, acc: list[Any], value: Any) -> list[Any]:
+        return self._shift(acc, value, 1)
+
+    def retract(self, acc: list[Any], value: Any) -> list[Any]:
+        return self._shift(acc, value, -1)
+
+    def merge(self, acc: list[Any], other: list[Any]) -> list[Any]:
+        for value, count in other[1].items():
+            self._shift(acc, value, count)
+        return acc
+
+    def result(self, acc: list[Any]) -> int:
+        return acc[0]
+
+
+#: The retracting twin of a built-in accumulator whose own state cannot take a value back.
+_RETRACTING: dict[type, Callable[[], Accumulator]] = {
+    Sum: SumWithRetract, Min: MinWithRetract, Max: MaxWithRetract, CountDistinct: CountDistinctWithRetract,
+}  # fmt: skip
+
+
+def can_retract(accumulator: Any) -> bool:
+    """Whether ``accumulator`` takes values back (has a callable ``retract``)."""
+    return callable(getattr(accumulator, "retract", None))
+
+
+def with_retraction(accumulator: Accumulator) -> Accumulator:
+    """``accumulator`` if it can retract, else its retracting twin; a user accumulator without ``retract`` is
+    returned as it is (the caller decides whether it needs one).
+
+    >>> with_retraction(Min()), with_retraction(Count())
+    (MinWithRetract(), Count())
+    """
+    if can_retract(accumulator):
+        return accumulator
+    twin = _RETRACTING.get(type(accumulator))
+    return accumulator if twin is None else twin()
 
 
 #: SQL names of the built-in accumulators (what a door maps an aggregate call to).
@@ -352,9 +599,15 @@ __all__ = [
     "Avg",
     "Count",
     "CountDistinct",
+    "CountDistinctWithRetract",
     "CountStar",
     "FunctionAccumulator",
     "Max",
+    "MaxWithRetract",
     "Min",
+    "MinWithRetract",
     "Sum",
+    "SumWithRetract",
+    "can_retract",
+    "with_retraction",
 ]
