@@ -109,32 +109,43 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
 
 
-#: The longest modules, in the order a run starts them: the two longest go to the two workers at once, and no
-#: long module can be left to start late.  Seconds in the 2-worker run of 2026-11-26 14:58 (loaded machine):
-#: chaos 986 + 1 (one test), the README's Airflow run 609 (its fixture) + 1, the dbt build 315 (fixture) + 174
-#: (dbt CLI) + the rest of its 23 tests.
-LONGEST_FIRST = ("tests/spark/test_chaos.py", "tests/airflow/test_example_dag.py", "tests/dbt/test_dbt_models.py")
+#: The longest modules, in the order a run starts them, each with its long test where it has a few short ones:
+#: the two longest go to the two workers at once, and no long module can be left to start late.  Seconds in the
+#: 2-worker run of 2026-11-26 14:58 (loaded machine): chaos 986 (its kill test) + 2 short tests, the README's
+#: Airflow run 609 (its fixture, in the first test using it) + 2 short tests, the dbt build 315 (fixture) + 174
+#: (dbt CLI) + the rest of its 23 tests.  The long test goes first in its module because pytest-xdist hands a
+#: worker its next module as soon as 2 or fewer of its tests are pending: a long test behind a short one would
+#: hold that next module back on its worker for the whole long test, while the other worker may run dry.
+LONGEST_FIRST = (
+    "tests/spark/test_chaos.py::test_kills_per_job_type_lose_and_duplicate_nothing",
+    "tests/airflow/test_example_dag.py::test_readme_commands_run_the_example_dag",
+    "tests/dbt/test_dbt_models.py",
+)
 #: Engine-free modules (no JVM, seconds each): they run last, so the two workers' ends are evened out by many
 #: short modules instead of one worker finishing a Spark module alone.
 ENGINE_FREE = "tests/core/"
 
 
-def module_rank(path: str, slow: bool) -> tuple[int, int]:
-    """Where a module (its path, and whether it holds a ``slow`` test) goes in the run's order.
+def item_rank(nodeid: str, slow: bool) -> tuple[int, int, int]:
+    """Where a test (its node id, and whether its module holds a ``slow`` test) goes in the run's order.
 
-    >>> [module_rank(p, s) for p, s in [("tests/airflow/test_example_dag.py", True), ("tests/spark/test_x.py", True),
-    ...                                  ("tests/spark/test_y.py", False), ("tests/core/test_z.py", False)]]
-    [(0, 1), (1, 0), (2, 0), (3, 0)]
+    >>> [item_rank(n, s) for n, s in [("tests/dbt/test_dbt_models.py::t", False), ("tests/spark/test_x.py::t", True),
+    ...                               ("tests/spark/test_y.py::t", False), ("tests/core/test_z.py::t", False)]]
+    [(0, 2, 0), (1, 0, 0), (2, 0, 0), (3, 0, 0)]
+    >>> item_rank("tests/spark/test_chaos.py::test_compare", True) > item_rank(LONGEST_FIRST[0], True)
+    True
     """
-    if path in LONGEST_FIRST:
-        return (0, LONGEST_FIRST.index(path))
+    path = nodeid.split("::")[0]
+    for i, entry in enumerate(LONGEST_FIRST):
+        if entry.split("::")[0] == path:
+            return (0, i, 0 if "::" not in entry or nodeid == entry else 1)
     if slow:
-        return (1, 0)
-    return (3, 0) if path.startswith(ENGINE_FREE) else (2, 0)
+        return (1, 0, 0)
+    return (3, 0, 0) if path.startswith(ENGINE_FREE) else (2, 0, 0)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Modules in the order of :func:`module_rank`: the longest modules by name, the other modules holding a
+    """Tests in the order of :func:`item_rank`: the longest modules by name, the other modules holding a
     ``slow`` test, the other JVM modules, then the engine-free ones (stable order otherwise).
 
     With ``-n 2 --dist loadfile`` (.ci/run) a worker takes whole modules in this order, so the long
@@ -143,5 +154,4 @@ def pytest_collection_modifyitems(config, items):
     the slower worker's, and a Spark module started last would leave the other worker idle.
     """
     slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow") and item.module}
-    items.sort(key=lambda item: module_rank(item.nodeid.split("::")[0],
-                                            bool(item.module and item.module.__name__ in slow_modules)))
+    items.sort(key=lambda item: item_rank(item.nodeid, bool(item.module and item.module.__name__ in slow_modules)))

@@ -32,17 +32,23 @@ def test_modules_with_a_slow_test_come_first_whole_and_in_their_order():
 
 
 def test_the_longest_modules_first_then_slow_then_jvm_then_engine_free_modules():
+    chaos_kills = LONGEST_FIRST[0].split("::")[1]
     items = [_item("tests/core/test_a.py", "t1"), _item("tests/spark/test_b.py", "t1"),
              _item("tests/spark/test_c.py", "t1", slow=True), _item("tests/dbt/test_dbt_models.py", "t1"),
-             _item("tests/core/windows/test_d.py", "t1"), _item("tests/spark/test_chaos.py", "t1", slow=True),
-             _item("tests/airflow/test_example_dag.py", "t1", slow=True), _item("tests/spark/test_b.py", "t2")]
+             _item("tests/core/windows/test_d.py", "t1"), _item("tests/spark/test_chaos.py", "compare", slow=True),
+             _item("tests/spark/test_chaos.py", chaos_kills, slow=True),
+             _item("tests/airflow/test_example_dag.py", "t1", slow=True), _item("tests/spark/test_b.py", "t2"),
+             _item("tests/dbt/test_dbt_models.py", "t2")]
     pytest_collection_modifyitems(None, items)
     assert [i.nodeid for i in items] == [
-        "tests/spark/test_chaos.py::t1", "tests/airflow/test_example_dag.py::t1", "tests/dbt/test_dbt_models.py::t1",
+        LONGEST_FIRST[0], "tests/spark/test_chaos.py::compare", "tests/airflow/test_example_dag.py::t1",
+        "tests/dbt/test_dbt_models.py::t1", "tests/dbt/test_dbt_models.py::t2",
         "tests/spark/test_c.py::t1", "tests/spark/test_b.py::t1", "tests/spark/test_b.py::t2",
         "tests/core/test_a.py::t1", "tests/core/windows/test_d.py::t1"]
-    for path in LONGEST_FIRST:  # a renamed module would silently lose its place
+    for entry in LONGEST_FIRST:  # a renamed module or test would silently lose its place
+        path, _, name = entry.partition("::")
         assert (REPO / path).is_file(), path
+        assert not name or f"def {name}(" in (REPO / path).read_text(), entry
 
 
 def test_every_spark_jvm_of_the_run_reads_the_test_spark_defaults(tmp_path):
