@@ -105,10 +105,15 @@ def run_module(module: str, pytest_args: list[str], grace: float = 120.0) -> Mod
 
 
 def main(argv: list[str]) -> int:
+    # Split at "--" by hand: argparse would take the pytest options after it as more modules.
+    ours, rest = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="+", help="test modules (or node ids) to run one at a time")
-    args, rest = parser.parse_known_args(argv)
-    pytest_args = [a for a in rest if a != "--"] or ["-q", "-x"]
+    args = parser.parse_args(ours)
+    options = [m for m in args.modules if m.startswith("-")]
+    if options:  # a module list of options would run the whole suite
+        parser.error(f"pytest options {options} go after '--'")
+    pytest_args = rest or ["-q", "-x"]
     become_subreaper()
     print("| module | CPU s (user + sys) | wall s | load (1 min) at start | pytest |")
     print("|---|---|---|---|---|", flush=True)
