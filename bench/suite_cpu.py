@@ -45,6 +45,7 @@ class ModuleCpu:
     load: float
     summary: str
     returncode: int
+    output: str = ""
 
 
 def become_subreaper() -> None:
@@ -101,7 +102,7 @@ def run_module(module: str, pytest_args: list[str], grace: float = 120.0) -> Mod
     summary = lines[-1] if lines else done.stderr.strip()[-200:]
     if left:
         summary += f" (still running after {grace:.0f} s, not counted: {left})"
-    return ModuleCpu(module, _children_cpu() - before, wall, load, summary, done.returncode)
+    return ModuleCpu(module, _children_cpu() - before, wall, load, summary, done.returncode, done.stdout)
 
 
 def main(argv: list[str]) -> int:
@@ -122,6 +123,8 @@ def main(argv: list[str]) -> int:
         r = run_module(module, pytest_args)
         status = status or r.returncode
         print(f"| {r.module} | {r.cpu:.1f} | {r.wall:.1f} | {r.load:.1f} | {r.summary} |", flush=True)
+        if r.returncode != 0:  # why: the failures' lines of pytest's report
+            print("\n".join(r.output.splitlines()[-60:]), file=sys.stderr, flush=True)
     return status
 
 
