@@ -242,7 +242,14 @@ def split_late(pairs: Iterable[tuple[Any, Window]], *, time_of: Callable[[Any], 
     return kept, late
 
 
-def _compare(keys: Sequence[SortKey], read: Callable[[Any, str], Any]) -> Callable[[Any, Any], int]:
+def row_order(keys: Sequence[SortKey], read: Callable[[Any, str], Any]) -> Callable[[Any, Any], int]:
+    """The comparison (-1 / 0 / 1) of two rows by ``keys`` (``read(row, column)`` reads a value), NULLs placed
+    as each key says: the one ordering :func:`top_n` ranks by (and the keyed operator keeps its candidates by).
+
+    >>> row_order([SortKey("p", descending=True)], lambda r, c: r[c])({"p": 1}, {"p": None})
+    -1
+    """
+
     def compare(a: Any, b: Any) -> int:
         for key in keys:
             x, y = read(a, key.column), read(b, key.column)
@@ -266,7 +273,7 @@ def top_n(pairs: Iterable[tuple[Any, Window]], order: Sequence[SortKey], ranks: 
     groups: dict[tuple[Window, Any], list[Any]] = {}
     for row, window in pairs:
         groups.setdefault((window, key_of(row)), []).append(row)
-    compare = _compare(order, read)
+    compare = row_order(order, read)
     out: list[tuple[Any, Window, int]] = []
     for window, key in sorted(groups, key=lambda g: (g[0].end, g[0].start, repr(g[1]))):
         ranked = sorted(groups[(window, key)], key=cmp_to_key(compare))
@@ -292,6 +299,7 @@ __all__ = [
     "dedup_order",
     "describe",
     "join_type",
+    "row_order",
     "sort_keys",
     "split_late",
     "top_n",
