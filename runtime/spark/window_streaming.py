@@ -352,19 +352,29 @@ class StreamingWindows:
         main = batch.where(kind == MAIN).select(from_wire(F.col(OUT), carried).alias("__tw_o"), *keys.values())
         main = main.select(*[F.col(quote(f.name)) if f.name in key_set else F.col("__tw_o").getField(f.name).alias(f.name)
                              for f in self.schema.fields])
-        window_type = self.schema["window_start"].dataType
-        missed = F.from_json(F.col(MISSED), T.ArrayType(T.ArrayType(T.LongType())))
-        late = batch.where(kind == LATE).select(
-            from_wire(F.col(IN_ROW), self.input_schema).alias("__tw_in"),
-            F.col(REASON).alias("reason"),
-            F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
-            F.transform(missed, lambda w: F.struct(
-                F.timestamp_micros(w[0]).cast(window_type).alias("window_start"),
-                F.timestamp_micros(w[1]).cast(window_type).alias("window_end"))).alias("missed_windows"),
-        ).select("__tw_in.*", "reason", "watermark", "missed_windows")
-        dead = batch.where(kind == DEAD).select(F.col(SIDE).alias("side"), F.col(REASON).alias("reason"),
-                                                F.col(IN_ROW).alias("row"))
-        return BatchOutputs(main, late, dead)
+        late = late_rows(batch, self.input_schema, self.schema["window_start"].dataType)
+        return BatchOutputs(main, late, dead_rows(batch))
+
+
+def late_rows(batch: DataFrame, input_schema: T.StructType, window_type: T.DataType) -> DataFrame:
+    """The late output of a window operator's tagged micro-batch (rows of kind :data:`LATE`): the input columns
+    (``input_schema``) + ``reason`` + ``watermark`` (at arrival) + ``missed_windows`` (``window_type`` bounds)."""
+    missed = F.from_json(F.col(MISSED), T.ArrayType(T.ArrayType(T.LongType())))
+    return batch.where(F.col(KIND) == LATE).select(
+        from_wire(F.col(IN_ROW), input_schema).alias("__tw_in"),
+        F.col(REASON).alias("reason"),
+        F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
+        F.transform(missed, lambda w: F.struct(
+            F.timestamp_micros(w[0]).cast(window_type).alias("window_start"),
+            F.timestamp_micros(w[1]).cast(window_type).alias("window_end"))).alias("missed_windows"),
+    ).select("__tw_in.*", "reason", "watermark", "missed_windows")
+
+
+def dead_rows(batch: DataFrame) -> DataFrame:
+    """The dead letters of a window operator's tagged micro-batch (rows of kind :data:`DEAD`): ``side``,
+    ``reason``, ``row``."""
+    return batch.where(F.col(KIND) == DEAD).select(F.col(SIDE).alias("side"), F.col(REASON).alias("reason"),
+                                                   F.col(IN_ROW).alias("row"))
 
 
 def _find(columns: Sequence[str], name: str) -> str | None:
@@ -507,6 +517,8 @@ __all__ = [
     "WindowProcessor",
     "WindowQuery",
     "bind_window_query",
+    "dead_rows",
+    "late_rows",
     "result_converter",
     "rows_decoder",
     "session_zone",
