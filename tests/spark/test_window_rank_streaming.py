@@ -360,3 +360,47 @@ def test_docstring_examples_run(name: str) -> None:
 
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+
+
+# -- the processor on the streaming host without a JVM (PySpark's TwsTester plays Spark) ------------------------
+def test_the_processor_ranks_fired_windows_and_reports_late_rows_without_a_jvm() -> None:
+    from pyspark.sql.streaming.tws_tester import TwsTester
+
+    from timeweave.core.event_time import END_OF_INPUT_MS
+    from timeweave.spark.host import BUCKET, KEY_TEXT, OP, ROW, TIME, pack_rows
+    from timeweave.spark.host.stream import DATA_ROW, DEAD_ROW
+
+    schema = T.StructType([T.StructField("bidtime", T.TimestampType()), T.StructField("price", T.DecimalType(10, 2)),
+                           T.StructField("item", T.StringType())])
+    query = R.RankQuery(tumble("10 minutes"), "bidtime", (), (SortKey("price", True),), RankRange.top(2), "rownum",
+                        None, "window Top-N stream")  # type: ignore[arg-type]
+    tester = TwsTester(R.RankProcessor(query, schema.json()), timeMode="EventTime", eventTimeExtractor=lambda _r: 2**62)
+    minute = 60_000_000
+
+    def send(minutes: int | None, price: str, item: str) -> Any:
+        us = None if minutes is None else minutes * minute
+        text = json.dumps({"price": float(price), "item": item} | ({} if us is None else {"bidtime": us}))
+        batch = pa.record_batch({
+            BUCKET: pa.array([0], pa.int32()), KEY_TEXT: pa.array([""], pa.string()),
+            OP: pa.array([DATA_ROW if us is not None else DEAD_ROW], pa.int8()),
+            TIME: pa.array([us or 0], pa.int64()), ROW: pa.array([text], pa.string())})
+        return tester.testInPandas(0, next(pack_rows(iter([batch]))).to_pandas())
+
+    send(5, "4.00", "A")
+    send(9, "5.00", "D")
+    send(7, "2.00", "G")
+    out = tester.setWatermark(10 * 60_000 - 1)  # 09:59.999: [0, 10) fires
+    main = out[out[R.KIND] == R.MAIN]
+    assert [(json.loads(t)["item"], r, s, e) for t, r, s, e in zip(main[R.IN_ROW], main[R.RANK], main[R.W_START],
+                                                                    main[R.W_END], strict=True)] == [
+        ("D", 1, 0, 10 * minute), ("A", 2, 0, 10 * minute)]
+    late = send(8, "9.00", "L")  # its only window fired: late, dropped
+    assert late[late[R.KIND] == R.LATE][R.REASON].tolist() == [
+        "late: event time 1970-01-01 00:08:00.000 missed window [1970-01-01 00:00:00.000, 1970-01-01 00:10:00.000) "
+        "fired at watermark 1970-01-01 00:09:59.999; dropped from every window"]
+    dead = send(None, "1.00", "N")
+    assert dead[R.KIND].tolist() == [R.DEAD] and dead[R.REASON].tolist() == ["NULL event time column bidtime"]
+    send(12, "1.00", "E")
+    out = tester.setWatermark(END_OF_INPUT_MS)
+    assert [json.loads(t)["item"] for t in out[out[R.KIND] == R.MAIN][R.IN_ROW]] == ["E"]
+    assert tester.peekMapState(R.STATE.keys, 0) == {}
