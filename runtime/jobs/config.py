@@ -71,7 +71,7 @@ from timeweave.core.pattern import ClauseSpec, MatchBudget, PatternValidationErr
 from timeweave.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
 from timeweave.core.windows import spec as window_specs
 from timeweave.core.windows.calls import read_aggregates
-from timeweave.core.windows.ranking import RankRange, check_not_session, dedup_order, sort_keys
+from timeweave.core.windows.ranking import RankRange, check_not_session, dedup_order, join_type, sort_keys
 from timeweave.core.windows.spec import WindowSpec
 from timeweave.core.windows.tvf_sql import find_window_tvfs
 from timeweave.jobs.registry import config_classes, operator_for
@@ -648,7 +648,8 @@ WINDOW_DEDUPLICATE_SCHEMA: Mapping[str, Key] = {
     "window_deduplicate": Key((dict,), required=True, keys={**_RANK_WINDOW_KEYS, "keep": _TEXT, "rank_column": _TEXT}),
     "input": _SOURCE, "output": _OUTPUT, "checkpoint": _TEXT, "trigger": _TRIGGER,
 }
-_OTHER_SECTIONS = ("left", "right", "versioned", "join", "match_recognize", "window", "window_top_n", "window_deduplicate")
+_OTHER_SECTIONS = ("left", "right", "versioned", "join", "match_recognize", "window", "window_top_n", "window_deduplicate",
+                   "window_join")
 
 
 @dataclass(frozen=True)
@@ -805,6 +806,99 @@ class WindowDeduplicateJobConfig(WindowRankJobConfig):
             raise ConfigError("window_deduplicate.keep", error.message) from None
         quoted = "`" + order.column.replace("`", "``") + "`" if not order.column.isidentifier() else order.column
         return (f"{quoted} {'DESC' if order.descending else 'ASC'}",), RankRange.top(1), w.get("rank_column"), keep
+
+
+#: Every key a window join job config reads (:class:`WindowJoinJobConfig`).
+WINDOW_JOIN_SCHEMA: Mapping[str, Key] = {
+    "window_join": Key((dict,), required=True, keys={
+        **{k: v for k, v in _RANK_WINDOW_KEYS.items() if k != "keys"}, "right_time": _TEXT, "on": _TEXTS, "right_on": _TEXTS, "how": _TEXT,
+        "left_prefix": _TEXT, "right_prefix": _TEXT,
+    }),
+    "left": _SOURCE, "right": _SOURCE, "output": _OUTPUT, "checkpoint": _TEXT, "trigger": _TRIGGER,
+}
+
+
+@dataclass(frozen=True)
+class WindowJoinJobConfig:
+    """A window join streaming job (section ``window_join``, sources ``left`` and ``right``): both inputs windowed
+    by one TVF (``spec``; ``time`` the left's event-time column, ``right_time`` the right's), joined on the window
+    and ``on`` (the left's key columns; ``right_on`` the right's when named otherwise), ``how`` one of inner, left,
+    right, full, semi, anti; the output columns prefixed by ``left_prefix`` / ``right_prefix``.  The stream's
+    watermark is the larger of the two sources' ``watermark_delay`` behind the largest event time.
+
+    >>> job = WindowJoinJobConfig.from_dict({"window_join": {"function": "tumble", "time": "row_time",
+    ...     "size": "5 minutes", "on": "num", "how": "full", "left_prefix": "L_", "right_prefix": "R_"},
+    ...     "left": {"path": "l", "format": "json", "schema": "row_time TIMESTAMP, num INT, id STRING"},
+    ...     "right": {"path": "r", "format": "json", "schema": "row_time TIMESTAMP, num INT, id STRING"},
+    ...     "output": {"path": "out"}})
+    >>> job.spec, job.times, job.on, job.how
+    (TumbleSpec(size=300000, offset=0), ('row_time', 'row_time'), (('num', 'num'),), 'FULL')
+    """
+
+    spec: WindowSpec
+    times: tuple[str, str]
+    on: tuple[tuple[str, str], ...]
+    how: str
+    left_prefix: str
+    right_prefix: str
+    left: SourceConfig
+    right: SourceConfig
+    output_path: str
+    late_path: str
+    dead_letter_path: str
+    checkpoint: str | None = None
+    available_now: bool = True
+    processing_time: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def event_time(self) -> str:
+        """The left input's event-time column."""
+        return self.times[0]
+
+    @property
+    def mode(self) -> str:
+        """Always ``event_time`` (windows are joined when the watermark passes their end)."""
+        return "event_time"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WindowJoinJobConfig:
+        if isinstance(data, Mapping):
+            for other in ("versioned", "join", "match_recognize", "window", "window_top_n", "window_deduplicate",
+                          "input"):
+                if other in data:
+                    raise ConfigError(other, "this section belongs to another operator's job, not a window join job "
+                                      "(a config with a 'window_join' section)")
+        check_keys(data, WINDOW_JOIN_SCHEMA)
+        w = data["window_join"]
+        spec, time = _window_spec({k: v for k, v in w.items() if k in _RANK_WINDOW_KEYS and k != "keys"}, "window_join")
+        try:
+            check_not_session(spec, "window join")
+        except SpecError as error:
+            raise ConfigError("window_join.function", error.message) from None
+        on = w.get("on") or ()
+        on = (on,) if isinstance(on, str) else tuple(on)
+        right_on = w.get("right_on")
+        right_on = on if right_on is None else ((right_on,) if isinstance(right_on, str) else tuple(right_on))
+        if len(right_on) != len(on):
+            raise ConfigError("window_join.right_on", f"as many columns as 'on': {list(on)} and {list(right_on)}")
+        try:
+            how = join_type(w.get("how") or "inner")
+        except SpecError as error:
+            raise ConfigError("window_join.how", error.message) from None
+        left, right = SourceConfig.from_dict(data["left"], "left"), SourceConfig.from_dict(data["right"], "right")
+        available_now, processing_time = _trigger(data)
+        return cls(
+            spec=spec, times=(time, w.get("right_time") or time), on=tuple(zip(on, right_on, strict=True)), how=how,
+            left_prefix=w.get("left_prefix") or "", right_prefix=w.get("right_prefix") or "", left=left, right=right,
+            **_output_paths(data), checkpoint=data.get("checkpoint"), available_now=available_now,
+            processing_time=processing_time, raw=dict(data),
+        )
+
+    @classmethod
+    def load(cls, source: str | Path | Mapping[str, Any]) -> WindowJoinJobConfig:
+        """From a dict, a JSON string or a path to a JSON file."""
+        return cls.from_dict(_read_json(source))
 
 
 def load_job_config(source: str | Path | Mapping[str, Any] | Any) -> Any:

@@ -98,3 +98,27 @@ def test_validate_describes_the_job(capsys) -> None:
     assert cli.main(["validate", json.dumps(DEDUP)]) == 0
     assert "valid window deduplication job: HopSpec(slide=300000, size=600000, offset=0) on bidtime, keys [item], keep " \
            "the last row by bidtime" in capsys.readouterr().out
+
+
+JOIN = {"window_join": {"function": "tumble", "time": "row_time", "size": "5 minutes", "on": "num", "how": "full",
+                        "left_prefix": "L_", "right_prefix": "R_"},
+        "left": {"path": "l", "format": "json", "schema": "row_time TIMESTAMP, num INT, id STRING"},
+        "right": {"path": "r", "format": "json", "schema": "t TIMESTAMP, n INT, id STRING"},
+        "output": {"path": "out"}}
+
+
+def test_the_window_join_section() -> None:
+    from timeweave.jobs.config import WindowJoinJobConfig
+
+    job = load_job_config(_with(JOIN, "window_join", right_time="t", right_on="n"))
+    assert type(job) is WindowJoinJobConfig and operator_of(job).name == "window_join"
+    assert (job.times, job.on, job.how, job.left_prefix) == (("row_time", "t"), (("num", "n"),), "FULL", "L_")
+    for data, message in [
+        (_with(JOIN, "window_join", keys="num"), "window_join.keys: unknown key"),
+        (_with(JOIN, "window_join", how="cross"), "window_join.how: expected one of inner"),
+        (_with(JOIN, "window_join", right_on=["a", "b"]), "window_join.right_on: as many columns as 'on'"),
+        (_with(JOIN, "window_join", function="session", size=None, gap="1 minute"), "window_join.gap: unknown key"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            load_job_config(data)
+    assert cli.main(["validate", json.dumps(JOIN)]) == 0
