@@ -9,14 +9,22 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from pyspark.sql.streaming.tws_tester import TwsTester
 
+import timeweave
+from tests.helpers.window_random import SCHEMA, random_rows
 from timeweave.core.event_time import END_OF_INPUT_MS
-from timeweave.core.windows import tumble
+from timeweave.core.windows import Slicing, event_time_ms, tumble
+from timeweave.core.windows.ranking import split_late
+from timeweave.jobs import cli
+from timeweave.spark.windows import window_tvf
 from timeweave.spark import window_join_streaming as J
 from timeweave.spark.host import BUCKET, KEY_TEXT, OP, ROW, TIME, pack_rows
 
@@ -58,3 +66,119 @@ def test_flink_docs_full_join_through_the_processor_without_a_jvm() -> None:
         [("L2", None), (None, "R4")], key=str)
     assert set(main[J.W_START]) == {NOON + 5 * MINUTE}
     assert tester.peekMapState(J.STATE.keys, 0) == {}
+
+
+# -- through Spark: the streaming job ------------------------------------------------------------------------------
+_EPOCH = datetime(1970, 1, 1)
+LR_SCHEMA = "row_time TIMESTAMP, num INT, id STRING"
+LEFT_ROWS = [("12:02", 1, "L1"), ("12:06", 2, "L2"), ("12:03", 3, "L3")]
+RIGHT_ROWS = [("12:01", 2, "R2"), ("12:04", 3, "R3"), ("12:05", 4, "R4")]
+
+
+def _write(path: Path, rows: list[dict[str, Any]], extra: str = "") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def value(v: Any) -> Any:
+        return v.isoformat() if isinstance(v, datetime) else float(v) if isinstance(v, Decimal) else v
+
+    path.write_text("".join(json.dumps({k: value(v) for k, v in r.items()}) + "\n" for r in rows) + extra)
+
+
+def _rows(df, columns=None) -> list[tuple]:
+    columns = columns or df.columns
+    return sorted((tuple(r[c] for c in columns) for r in df.collect()), key=str)
+
+
+def _metrics(capsys) -> dict[str, Any]:
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1].removeprefix(cli.METRICS_PREFIX))
+
+
+@pytest.mark.spark
+def test_flink_docs_window_joins_through_the_streaming_job(spark, tmp_path: Path, capsys) -> None:
+    tables = {}
+    for side, rows in (("left", LEFT_ROWS), ("right", RIGHT_ROWS)):
+        data = [{"row_time": datetime.fromisoformat(f"2020-04-15 {t}"), "num": n, "id": i} for t, n, i in rows]
+        _write(tmp_path / side / "a.json", data)
+        tables[side] = spark.read.schema(LR_SCHEMA).json(str(tmp_path / side))
+    for how in ("full", "semi", "anti"):
+        config = {"window_join": {"function": "tumble", "time": "row_time", "size": "5 minutes", "on": "num",
+                                  "how": how, "left_prefix": "L_", "right_prefix": "R_"},
+                  "left": {"path": str(tmp_path / "left"), "format": "json", "schema": LR_SCHEMA},
+                  "right": {"path": str(tmp_path / "right"), "format": "json", "schema": LR_SCHEMA},
+                  "output": {"path": str(tmp_path / how)}, "checkpoint": str(tmp_path / f"chk_{how}")}
+        assert cli.main(["streaming", "--config", json.dumps(config), "--flush"]) == 0
+        metrics = _metrics(capsys)
+        door = timeweave.window_join(tables["left"], tables["right"], on="num", how=how, time="row_time",
+                                     window=tumble("5 minutes"), left_prefix="L_", right_prefix="R_")
+        got = spark.read.parquet(str(tmp_path / how))
+        assert got.schema == door.schema and _rows(got) == _rows(door), how
+        assert (metrics["rows_in"], metrics["late"], metrics["kind"]) == (6, 0, "window_join")
+        if how == "full":  # Flink's docs' rows
+            assert sorted((r["L_id"], r["R_id"], r["window_start"].strftime("%H:%M")) for r in got.collect()) == sorted(
+                [("L1", None, "12:00"), (None, "R2", "12:00"), ("L3", "R3", "12:00"), ("L2", None, "12:05"),
+                 (None, "R4", "12:05")], key=str)
+
+
+DELAY = timedelta(minutes=5)
+
+
+def _reference_late(runs: list[tuple[list[dict], list[dict]]], spec) -> list:
+    """The late rule over the runs (each one micro-batch at the watermark of the earlier runs' largest time of
+    either input minus the delay): the late rows as (side, id, missed windows)."""
+    slicing, watermark, latest, late = Slicing.of(spec), None, None, []
+    for run in runs:
+        for side, rows in enumerate(run):
+            pairs = [((side, r), w) for r in rows if r["ts"] is not None for w in slicing.windows_of(event_time_ms(r["ts"]))]
+            if watermark is not None:
+                _, found = split_late(pairs, time_of=lambda e: event_time_ms(e[1]["ts"]), watermark_of=lambda e, w=watermark: w)
+                late += [(("left", "right")[o.row[0]], o.row[1]["id"], o.missed) for o in found]
+        times = [event_time_ms(r["ts"]) for rows in run for r in rows if r["ts"] is not None]
+        if times:
+            latest = max(times) if latest is None else max(latest, max(times))
+            watermark = latest - DELAY // timedelta(milliseconds=1)
+    return late
+
+
+@pytest.mark.spark
+@pytest.mark.slow  # two streaming runs (a restart) and a flush
+def test_the_join_job_restarted_and_flushed_is_the_dataframe_door_over_on_time_rows(
+        spark, tmp_path: Path, capsys) -> None:
+    spec = tumble("10 minutes")
+    sides = {"left": random_rows(51, n=40), "right": random_rows(52, n=40)}
+    for name, rows in sides.items():
+        for r in rows:
+            r["id"] = f"{name[0]}{r['id']}"
+    runs = [(sides["left"][:20], sides["right"][:20]), (sides["left"][20:], sides["right"][20:])]
+    config = {"window_join": {"function": "tumble", "time": "ts", "size": "10 minutes", "on": "k", "how": "full",
+                              "left_prefix": "L_", "right_prefix": "R_"},
+              "left": {"path": str(tmp_path / "left"), "format": "json", "schema": SCHEMA,
+                       "watermark_delay": f"{DELAY.seconds} seconds"},
+              "right": {"path": str(tmp_path / "right"), "format": "json", "schema": SCHEMA},
+              "output": {"path": str(tmp_path / "out")}, "checkpoint": str(tmp_path / "chk")}
+    for i, (left, right) in enumerate(runs):
+        _write(tmp_path / "left" / f"{i}.json", left)
+        _write(tmp_path / "right" / f"{i}.json", right)
+        args = ["streaming", "--config", json.dumps(config)] + (["--flush"] if i == len(runs) - 1 else [])
+        assert cli.main(args) == 0
+        _metrics(capsys)
+    late = _reference_late(runs, spec)
+    assert late, "the random rows must have late ones"
+    late_out = spark.read.parquet(f"{tmp_path / 'out'}_late").collect()
+    assert sorted((r["side"], json.loads(r["row"])["id"], tuple(
+        (int((w["window_start"] - _EPOCH).total_seconds() * 1000), int((w["window_end"] - _EPOCH).total_seconds() * 1000))
+        for w in r["missed_windows"])) for r in late_out) == sorted(
+        (side, ident, tuple((w.start, w.end) for w in missed)) for side, ident, missed in late)
+    dead = spark.read.parquet(f"{tmp_path / 'out'}_dead_letter").collect()
+    assert sorted((r["side"], json.loads(r["row"])["id"]) for r in dead) == sorted(
+        (name, r["id"]) for name, rows in sides.items() for r in rows if r["ts"] is None)
+
+    on_time = {}
+    for name in ("left", "right"):
+        source = spark.read.schema(SCHEMA).json(str(tmp_path / name))
+        missed = spark.createDataFrame([(ident, _EPOCH + timedelta(milliseconds=w.start)) for side, ident, ws in late
+                                        if side == name for w in ws] or [("", _EPOCH)], "id STRING, window_start TIMESTAMP")
+        on_time[name] = window_tvf(source, "ts", spec).join(missed, ["id", "window_start"], "left_anti")
+    expected = timeweave.window_join(on_time["left"], on_time["right"], on="k", how="full", left_prefix="L_",
+                                     right_prefix="R_")
+    got = spark.read.parquet(str(tmp_path / "out"))
+    assert _rows(got) == _rows(expected.select(*got.columns)) and len(_rows(got)) > 10
