@@ -24,9 +24,9 @@ from timeweave.core.event_time import END_OF_INPUT_MS
 from timeweave.core.windows import Slicing, event_time_ms, tumble
 from timeweave.core.windows.ranking import split_late
 from timeweave.jobs import cli
-from timeweave.spark.windows import window_tvf
 from timeweave.spark import window_join_streaming as J
 from timeweave.spark.host import BUCKET, KEY_TEXT, OP, ROW, TIME, pack_rows
+from timeweave.spark.windows import window_tvf
 
 MINUTE = 60_000_000
 NOON = int((datetime(2020, 4, 15, 12) - datetime(1970, 1, 1)).total_seconds()) * 1_000_000
