@@ -49,6 +49,20 @@ column ``time``, the GROUP BY ``keys`` and the ``aggregates`` (output name -> te
       "output": {"path": "out/bid_windows"}
     }
 
+A window Top-N / deduplication job (:class:`WindowTopNJobConfig`, :class:`WindowDeduplicateJobConfig`) has one
+input and a ``window_top_n`` (the TVF, ``keys``, ``order_by``, ``n`` or ``ranks``, ``rank_function``,
+``rank_column``) or ``window_deduplicate`` section (the TVF, ``keys``, ``keep``); a window join job
+(:class:`WindowJoinJobConfig`) has ``left`` and ``right`` sources and a ``window_join`` section (the TVF,
+``time`` / ``right_time``, ``on`` / ``right_on``, ``how``, ``left_prefix`` / ``right_prefix``)::
+
+    {
+      "window_top_n": {"function": "tumble", "time": "bidtime", "size": "10 minutes", "keys": ["supplier_id"],
+                       "order_by": ["price DESC"], "n": 3},
+      "input":  {"path": "data/bids", "format": "json", "watermark_delay": "1 minute",
+                 "schema": "bidtime TIMESTAMP, price DECIMAL(10,2), item STRING, supplier_id STRING"},
+      "output": {"path": "out/top3"}
+    }
+
 :func:`load_job_config` reads any operator's shape: the config's section selects the operator
 (:mod:`timeweave.jobs.registry`; a ``match_recognize`` section selects the MATCH_RECOGNIZE one, a ``window``
 section the window aggregation).
