@@ -274,10 +274,59 @@ class StreamingJoinWindows:
         return BatchOutputs(main, late, dead_rows(batch))
 
 
-def _spelled(columns: Sequence[str], name: str, argument: str) -> str:
-    from timeweave.spark import window_ops
+@dataclass(frozen=True)
+class JoinQuery:
+    """A window join checked against its inputs (no Spark job): the spec, the join type, each side's event-time
+    column and join keys as the inputs spell them, the keys' common types (the left's), the main output's schema
+    (the DataFrame door's) and where each main column comes from (``(name, side or None for a window column,
+    source column)``)."""
 
-    return window_ops._spelled(columns, name, argument, WHERE)
+    spec: WindowSpec
+    how: str
+    times: tuple[str, str]
+    keys: tuple[tuple[str, ...], tuple[str, ...]]
+    key_types: tuple[T.DataType, ...]
+    schema: T.StructType
+    columns: tuple[tuple[str, int | None, str], ...]
+
+
+def bind_join_query(left: DataFrame, right: DataFrame, *, on: Any, how: str, time: str | tuple[str, str],
+                    window: WindowSpec | tuple[WindowSpec, WindowSpec], left_prefix: str, right_prefix: str,
+                    where: str) -> JoinQuery:
+    """Check a window join for the core operator (streaming, backfill) against the inputs' schemas; errors name
+    the argument.  The output schema is the DataFrame door's over empty inputs (analysis only)."""
+    from timeweave.spark import window_ops  # the DataFrame door: its checks, its schema
+
+    kind = join_type(how)
+    left_spec, right_spec = window if isinstance(window, tuple) else (window, window)
+    check_join_windows(left_spec, right_spec)
+    if session_zone(left.sparkSession) is not None:
+        raise SpecError("spark.sql.session.timeZone", "the streaming and backfill window join align windows in UTC; "
+                        "set the session time zone to UTC", where=where)
+    spark = left.sparkSession
+    empty = (spark.createDataFrame([], left.schema), spark.createDataFrame([], right.schema))
+    schema = window_ops.window_join(*empty, on=on, how=how, time=time, window=window, left_prefix=left_prefix,
+                                    right_prefix=right_prefix).schema
+    named_times = time if isinstance(time, tuple) else (time, time)
+    times = (window_ops._spelled(left.columns, named_times[0], "time", where),
+             window_ops._spelled(right.columns, named_times[1], "time", where))
+    for side, df, t in ((LEFT, left, times[0]), (RIGHT, right, times[1])):
+        if not isinstance(df.schema[t].dataType, T.TimestampType):
+            raise SpecError("time", f"{SIDES[side]} column {t!r} is a {df.schema[t].dataType.simpleString()}: the "
+                            "streaming and backfill window join need a TIMESTAMP event time; cast it", where=where)
+    pairs = window_ops._pairs(on, where)
+    left_keys = tuple(window_ops._spelled(left.columns, lk, "on", where) for lk, _ in pairs)
+    right_keys = tuple(window_ops._spelled(right.columns, rk, "on", where) for _, rk in pairs)
+    window_names = ("window_start", "window_end", "window_time")
+    if kind in ("SEMI", "ANTI"):
+        columns = tuple((n, None if n in window_names else LEFT, n) for n in schema.names)
+    else:
+        sources: dict[str, tuple[int | None, str]] = {n: (None, n) for n in window_names}
+        sources.update({left_prefix + c: (LEFT, c) for c in left.columns})
+        sources.update({right_prefix + c: (RIGHT, c) for c in right.columns})
+        columns = tuple((n, *sources[n]) for n in schema.names)
+    return JoinQuery(left_spec, kind, times, (left_keys, right_keys),
+                     tuple(left.schema[k].dataType for k in left_keys), schema, columns)
 
 
 def _side_rows(df: DataFrame, keys: Sequence[str], key_types: Sequence[T.DataType], time: str, op: int, dead_op: int,
@@ -321,53 +370,25 @@ def window_join_stream(
         joined = window_join_stream(left, right, on="num", how="full", time="row_time", window=tumble("5 minutes"),
                                     watermark="1 minute", left_prefix="L_", right_prefix="R_")
     """
-    from timeweave.spark import window_ops  # the DataFrame door: its checks, its schema
-
     if watermark is None or (isinstance(watermark, str) and not watermark.strip()):
         raise SpecError("watermark", "a streaming window join needs an event-time watermark (the allowed "
                         "out-of-orderness, e.g. watermark='1 minute'): windows are joined when the watermark passes "
                         "their end, and without one none ever is", where=WHERE)
     check_buckets(buckets, WHERE)
-    kind = join_type(how)
-    left_spec, right_spec = window if isinstance(window, tuple) else (window, window)
-    check_join_windows(left_spec, right_spec)
-    if session_zone(left.sparkSession) is not None:
-        raise SpecError("spark.sql.session.timeZone", "the streaming window join aligns windows in UTC; set the "
-                        "session time zone to UTC", where=WHERE)
-    spark = left.sparkSession
-    empty = (spark.createDataFrame([], left.schema), spark.createDataFrame([], right.schema))
-    schema = window_ops.window_join(*empty, on=on, how=how, time=time, window=window, left_prefix=left_prefix,
-                                    right_prefix=right_prefix).schema
-    times = time if isinstance(time, tuple) else (time, time)
-    times = (_spelled(left.columns, times[0], "time"), _spelled(right.columns, times[1], "time"))
-    for side, df, t in ((LEFT, left, times[0]), (RIGHT, right, times[1])):
-        if not isinstance(df.schema[t].dataType, T.TimestampType):
-            raise SpecError("time", f"{SIDES[side]} column {t!r} is a {df.schema[t].dataType.simpleString()}: the "
-                            "streaming window join needs a TIMESTAMP event time (Spark's watermark); cast it", where=WHERE)
-    pairs = window_ops._pairs(on, WHERE)
-    left_keys = [_spelled(left.columns, lk, "on") for lk, _ in pairs]
-    right_keys = [_spelled(right.columns, rk, "on") for _, rk in pairs]
-    key_types = [left.schema[k].dataType for k in left_keys]
-    # the main output's columns, in the door's order: where each one comes from
-    window_names = ("window_start", "window_end", "window_time")
-    if kind in ("SEMI", "ANTI"):
-        columns = tuple((n, None if n in window_names else LEFT, n) for n in schema.names)
-    else:
-        sources: dict[str, tuple[int | None, str]] = {n: (None, n) for n in window_names}
-        sources.update({left_prefix + c: (LEFT, c) for c in left.columns})
-        sources.update({right_prefix + c: (RIGHT, c) for c in right.columns})
-        columns = tuple((n, *sources[n]) for n in schema.names)
+    q = bind_join_query(left, right, on=on, how=how, time=time, window=window, left_prefix=left_prefix,
+                        right_prefix=right_prefix, where=WHERE)
     end_ms = end_of_input_ms(delay_ms(watermark, "watermark"))
-    rows = _side_rows(left, left_keys, key_types, times[0], LEFT_ROW, DEAD_LEFT, buckets).unionByName(
-        _side_rows(right, right_keys, key_types, times[1], RIGHT_ROW, DEAD_RIGHT, buckets))
+    rows = _side_rows(left, q.keys[LEFT], q.key_types, q.times[LEFT], LEFT_ROW, DEAD_LEFT, buckets).unionByName(
+        _side_rows(right, q.keys[RIGHT], q.key_types, q.times[RIGHT], RIGHT_ROW, DEAD_RIGHT, buckets))
     internal = rows.mapInArrow(packs_with_latest_time, PACKS_WITH_TIME_SCHEMA).select(
         BUCKET, F.lit(DATA_ROW).cast("tinyint").alias(OP), F.timestamp_micros(F.col(PACK_TIME)).alias(TS), PACK)
     if heartbeat is not None:
         internal = internal.unionByName(heartbeat_rows(heartbeat, internal))
     internal = internal.withWatermark(TS, watermark).drop(TS)
-    processor = JoinProcessor(left_spec, kind, times, len(pairs), end_ms)
+    processor = JoinProcessor(q.spec, q.how, q.times, len(q.keys[LEFT]), end_ms)
     stream = run_operator(internal, processor, tagged_schema(), event_time=True)
-    return StreamingJoinWindows(stream, schema, (left.schema, right.schema), columns)
+    return StreamingJoinWindows(stream, q.schema, (left.schema, right.schema), q.columns)
 
 
-__all__ = ["STATE", "JoinProcessor", "StreamingJoinWindows", "tagged_schema", "window_join_stream"]
+__all__ = ["STATE", "JoinProcessor", "JoinQuery", "StreamingJoinWindows", "bind_join_query", "tagged_schema",
+           "window_join_stream"]
