@@ -1,9 +1,9 @@
 """The window join's job registration (:mod:`timeweave.jobs.registry`): its sources, its streaming query, its
-one-line description.
+backfill, its one-line description.
 
 Streaming: :func:`timeweave.spark.window_join_streaming.window_join_stream` over the ``left`` and ``right`` sources.
-The sliced backfill is not built for the window join yet: ``backfill`` refuses with that said (the DataFrame door
-:func:`timeweave.spark.window_ops.window_join` over the range is the batch answer).
+Backfill: :func:`timeweave.spark.window_join_backfill.backfill_window_join`, sliced on the event time, each join
+key's open slices' rows under ``<output.path>/_state``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from timeweave.core.durations import parse_duration
-from timeweave.core.errors import SpecError
 from timeweave.jobs.config import SourceConfig, WindowJoinJobConfig
 
 if TYPE_CHECKING:
@@ -59,7 +58,11 @@ def backfill(
     spark: Any, job: WindowJoinJobConfig, rows: Mapping[str, Any], start: datetime, end: datetime, slices: int,
     only: Sequence[int] | None, slices_per_job: int | None, on_slice: Callable[[dict], None],
 ) -> dict[str, Any]:
-    """Not built yet for the window join: a clear error before any Spark job."""
-    raise SpecError("window_join", "the sliced backfill of a window join is not available yet; run "
-                    "timeweave.window_join over the range (the DataFrame door) or the streaming job with --flush",
-                    where="window join backfill")
+    """The sliced backfill over the sides' well-formed rows; its metrics."""
+    from timeweave.spark.window_join_backfill import backfill_window_join
+
+    return backfill_window_join(
+        rows["left"], rows["right"], on=list(job.on), how=job.how, time=job.times, window=job.spec,
+        left_prefix=job.left_prefix, right_prefix=job.right_prefix, start=start, end=end, slices=slices,
+        output=job.output_path, dead_letter=job.dead_letter_path, only=only, on_slice=on_slice,
+    )

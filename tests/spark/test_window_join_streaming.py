@@ -182,3 +182,100 @@ def test_the_join_job_restarted_and_flushed_is_the_dataframe_door_over_on_time_r
                                      right_prefix="R_")
     got = spark.read.parquet(str(tmp_path / "out"))
     assert _rows(got) == _rows(expected.select(*got.columns)) and len(_rows(got)) > 10
+
+
+# -- the backfill's slice operator without a JVM: rows of both sides carried across edges ---------------------------
+def test_join_backfill_slices_carry_both_sides_across_edges_without_a_jvm() -> None:
+    from pyspark.sql import types as T
+
+    from timeweave.core.windows import hop
+    from timeweave.spark import window_join_backfill as JB
+    from timeweave.spark.host.backfill import STATE
+
+    class Counter:
+        value = 0
+
+        def add(self, n: int) -> None:
+            self.value += n
+
+    arrow_side = pa.struct([("id", pa.string()), ("k", pa.string()), ("ts", pa.timestamp("us", tz="UTC"))])
+    spec = hop("5 minutes", "15 minutes")
+    columns = (("window_start", None, "window_start"), ("window_end", None, "window_end"),
+               ("window_time", None, "window_time"), ("L_id", 0, "id"), ("L_k", 0, "k"), ("L_ts", 0, "ts"),
+               ("R_id", 1, "id"), ("R_k", 1, "k"), ("R_ts", 1, "ts"))
+    query = JB.JoinQuery(spec, "FULL", ("ts", "ts"), (("k",), ("k",)), (T.StringType(),), None, columns)  # type: ignore[arg-type]
+    output = T.StructType([*(T.StructField(n, T.TimestampType() if n.endswith(("_start", "_end", "_time", "_ts"))
+                                           else T.StringType()) for n, _, _ in columns),
+                           T.StructField("__tw_jk0", T.StringType())])
+    names = (JB.SIDE_COL, "__tw_jk0", JB.TIME_COL, *JB.ROW_COLS)
+    rows = []
+    for side, seed in ((0, 61), (1, 62)):
+        for r in random_rows(seed, n=50, null_times=0, late=0):
+            rows.append({JB.SIDE_COL: side, "__tw_jk0": r["k"], JB.TIME_COL: r["ts"],
+                         "row": {"id": f"{'lr'[side]}{r['id']}", "k": r["k"], "ts": r["ts"]}})
+
+    def batch(part: list[dict], states: list[tuple]) -> pa.RecordBatch:
+        items = [((str(k), 0, datetime.min), {"__tw_jk0": k, STATE: blob}) for k, blob in states]
+        items += [((str(r["__tw_jk0"]), 1, r[JB.TIME_COL]), r) for r in part]
+        items.sort(key=lambda item: item[0])
+        ordered = [row for _, row in items]
+        return pa.record_batch({
+            JB.SIDE_COL: pa.array([r.get(JB.SIDE_COL) for r in ordered], pa.int32()),
+            "__tw_jk0": [r.get("__tw_jk0") for r in ordered],
+            JB.TIME_COL: pa.array([r.get(JB.TIME_COL) for r in ordered], pa.timestamp("us", tz="UTC")),
+            JB.ROW_COLS[0]: pa.array([r["row"] if r.get(JB.SIDE_COL) == 0 else None for r in ordered], arrow_side),
+            JB.ROW_COLS[1]: pa.array([r["row"] if r.get(JB.SIDE_COL) == 1 else None for r in ordered], arrow_side),
+            STATE: pa.array([r.get(STATE) for r in ordered], pa.binary()),
+        })
+
+    first, last = min(r[JB.TIME_COL] for r in rows), max(r[JB.TIME_COL] for r in rows) + timedelta(seconds=1)
+    edges = [first + (last - first) / 5 * i for i in range(6)]
+
+    def run(bounds: list) -> list[tuple]:
+        joined, states = [], []
+        for i in range(len(bounds) - 1):
+            part = [r for r in rows if bounds[i] <= r[JB.TIME_COL] < bounds[i + 1]]
+            runner = JB._SliceRunner(query, names, output.json(), i == len(bounds) - 2, (Counter(), Counter(), Counter()))
+            table = pa.Table.from_batches(list(runner(iter([batch(part, states)])))).to_pylist()
+            joined += [tuple(r[n] for n, _, _ in columns) for r in table if r[STATE] is None]
+            states = [(r["__tw_jk0"], r[STATE]) for r in table if r[STATE] is not None]
+            assert i == len(bounds) - 2 or states or not part
+        return sorted(joined, key=str)
+
+    whole = run([edges[0], edges[-1]])
+    assert len(whole) > 20 and any(r[3] and r[6] for r in whole)  # matched pairs, not only outer rows
+    assert run(edges) == whole
+
+
+@pytest.mark.spark
+@pytest.mark.slow  # 1 + 3 slice runs of a few Spark jobs each
+def test_the_join_backfill_in_1_and_3_slices_equals_the_dataframe_door(spark, tmp_path: Path, capsys) -> None:
+    from timeweave.core.windows import hop
+
+    sides = {"left": random_rows(71, n=40), "right": random_rows(72, n=40)}
+    for name, rows in sides.items():
+        for r in rows:
+            r["id"] = f"{name[0]}{r['id']}"
+        _write(tmp_path / name / "a.json", rows)
+    begin, end = min(r["ts"] for rows in sides.values() for r in rows if r["ts"]), datetime(2030, 1, 1)
+    config = {"window_join": {"function": "hop", "time": "ts", "slide": "5 minutes", "size": "15 minutes",
+                              "on": "k", "how": "left", "left_prefix": "L_", "right_prefix": "R_"},
+              "left": {"path": str(tmp_path / "left"), "format": "json", "schema": SCHEMA},
+              "right": {"path": str(tmp_path / "right"), "format": "json", "schema": SCHEMA},
+              "output": {"path": str(tmp_path / "out")}}
+    tables = {name: spark.read.schema(SCHEMA).json(str(tmp_path / name)) for name in sides}
+    expected = timeweave.window_join(tables["left"], tables["right"], on="k", how="left", time="ts",
+                                     window=hop("5 minutes", "15 minutes"), left_prefix="L_", right_prefix="R_")
+    expected_rows = _rows(expected)
+    assert len(expected_rows) > 20
+    for slices in (1, 3):
+        config["output"]["path"] = str(tmp_path / f"out{slices}")
+        assert cli.main(["backfill", "--config", json.dumps(config), "--start", (begin - timedelta(hours=1)).isoformat(),
+                         "--end", end.isoformat(), "--slices", str(slices)]) == 0
+        metrics = _metrics(capsys)
+        got = spark.read.parquet(config["output"]["path"]).drop("slice")
+        assert got.columns == expected.columns and _rows(got) == expected_rows, slices
+        assert metrics["job"] == "window_join" and metrics["dead_letter"] == 4
+    dead = spark.read.parquet(f"{tmp_path / 'out1'}_dead_letter").collect()
+    assert sorted((r["side"], json.loads(r["row"])["id"]) for r in dead) == sorted(
+        (name, r["id"]) for name, rows in sides.items() for r in rows if r["ts"] is None)
