@@ -834,7 +834,7 @@ WINDOW_JOIN_SCHEMA: Mapping[str, Key] = {
 
 @dataclass(frozen=True)
 class WindowJoinJobConfig:
-    """A window join streaming job (section ``window_join``, sources ``left`` and ``right``): both inputs windowed
+    """A window join streaming or backfill job (section ``window_join``, sources ``left`` and ``right``): both inputs windowed
     by one TVF (``spec``; ``time`` the left's event-time column, ``right_time`` the right's), joined on the window
     and ``on`` (the left's key columns; ``right_on`` the right's when named otherwise), ``how`` one of inner, left,
     right, full, semi, anti; the output columns prefixed by ``left_prefix`` / ``right_prefix``.  The stream's
