@@ -20,7 +20,8 @@ for both inputs, Spark's minimum of the inputs').
   whose ``row`` is the ``(side, row)`` element) and still join in their unfired windows; a NULL event time is a
   :class:`~timeweave.core.windows.operator.DeadLetter` (its ``row`` the element).
 
-Units: row times and windows are epoch milliseconds (UTC); the context's watermark and timers are µs.
+Units: row times and windows are epoch milliseconds (wall-clock milliseconds with a ``time_zone``, as the window
+aggregate's); the context's watermark and timers are µs.
 
 >>> from timeweave.core.state import InMemoryKeyContext
 >>> from timeweave.core.windows.spec import tumble
@@ -47,6 +48,7 @@ from timeweave.core.windows.operator import DeadLetter
 from timeweave.core.windows.ranking import check_join_windows, join_type, split_late
 from timeweave.core.windows.slicing import Slicing
 from timeweave.core.windows.spec import Window, WindowSpec, event_time_ms
+from timeweave.core.windows.zones import TimeShift
 
 LEFT, RIGHT = 0, 1
 
@@ -87,7 +89,8 @@ class WindowJoinOperator:
     rule); ``how`` one of inner, left, right, full, semi, anti; ``left_time`` / ``right_time`` the inputs'
     event-time columns (read with :func:`~timeweave.core.windows.spec.event_time_ms` unless ``time_of(side, row)``
     gives epoch ms or None); ``left_keys`` / ``right_keys`` the join key columns (a NULL value joins nothing),
-    read with ``read(row, column)`` (default ``row[column]``).
+    read with ``read(row, column)`` (default ``row[column]``).  ``time_zone`` (an IANA name): windows on that zone's
+    wall clock (TIMESTAMP_LTZ in a session time zone, as the window aggregate's).
 
     >>> from timeweave.core.windows.spec import hop
     >>> WindowJoinOperator(hop(5, 10), "anti", left_time="t", right_time="t").layout.names
@@ -106,6 +109,7 @@ class WindowJoinOperator:
         right_spec: WindowSpec | None = None,
         time_of: Callable[[int, Any], int | None] | None = None,
         read: Callable[[Any, str], Any] | None = None,
+        time_zone: str | None = None,
     ) -> None:
         check_join_windows(spec, spec if right_spec is None else right_spec)
         if len(left_keys) != len(right_keys):
@@ -117,10 +121,21 @@ class WindowJoinOperator:
         self.layout = LAYOUT
         self.times = (left_time, right_time)
         self.keys = (tuple(left_keys), tuple(right_keys))
-        self.time_of = time_of or (lambda side, row: event_time_ms(row[self.times[side]]))
+        read_time = time_of or (lambda side, row: event_time_ms(row[self.times[side]]))
+        self.shift = TimeShift.of(time_zone)
+        if self.shift is None:
+            self.time_of = read_time
+        else:
+            local = self.shift.local
+            self.time_of = lambda side, row: None if (t := read_time(side, row)) is None else local(t)
         self.read = read or (lambda row, column: row[column])
         self.dead_reasons = (null_event_time_reason(left_time), null_event_time_reason(right_time))
         self._slicing = Slicing.of(spec)
+
+    def fire_time(self, end: int) -> int:
+        """The watermark (epoch ms) at which the window ending at ``end`` fires (``end - 1``; in a time zone, the
+        instant of that wall-clock time)."""
+        return end - 1 if self.shift is None else self.shift.fire_time(end - 1)
 
     def _watermark(self, ctx: KeyContext) -> int:
         watermark = watermark_ms(ctx.watermark)
@@ -149,7 +164,8 @@ class WindowJoinOperator:
         if timed:
             times = {id(element): time for element, time in timed}
             kept, late = split_late(((element, w) for element, time in timed for w in windows_of(time)),
-                                    time_of=lambda element: times[id(element)], watermark_of=lambda element: watermark)
+                                    time_of=lambda element: times[id(element)], watermark_of=lambda element: watermark,
+                                    fire_time=None if self.shift is None else self.fire_time)
             out.extend(late)
             counted = {id(element) for element, _ in kept}
             sides = [ctx.get(name) or {} for name in _SIDES]
@@ -222,16 +238,16 @@ class WindowJoinOperator:
         low = NO_WATERMARK if fired is None else fired
         if watermark <= low:
             return []
-        slicing = self._slicing
+        slicing, fire = self._slicing, self.fire_time
         ends = sorted({end for slices in sides for s in slices for end in slicing.window_ends(s)
-                       if low < end - 1 <= watermark})
+                       if low < fire(end) <= watermark})
         out: list[JoinedRow] = []
         for end in ends:
             window = Window(slicing.window_start(end), end)
             parts = [[row for s in slicing.slices_of(end) for row in slices.get(s, ())] for slices in sides]
             out += self.join(window, parts[LEFT], parts[RIGHT])
         for slices in sides:
-            for s in [s for s in slices if slicing.last_window_end(s) - 1 <= watermark]:
+            for s in [s for s in slices if fire(slicing.last_window_end(s)) <= watermark]:
                 del slices[s]  # no unfired window needs it
         self._store(ctx, sides, watermark)
         return out
@@ -239,15 +255,15 @@ class WindowJoinOperator:
     # -- the one timer ----------------------------------------------------------------------------------
     def _schedule(self, ctx: KeyContext, watermark: int) -> None:
         next_end: int | None = None
-        window_ends = self._slicing.window_ends
+        window_ends, fire = self._slicing.window_ends, self.fire_time
         for name in _SIDES:
             for s in ctx.get(name) or ():
                 for end in window_ends(s):
-                    if end - 1 > watermark:
+                    if fire(end) > watermark:
                         if next_end is None or end < next_end:
                             next_end = end
                         break
-        wanted = None if next_end is None else timer_us(next_end - 1)
+        wanted = None if next_end is None else timer_us(self.fire_time(next_end))
         current = ctx.get(TIMER)
         if current == wanted:
             return

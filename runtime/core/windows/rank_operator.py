@@ -23,7 +23,9 @@ Window deduplication is Top-1 by ROW_NUMBER on the time column (:meth:`WindowRan
   its rows ranked in the range (:class:`RankedRow`, append-only and final), then frees the slices no unfired
   window needs.  The element handler first fires what the watermark already passed (either order is safe).
 
-Units: row times and windows are epoch milliseconds (UTC); the context's watermark and timers are the core's µs.
+Units: row times and windows are epoch milliseconds (wall-clock milliseconds with a ``time_zone``: TIMESTAMP_LTZ
+windows follow the session time zone, as the window aggregate's, :mod:`~timeweave.core.windows.zones`); the
+context's watermark and timers are the core's µs.
 
 >>> from timeweave.core.state import InMemoryKeyContext
 >>> from timeweave.core.windows.ranking import RankRange
@@ -64,6 +66,7 @@ from timeweave.core.windows.ranking import (
 )
 from timeweave.core.windows.slicing import Slicing
 from timeweave.core.windows.spec import CumulateSpec, HopSpec, TumbleSpec, Window, WindowSpec, event_time_ms
+from timeweave.core.windows.zones import TimeShift
 
 # State names, declared once.
 ROWS = "rank-rows"  # dict[int, list]: slice end (ms) -> the slice's candidate rows, arrival order among ties
@@ -103,6 +106,8 @@ class WindowRankOperator:
     ``time_column`` the event-time column (read with :func:`~timeweave.core.windows.spec.event_time_ms` unless
     ``time_of`` gives epoch ms or None); ``read(row, column)`` reads an ORDER BY value (default ``row[column]``).  ``prune_above``: a slice is cut to
 its candidates once it holds more rows than this (default ``2 * upper + 16``: amortised, a prune sorts the slice).
+``time_zone`` (an IANA name): windows on that zone's wall clock, as :class:`~timeweave.core.windows.operator.
+WindowAggregateOperator` takes it (row times, windows and late rows' ``time`` / ``missed`` are then wall-clock ms).
 
     >>> from timeweave.core.windows.spec import hop
     >>> WindowRankOperator(hop(5, 10), "p", RankRange.top(1), time_column="t").layout.names
@@ -120,6 +125,7 @@ its candidates once it holds more rows than this (default ``2 * upper + 16``: am
         read: Callable[[Any, str], Any] | None = None,
         where: str = "window Top-N",
         prune_above: int | None = None,
+        time_zone: str | None = None,
     ) -> None:
         check_not_session(spec, where)
         if not isinstance(spec, TumbleSpec | HopSpec | CumulateSpec):
@@ -134,17 +140,29 @@ its candidates once it holds more rows than this (default ``2 * upper + 16``: am
         #: the declared per-key state (:data:`LAYOUT`)
         self.layout = LAYOUT
         self.time_column = time_column
-        self.time_of = time_of or (lambda row: event_time_ms(row[time_column]))
+        read_time = time_of or (lambda row: event_time_ms(row[time_column]))
+        #: TIMESTAMP_LTZ in a session time zone: windows on its wall clock (see :mod:`~timeweave.core.windows.zones`)
+        self.shift = TimeShift.of(time_zone)
+        if self.shift is None:
+            self.time_of = read_time
+        else:
+            local = self.shift.local
+            self.time_of = lambda row: None if (t := read_time(row)) is None else local(t)
         self.read = read or (lambda row, column: row[column])
         self.dead_reason = null_event_time_reason(time_column)
         self._slicing = Slicing.of(spec)
         self._compare = row_order(self.order, self.read)
         self._limit = 2 * ranks.upper + _SLACK if prune_above is None else prune_above
 
+    def fire_time(self, end: int) -> int:
+        """The watermark (epoch ms) at which the window ending at ``end`` fires: its ``window_time``, ``end - 1``
+        (in a time zone, the instant of that wall-clock time)."""
+        return end - 1 if self.shift is None else self.shift.fire_time(end - 1)
+
     @classmethod
     def deduplicate(cls, spec: WindowSpec, *, time_column: str, keep: str = "first",
                     time_of: Callable[[Any], int | None] | None = None,
-                    read: Callable[[Any, str], Any] | None = None) -> WindowRankOperator:
+                    read: Callable[[Any, str], Any] | None = None, time_zone: str | None = None) -> WindowRankOperator:
         """Window deduplication: per window and key the first (``keep="first"``) or last (``"last"``) row by the
         time column, Top-1 by ROW_NUMBER (Flink's rule).
 
@@ -154,7 +172,7 @@ its candidates once it holds more rows than this (default ``2 * upper + 16``: am
         """
         # Each step cuts its slices to their first / last rows (and the rows tied with it): Flink's state too.
         return cls(spec, [dedup_order(time_column, keep)], RankRange.top(1), time_column=time_column,
-                   time_of=time_of, read=read, where="window deduplication", prune_above=0)
+                   time_of=time_of, read=read, where="window deduplication", prune_above=0, time_zone=time_zone)
 
     def _watermark(self, ctx: KeyContext) -> int:
         """The context's watermark in ms, never below the one the key's windows have fired through."""
@@ -182,7 +200,8 @@ its candidates once it holds more rows than this (default ``2 * upper + 16``: am
         if timed:
             times = {id(row): time for row, time in timed}
             kept, late = split_late(((row, w) for row, time in timed for w in windows_of(time)),
-                                    time_of=lambda row: times[id(row)], watermark_of=lambda row: watermark)
+                                    time_of=lambda row: times[id(row)], watermark_of=lambda row: watermark,
+                                    fire_time=None if self.shift is None else self.fire_time)
             out.extend(late)
             counted = {id(row) for row, _ in kept}
             slices: dict[int, list[Any]] = ctx.get(ROWS) or {}
@@ -242,14 +261,14 @@ its candidates once it holds more rows than this (default ``2 * upper + 16``: am
         low = NO_WATERMARK if fired is None else fired
         if watermark <= low:
             return []
-        slicing = self._slicing
-        ends = sorted({end for s in slices for end in slicing.window_ends(s) if low < end - 1 <= watermark})
+        slicing, fire = self._slicing, self.fire_time
+        ends = sorted({end for s in slices for end in slicing.window_ends(s) if low < fire(end) <= watermark})
         out: list[RankedRow] = []
         for end in ends:
             window = Window(slicing.window_start(end), end)
             pairs = [(row, window) for s in slicing.slices_of(end) for row in slices.get(s, ())]
             out.extend(RankedRow(w, row, rank) for row, w, rank in top_n(pairs, self.order, self.ranks, read=self.read))
-        for s in [s for s in slices if slicing.last_window_end(s) - 1 <= watermark]:
+        for s in [s for s in slices if fire(slicing.last_window_end(s)) <= watermark]:
             del slices[s]  # no unfired window needs it
         if slices:
             ctx.put(ROWS, slices)
@@ -265,14 +284,14 @@ its candidates once it holds more rows than this (default ``2 * upper + 16``: am
         next_end: int | None = None
         slices = ctx.get(ROWS)
         if slices:
-            window_ends = self._slicing.window_ends
+            window_ends, fire = self._slicing.window_ends, self.fire_time
             for s in slices:
                 for end in window_ends(s):
-                    if end - 1 > watermark:
+                    if fire(end) > watermark:
                         if next_end is None or end < next_end:
                             next_end = end
                         break
-        wanted = None if next_end is None else timer_us(next_end - 1)
+        wanted = None if next_end is None else timer_us(self.fire_time(next_end))
         current = ctx.get(TIMER)
         if current == wanted:
             return

@@ -210,10 +210,12 @@ def check_join_windows(left: WindowSpec, right: WindowSpec) -> None:
 
 
 def split_late(pairs: Iterable[tuple[Any, Window]], *, time_of: Callable[[Any], int],
-               watermark_of: Callable[[Any], int] | None) -> tuple[list[tuple[Any, Window]], list[LateRow]]:
+               watermark_of: Callable[[Any], int] | None,
+               fire_time: Callable[[int], int] | None = None) -> tuple[list[tuple[Any, Window]], list[LateRow]]:
     """The window-op late rule: ``pairs`` (row, window) whose window had not fired when the row arrived
     (``watermark_of(row)``, ms; None: batch, nothing is late) and the late rows, one per row that missed at
-    least one window (in the order of their first pair), with the windows it missed.
+    least one window (in the order of their first pair), with the windows it missed.  ``fire_time``: when a
+    window fires, by its end (:func:`~timeweave.core.windows.late.missed_windows`; default ``end - 1``).
 
     >>> from timeweave.core.windows.spec import Window
     >>> row = {"t": 8}
@@ -231,12 +233,12 @@ def split_late(pairs: Iterable[tuple[Any, Window]], *, time_of: Callable[[Any], 
     for row, window in pairs:
         rows.setdefault(id(row), row)
         windows.setdefault(id(row), []).append(window)
-        if not missed_windows((window,), watermark_of(row)):
+        if not missed_windows((window,), watermark_of(row), fire_time):
             kept.append((row, window))
     late = []
     for ident, row in rows.items():
         watermark = watermark_of(row)
-        missed = missed_windows(windows[ident], watermark)
+        missed = missed_windows(windows[ident], watermark, fire_time)
         if missed:
             late.append(LateRow(row, time_of(row), watermark, missed, len(missed) == len(windows[ident])))
     return kept, late

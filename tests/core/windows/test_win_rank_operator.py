@@ -20,6 +20,7 @@ from timeweave.core.windows.late import LateRow
 from timeweave.core.windows.operator import DeadLetter
 from timeweave.core.windows.rank_operator import ROWS, RankedRow, WindowRankOperator
 from timeweave.core.windows.ranking import RankRange, SortKey, dedup_order, split_late, top_n
+from timeweave.core.windows.zones import TimeShift
 
 SPECS = st.one_of(
     st.integers(1, 12).flatmap(lambda size: st.builds(tumble, st.just(size), st.integers(-size + 1, size - 1))),
@@ -36,6 +37,11 @@ ORDERS = st.sampled_from([["p DESC"], ["p"], ["p DESC", "q"], ["p NULLS LAST", "
 EVENTS = st.lists(st.tuples(st.one_of(st.none(), st.integers(-20, 50)) | st.integers(-20, 50), st.sampled_from("ab"),
                             st.one_of(st.none(), st.integers(0, 4)), st.integers(0, 3), st.integers(-2, 15)),
                   max_size=45)
+
+
+def _fire_time(op: WindowRankOperator, end: int) -> int:
+    """When the window ending at ``end`` fires, from the zone itself (not the operator's own answer)."""
+    return end - 1 if op.shift is None else TimeShift.of(op.shift.zone).fire_time(end - 1)
 
 
 def _checkpoint(ctx: InMemoryKeyContext, op: WindowRankOperator) -> InMemoryKeyContext:
@@ -62,7 +68,7 @@ def _run(op: WindowRankOperator, events, seed: int):
     def take(key, outputs):
         for out in outputs:
             if isinstance(out, RankedRow):
-                assert watermark >= (out.window.end - 1) * 1000  # emitted once the watermark reached window_time
+                assert watermark >= _fire_time(op, out.window.end) * 1000  # emitted once the watermark reached window_time
                 main.append((key, out))
             elif isinstance(out, LateRow):
                 late.append((key, out))
@@ -108,8 +114,11 @@ def _run(op: WindowRankOperator, events, seed: int):
 def _expected(op: WindowRankOperator, events, rows, arrival):
     """The batch rule over the on-time pairs, per key, and the late rule's late rows."""
     slicing = Slicing.of(op.spec)
-    pairs = [(row, w) for row, e in zip(rows, events, strict=True) if e[0] is not None for w in slicing.windows_of(e[0])]
-    kept, late = split_late(pairs, time_of=lambda r: r["t"], watermark_of=lambda r: arrival[r["id"]])
+    local = (lambda t: t) if op.shift is None else op.shift.local  # a time zone's wall clock
+    pairs = [(row, w) for row, e in zip(rows, events, strict=True) if e[0] is not None
+             for w in slicing.windows_of(local(e[0]))]
+    kept, late = split_late(pairs, time_of=lambda r: local(r["t"]), watermark_of=lambda r: arrival[r["id"]],
+                            fire_time=lambda end: _fire_time(op, end))
     ranked = top_n(kept, op.order, op.ranks, key_of=lambda r: events[r["id"]][1])
     return ranked, late
 
@@ -146,6 +155,29 @@ def test_deduplication_is_top_one_by_time(spec, keep, events, seed) -> None:
         _shape(op, events[r["id"]][1], w, r, rank) for r, w, rank in ranked)
     assert len({(k, o.window) for k, o in main}) == len(main)  # one row per key and window
     assert sorted(o.row["id"] for _, o in late) == sorted(o.row["id"] for o in expected_late)
+
+
+# Around Los Angeles' daylight-saving changes of 2021 (a repeated and a skipped hour), in steps of 10 minutes.
+_TEN_MINUTES = 600_000
+_DST = {"fall": 1636275600000 - 20 * _TEN_MINUTES, "spring": 1615716000000 - 20 * _TEN_MINUTES}
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.sampled_from([tumble("30 minutes"), hop("20 minutes", "1 hour"), cumulate("20 minutes", "1 hour"),
+                        tumble("1 day", "-8 hours")]),
+       st.sampled_from(["fall", "spring"]), st.sampled_from(["America/Los_Angeles", "Asia/Shanghai"]), RANKS, EVENTS,
+       st.integers(0, 2**16))
+def test_windows_follow_the_time_zones_wall_clock(spec, change, zone, ranks, events, seed) -> None:
+    """TIMESTAMP_LTZ windows on a session zone's wall clock: the batch rule over the on-time pairs, each row
+    windowed by its local time, each window fired at its instant (:meth:`TimeShift.fire_time`)."""
+    base = _DST[change]
+    scaled = [(None if t is None else base + t * _TEN_MINUTES, k, p, q, d * _TEN_MINUTES) for t, k, p, q, d in events]
+    op = WindowRankOperator(spec, ["p DESC", "q"], ranks, time_column="t", time_of=lambda r: r["t"], time_zone=zone)
+    rows, arrival, main, late, _ = _run(op, scaled, seed)
+    ranked, expected_late = _expected(op, scaled, rows, arrival)
+    assert sorted(_shape(op, k, o.window, o.row, o.rank) for k, o in main) == sorted(
+        _shape(op, scaled[r["id"]][1], w, r, rank) for r, w, rank in ranked)
+    assert sorted((o.row["id"], o.missed) for _, o in late) == sorted((o.row["id"], o.missed) for o in expected_late)
 
 
 def test_late_row_of_a_hop_window_still_ranks_in_its_later_windows() -> None:
