@@ -41,6 +41,7 @@ from timeweave.core.state import KeyContext
 from timeweave.core.state_codec import decode, encode
 from timeweave.core.windows import LateRow, WindowSpec
 from timeweave.core.windows.join_operator import LAYOUT, LEFT, RIGHT, JoinedRow, WindowJoinOperator
+from timeweave.core.windows.zones import TimeShift
 from timeweave.spark.host import backfill as host
 from timeweave.spark.host.backfill import MAIN, REJECT_ROW, Tagged
 from timeweave.spark.schema import column as named
@@ -77,7 +78,9 @@ class _JoinSlice:
         self.columns = q.columns
         self._op = WindowJoinOperator(q.spec, q.how, left_time=q.times[LEFT], right_time=q.times[RIGHT],
                                       left_keys=self.keys, right_keys=self.keys,
-                                      time_of=lambda side, row: row[TIME_COL] // 1000)
+                                      time_of=lambda side, row: row[TIME_COL] // 1000, time_zone=q.zone)
+        shift = TimeShift.of(q.zone)
+        self._instant = (lambda ms: ms) if shift is None else shift.instant
 
     def read(self, batch: pa.RecordBatch, name: str) -> list[Any]:
         column = batch.column(name)
@@ -122,8 +125,9 @@ class _JoinSlice:
             if out.__class__ is LateRow:  # a row below the watermark: the arrangement broke its promise
                 raise AssertionError(f"{WHERE}: a row arrived out of event-time order: {out.reason}")
             assert out.__class__ is JoinedRow, out
-            w = out.window
-            windows = {"window_start": w.start * 1000, "window_end": w.end * 1000, "window_time": (w.end - 1) * 1000}
+            w, instant = out.window, self._instant
+            windows = {"window_start": instant(w.start) * 1000, "window_end": instant(w.end) * 1000,
+                       "window_time": instant(w.end - 1) * 1000}
             sides = (out.left, out.right)
             row: dict[str, Any] = {}
             for name, side, source in self.columns:

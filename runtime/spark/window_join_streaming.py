@@ -21,8 +21,8 @@ the state bridge, packs, heartbeats and the watermark are the host's.
 ``window_time``, the left's then the right's columns with their prefixes; semi / anti: the left's windowed rows),
 append-only once the watermark passes the window's ``window_time``; late: ``side`` (``left`` / ``right``),
 ``row`` (the input row as JSON), ``reason``, ``watermark``, ``missed_windows``; dead letter: ``side``,
-``reason`` (``NULL event time column <time>``), ``row``.  Windows align in UTC (the session time zone must be
-UTC).
+``reason`` (``NULL event time column <time>``), ``row``.  With a session time zone other than UTC the windows
+follow that zone's wall clock, as the batch doors' do.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.windows import LateRow, WindowSpec
 from timeweave.core.windows.join_operator import LEFT, RIGHT, JoinedRow, WindowJoinOperator
 from timeweave.core.windows.ranking import check_join_windows, join_type
+from timeweave.core.windows.zones import TimeShift
 from timeweave.spark.host.packs import PACK, PACK_TIME, PACKS_WITH_TIME_SCHEMA, packs_with_latest_time
 from timeweave.spark.host.processor import HostProcessor, StateVariables
 from timeweave.spark.host.schema import BUCKET, DEAD_TS, DEFAULT_BUCKETS, KEY_TEXT, OP, ROW, TIME, TS, check_buckets
@@ -79,6 +80,7 @@ L_ROW = "__tw_l_row"  # a main row's left wire text (None: no left row)
 R_ROW = "__tw_r_row"  # a main row's right wire text
 W_START = "__tw_w_start"
 W_END = "__tw_w_end"
+W_TIME = "__tw_w_time"
 SIDES = ("left", "right")
 #: Where the operator's state lives (with :data:`timeweave.core.windows.join_operator.LAYOUT`).
 STATE = StateVariables("timeweave_wjoin_keys", "timeweave_wjoin_index", PackedEntry)
@@ -88,7 +90,7 @@ _KEY_PREFIX = "__tw_jk"  # the join key columns as both sides key them
 def tagged_schema() -> T.StructType:
     """The operator's output: every output class in one row shape (split by ``KIND``)."""
     strings = (KIND, L_ROW, R_ROW, IN_ROW, REASON, MISSED, SIDE)
-    longs = (W_START, W_END, WATERMARK, N_IN)
+    longs = (W_START, W_END, W_TIME, WATERMARK, N_IN)
     return T.StructType([*(T.StructField(n, T.StringType()) for n in strings),
                          *(T.StructField(n, T.LongType()) for n in longs)])
 
@@ -98,7 +100,7 @@ def tagged_schema() -> T.StructType:
 # =================================================================================================
 @dataclass
 class _Sink:
-    joined: list[tuple[str | None, str | None, int, int]] = field(default_factory=list)
+    joined: list[tuple[str | None, str | None, int, int, int]] = field(default_factory=list)
     late: list[tuple[str, str, str, int, str]] = field(default_factory=list)  # (side, text, reason, watermark, missed)
     n_in: int | None = None
 
@@ -128,7 +130,8 @@ class JoinProcessor(HostProcessor):
     timer_at_end = False
 
     def __init__(self, spec: WindowSpec, how: str, times: tuple[str, str], keys: int,
-                 end_ms: int = END_OF_INPUT_MS) -> None:
+                 end_ms: int = END_OF_INPUT_MS, zone: str | None = None) -> None:
+        self.zone = zone
         self.spec = spec
         self.how = how
         self.times = times
@@ -138,7 +141,9 @@ class JoinProcessor(HostProcessor):
     def open(self, handle: StatefulProcessorHandle) -> None:
         self._op = WindowJoinOperator(self.spec, self.how, left_time=self.times[0], right_time=self.times[1],
                                       left_keys=("key",), right_keys=("key",), time_of=_time_of,
-                                      read=lambda row, column: row[2])
+                                      read=lambda row, column: row[2], time_zone=self.zone)
+        shift = TimeShift.of(self.zone)
+        self._instant = (lambda ms: ms) if shift is None else shift.instant
         self._reasons = tuple(null_event_time_reason(t) for t in self.times)
 
     @property
@@ -176,14 +181,16 @@ class JoinProcessor(HostProcessor):
         self._collect(self._op.on_watermark(ctx), sink)
 
     def _collect(self, outputs: list[Any], sink: _Sink) -> None:
+        instant = self._instant
         for out in outputs:
             if out.__class__ is JoinedRow:
                 w = out.window
                 sink.joined.append((None if out.left is None else out.left[1],
-                                    None if out.right is None else out.right[1], w.start * 1000, w.end * 1000))
+                                    None if out.right is None else out.right[1], instant(w.start) * 1000,
+                                    instant(w.end) * 1000, instant(w.end - 1) * 1000))
             elif out.__class__ is LateRow:
                 side, row = out.row
-                missed = json.dumps([[w.start * 1000, w.end * 1000] for w in out.missed])
+                missed = json.dumps([[instant(w.start) * 1000, instant(w.end) * 1000] for w in out.missed])
                 sink.late.append((SIDES[side], row[1], out.reason, _watermark_us(out.watermark), missed))
             else:  # a DeadLetter: NULL-time rows never reach the operator (they are dead_ops)
                 raise AssertionError(f"unexpected window join operator output {out!r}")
@@ -217,6 +224,7 @@ def _frame(sink: _Sink, dead: list[tuple[str, str, str]] | None = None) -> pd.Da
         SIDE: column(none_j + [r[0] for r in late] + [d[0] for d in dead] + none_s),
         W_START: longs([j[2] for j in joined] + zeros),
         W_END: longs([j[3] for j in joined] + zeros),
+        W_TIME: longs([j[4] for j in joined] + zeros),
         WATERMARK: longs([0] * len(joined) + [r[3] for r in late] + [0] * (len(dead) + len(stats))),
         N_IN: longs([0] * (len(joined) + len(late) + len(dead)) + stats),
     })
@@ -253,10 +261,10 @@ class StreamingJoinWindows:
         window_type = self.schema["window_start"].dataType
         main = batch.where(F.col(KIND) == MAIN).select(
             from_wire(F.col(L_ROW), self.schemas[LEFT]).alias("__tw_l"),
-            from_wire(F.col(R_ROW), self.schemas[RIGHT]).alias("__tw_r"), W_START, W_END)
+            from_wire(F.col(R_ROW), self.schemas[RIGHT]).alias("__tw_r"), W_START, W_END, W_TIME)
         windows = {"window_start": F.timestamp_micros(F.col(W_START)).cast(window_type),
                    "window_end": F.timestamp_micros(F.col(W_END)).cast(window_type),
-                   "window_time": F.timestamp_micros(F.col(W_END) - 1000).cast(self.schema["window_time"].dataType)}
+                   "window_time": F.timestamp_micros(F.col(W_TIME)).cast(self.schema["window_time"].dataType)}
         picked = []
         for name, side, source in self.columns:
             value = windows[source] if side is None else F.col(("__tw_l", "__tw_r")[side]).getField(source)
@@ -279,7 +287,7 @@ class JoinQuery:
     """A window join checked against its inputs (no Spark job): the spec, the join type, each side's event-time
     column and join keys as the inputs spell them, the keys' common types (the left's), the main output's schema
     (the DataFrame door's) and where each main column comes from (``(name, side or None for a window column,
-    source column)``)."""
+    source column)``) and ``zone`` (the session time zone whose wall clock aligns the windows; None: UTC)."""
 
     spec: WindowSpec
     how: str
@@ -288,6 +296,7 @@ class JoinQuery:
     key_types: tuple[T.DataType, ...]
     schema: T.StructType
     columns: tuple[tuple[str, int | None, str], ...]
+    zone: str | None = None
 
 
 def bind_join_query(left: DataFrame, right: DataFrame, *, on: Any, how: str, time: str | tuple[str, str],
@@ -300,9 +309,7 @@ def bind_join_query(left: DataFrame, right: DataFrame, *, on: Any, how: str, tim
     kind = join_type(how)
     left_spec, right_spec = window if isinstance(window, tuple) else (window, window)
     check_join_windows(left_spec, right_spec)
-    if session_zone(left.sparkSession) is not None:
-        raise SpecError("spark.sql.session.timeZone", "the streaming and backfill window join align windows in UTC; "
-                        "set the session time zone to UTC", where=where)
+    zone = session_zone(left.sparkSession)
     spark = left.sparkSession
     empty = (spark.createDataFrame([], left.schema), spark.createDataFrame([], right.schema))
     schema = window_ops.window_join(*empty, on=on, how=how, time=time, window=window, left_prefix=left_prefix,
@@ -326,7 +333,7 @@ def bind_join_query(left: DataFrame, right: DataFrame, *, on: Any, how: str, tim
         sources.update({right_prefix + c: (RIGHT, c) for c in right.columns})
         columns = tuple((n, *sources[n]) for n in schema.names)
     return JoinQuery(left_spec, kind, times, (left_keys, right_keys),
-                     tuple(left.schema[k].dataType for k in left_keys), schema, columns)
+                     tuple(left.schema[k].dataType for k in left_keys), schema, columns, zone)
 
 
 def _side_rows(df: DataFrame, keys: Sequence[str], key_types: Sequence[T.DataType], time: str, op: int, dead_op: int,
@@ -385,7 +392,7 @@ def window_join_stream(
     if heartbeat is not None:
         internal = internal.unionByName(heartbeat_rows(heartbeat, internal))
     internal = internal.withWatermark(TS, watermark).drop(TS)
-    processor = JoinProcessor(q.spec, q.how, q.times, len(q.keys[LEFT]), end_ms)
+    processor = JoinProcessor(q.spec, q.how, q.times, len(q.keys[LEFT]), end_ms, q.zone)
     stream = run_operator(internal, processor, tagged_schema(), event_time=True)
     return StreamingJoinWindows(stream, q.schema, (left.schema, right.schema), q.columns)
 

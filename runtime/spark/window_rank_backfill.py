@@ -63,6 +63,7 @@ class _RankSlice:
         self.rank_column = runner.query.rank_column
         self.carried_from = runner.carried_from
         self._op = runner.query.operator(time_of=self._time_of)
+        self._instant = runner.query.instant()
         self._where = runner.query.where
 
     def _time_of(self, row: dict[str, Any]) -> int:
@@ -98,9 +99,9 @@ class _RankSlice:
             if out.__class__ is LateRow:  # a row below the watermark: the arrangement broke its promise
                 raise AssertionError(f"{self._where}: a row arrived out of event-time order: {out.reason}")
             assert out.__class__ is RankedRow, out
-            w = out.window
-            row = {**out.row, "window_start": w.start * 1000, "window_end": w.end * 1000,
-                   "window_time": (w.end - 1) * 1000}
+            w, instant = out.window, self._instant
+            row = {**out.row, "window_start": instant(w.start) * 1000, "window_end": instant(w.end) * 1000,
+                   "window_time": instant(w.end - 1) * 1000}
             if self.rank_column is not None:
                 row[self.rank_column] = out.rank
             rows.append((MAIN, row))

@@ -23,8 +23,8 @@ main: the DataFrame door's rows (the input columns, ``window_start``, ``window_e
 column); late: the input columns + ``reason`` + ``watermark`` + ``missed_windows``; dead letter: ``side``
 (``input``), ``reason`` (``NULL event time column <time>``), ``row`` (JSON).
 
-Windows are aligned in UTC: a session time zone other than UTC is refused (the batch doors align TIMESTAMP
-windows on the session zone's wall clock; the rank operator does not shift yet).
+Event time must be a ``TIMESTAMP`` column (Spark's watermark needs one); with a session time zone other than UTC
+its windows follow that zone's wall clock, as the batch doors' do.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.windows import LateRow, WindowSpec
 from timeweave.core.windows.rank_operator import RankedRow, WindowRankOperator
 from timeweave.core.windows.ranking import RankRange, SortKey, dedup_order, sort_keys
+from timeweave.core.windows.zones import TimeShift
 from timeweave.spark.host.processor import HostProcessor, StateVariables
 from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, ROW, TIME, check_buckets
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
@@ -78,6 +79,7 @@ from timeweave.spark.window_streaming import (
 
 W_START = "__tw_w_start"  # a main row's window start (µs)
 W_END = "__tw_w_end"  # a main row's window end (µs)
+W_TIME = "__tw_w_time"  # a main row's window_time (µs): the instant of the window's last wall-clock millisecond
 RANK = "__tw_rank"  # a main row's rank
 #: Where the operator's state lives (with :data:`timeweave.core.windows.rank_operator.LAYOUT`: the checkpoint layout).
 STATE = StateVariables("timeweave_wrank_keys", "timeweave_wrank_index", PackedEntry)
@@ -86,7 +88,7 @@ STATE = StateVariables("timeweave_wrank_keys", "timeweave_wrank_index", PackedEn
 def tagged_schema() -> T.StructType:
     """The operator's output: every output class in one row shape (split by ``KIND``)."""
     strings = (KIND, IN_ROW, REASON, MISSED, SIDE)
-    longs = (W_START, W_END, RANK, WATERMARK, N_IN)
+    longs = (W_START, W_END, W_TIME, RANK, WATERMARK, N_IN)
     return T.StructType([*(T.StructField(n, T.StringType()) for n in strings),
                          *(T.StructField(n, T.LongType()) for n in longs)])
 
@@ -98,8 +100,9 @@ def tagged_schema() -> T.StructType:
 class RankQuery:
     """A window Top-N (or deduplication) checked against its input: the spec, the event-time column, the
     PARTITION BY keys and ORDER BY keys as the input spells them, the ranks, the rank column (None: left out),
-    the main output's schema (the DataFrame door's), ``where`` (the messages' door name) and ``keep`` (a
-    deduplication's ``first`` / ``last``; None: a Top-N)."""
+    the main output's schema (the DataFrame door's), ``where`` (the messages' door name), ``keep`` (a
+    deduplication's ``first`` / ``last``; None: a Top-N) and ``zone`` (the session time zone whose wall clock
+    aligns the windows; None: UTC)."""
 
     spec: WindowSpec
     time: str
@@ -110,13 +113,20 @@ class RankQuery:
     schema: T.StructType
     where: str
     keep: str | None = None
+    zone: str | None = None
 
     def operator(self, **readers: Any) -> WindowRankOperator:
         """The core operator of this query (``time_of``, ``read``: how it reads the host's rows)."""
         if self.keep is not None:
-            return WindowRankOperator.deduplicate(self.spec, time_column=self.time, keep=self.keep, **readers)
+            return WindowRankOperator.deduplicate(self.spec, time_column=self.time, keep=self.keep,
+                                                  time_zone=self.zone, **readers)
         return WindowRankOperator(self.spec, self.order, self.ranks, time_column=self.time, where=self.where,
-                                  **readers)
+                                  time_zone=self.zone, **readers)
+
+    def instant(self) -> Any:
+        """How a window bound (ms, the operator's clock) becomes an instant (ms): the zone's, or as it is."""
+        shift = TimeShift.of(self.zone)
+        return (lambda ms: ms) if shift is None else shift.instant
 
     def slim(self) -> RankQuery:
         """This query without its Spark schema (what travels to the executors; pickled small)."""
@@ -129,9 +139,7 @@ def bind_rank_query(df: DataFrame, *, order_by: Any, ranks: RankRange, partition
     argument.  The output schema is the DataFrame door's over an empty input (analysis only: no Spark job)."""
     from timeweave.spark import window_ops  # the DataFrame door: its checks, its schema
 
-    if session_zone(df.sparkSession) is not None:
-        raise SpecError("spark.sql.session.timeZone", "the streaming and backfill window Top-N / deduplication align "
-                        "windows in UTC; set the session time zone to UTC", where=where)
+    zone = session_zone(df.sparkSession)
     empty = df.sparkSession.createDataFrame([], df.schema)
     if keep is not None:
         schema = window_ops.window_deduplicate(empty, time=time, keys=partition_by, keep=keep, window=window,
@@ -152,7 +160,7 @@ def bind_rank_query(df: DataFrame, *, order_by: Any, ranks: RankRange, partition
     for name in LATE_COLUMNS:
         if any(c.lower() == name for c in columns):
             raise SpecError("df", f"column '{name}' is added by the late output; rename the input column", where=where)
-    return RankQuery(window, spelled_time, keys, order, ranks, rank_column, schema, where, keep)
+    return RankQuery(window, spelled_time, keys, order, ranks, rank_column, schema, where, keep, zone)
 
 
 def top_n_ranks(n: int | None, function: str, ranks: RankRange | tuple[int, int] | None, where: str) -> RankRange:
@@ -179,7 +187,7 @@ def top_n_ranks(n: int | None, function: str, ranks: RankRange | tuple[int, int]
 class _Sink:
     """One handler call's outputs: ranked rows (wire text, start µs, end µs, rank), late rows, the input count."""
 
-    ranked: list[tuple[str, int, int, int]] = field(default_factory=list)
+    ranked: list[tuple[str, int, int, int, int]] = field(default_factory=list)  # (text, start, end, time, rank)
     late: list[tuple[str, str, int, str]] = field(default_factory=list)  # (wire text, reason, watermark µs, missed)
     n_in: int | None = None
 
@@ -213,6 +221,7 @@ class RankProcessor(HostProcessor):
         schema = T.StructType.fromJson(json.loads(self.input_json))
         self._op = self.query.operator(time_of=_time_of, read=_reader(self.query.order))
         self._decode = rows_decoder(schema)
+        self._instant = self.query.instant()
         self._columns = [k.column for k in self._op.order]
         self._dead_reason = null_event_time_reason(self.query.time)
 
@@ -249,12 +258,14 @@ class RankProcessor(HostProcessor):
         self._collect(self._op.on_watermark(ctx), sink)
 
     def _collect(self, outputs: list[Any], sink: _Sink) -> None:
+        instant = self._instant
         for out in outputs:
             if out.__class__ is RankedRow:
                 w = out.window
-                sink.ranked.append((out.row[1], w.start * 1000, w.end * 1000, out.rank))
+                sink.ranked.append((out.row[1], instant(w.start) * 1000, instant(w.end) * 1000,
+                                    instant(w.end - 1) * 1000, out.rank))
             elif out.__class__ is LateRow:
-                missed = json.dumps([[w.start * 1000, w.end * 1000] for w in out.missed])
+                missed = json.dumps([[instant(w.start) * 1000, instant(w.end) * 1000] for w in out.missed])
                 sink.late.append((out.row[1], out.reason, _watermark_us(out.watermark), missed))
             else:  # a DeadLetter: NULL-time rows never reach the operator (they are dead_ops)
                 raise AssertionError(f"unexpected window rank operator output {out!r}")
@@ -286,7 +297,8 @@ def _frame(sink: _Sink, dead: list[str] | None = None, dead_reason: str | None =
         SIDE: column(none_r + none_l + ["input"] * len(dead) + none_s),
         W_START: longs([r[1] for r in ranked] + zeros),
         W_END: longs([r[2] for r in ranked] + zeros),
-        RANK: longs([r[3] for r in ranked] + zeros),
+        W_TIME: longs([r[3] for r in ranked] + zeros),
+        RANK: longs([r[4] for r in ranked] + zeros),
         WATERMARK: longs([0] * len(ranked) + [r[2] for r in late] + [0] * (len(dead) + len(stats))),
         N_IN: longs([0] * (len(ranked) + len(late) + len(dead)) + stats),
     })
@@ -330,7 +342,7 @@ class StreamingRanks:
         computed = {
             "window_start": F.timestamp_micros(F.col(W_START)).cast(window_type),
             "window_end": F.timestamp_micros(F.col(W_END)).cast(window_type),
-            "window_time": F.timestamp_micros(F.col(W_END) - 1000).cast(self.schema["window_time"].dataType),
+            "window_time": F.timestamp_micros(F.col(W_TIME)).cast(self.schema["window_time"].dataType),
         }
         if self.rank_column is not None:
             computed[self.rank_column] = F.col(RANK).cast(self.schema[self.rank_column].dataType)

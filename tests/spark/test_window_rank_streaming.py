@@ -349,11 +349,33 @@ def test_errors_come_before_any_spark_job(spark) -> None:
     expect(r"window deduplication backfill: argument 'keep'",
            lambda: backfill_window_deduplicate(df, time="ts", keep="middle", window=window, start=BEGIN, end=END,
                                                slices=1, output="x"))
-    spark.conf.set("spark.sql.session.timeZone", "Asia/Shanghai")
+    spark.conf.set("spark.sql.session.timeZone", "+08:00")
     try:
-        expect(r"argument 'spark.sql.session.timeZone': the streaming and backfill window Top-N",
+        expect(r"argument 'spark.sql.session.timeZone': the streaming and backfill windows align on an IANA time zone",
                lambda: bind_rank_query(df, order_by="p", ranks=RankRange.top(1), partition_by=(), time="ts",
                                        window=window, rank_column=None, where="window Top-N stream"))
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+@pytest.mark.spark
+def test_a_backfill_in_a_session_time_zone_follows_its_wall_clock(spark, tmp_path: Path) -> None:
+    """1-day windows in Los Angeles across its 2021 fall-back change (a 25-hour day): 3 slices = the DataFrame door,
+    whose windows run from local midnight."""
+    rows = [{"id": f"r{i}", "k": "ab"[i % 2], "ts": datetime(2021, 11, 6, 12) + timedelta(minutes=47 * i),
+             "v": i % 7, "p": Decimal(i * 37 % 101), "flag": None} for i in range(80)]
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        df = spark.createDataFrame(rows, SCHEMA)
+        begin, end = datetime(2021, 11, 6), datetime(2021, 11, 10)
+        expected = timeweave.window_top_n(df, 2, order_by=["p DESC", "id"], partition_by="k", time="ts",
+                                          window=tumble("1 day"))
+        backfill_window_top_n(df, 2, order_by=["p DESC", "id"], partition_by="k", time="ts", window=tumble("1 day"),
+                              start=begin, end=end, slices=3, output=str(tmp_path / "out"))
+        got = spark.read.parquet(str(tmp_path / "out")).drop("slice")
+        assert _rows(got) == _rows(expected) and len(_rows(got)) >= 8
+        lengths = {r["window_end"] - r["window_start"] for r in got.collect()}  # local midnight to local midnight
+        assert timedelta(hours=25) in lengths and timedelta(hours=24) in lengths
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
 
