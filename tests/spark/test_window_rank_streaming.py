@@ -346,7 +346,7 @@ def test_errors_come_before_any_spark_job(spark) -> None:
     expect(r"window Top-N backfill: argument 'output': an output path is required",
            lambda: backfill_window_top_n(df, 1, order_by="p", time="ts", window=window, start=BEGIN, end=END,
                                          slices=1, output=""))
-    expect(r"window deduplication backfill: argument 'keep'",
+    expect(r"window deduplication: argument 'keep': expected 'first' or 'last'",
            lambda: backfill_window_deduplicate(df, time="ts", keep="middle", window=window, start=BEGIN, end=END,
                                                slices=1, output="x"))
     spark.conf.set("spark.sql.session.timeZone", "+08:00")
