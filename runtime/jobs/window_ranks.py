@@ -52,7 +52,7 @@ def stream(spark: Any, job: WindowRankJobConfig, rows: Mapping[str, Any], contro
     """The streaming query over the input's well-formed rows and the heartbeat source ``control``."""
     from timeweave.jobs.streaming import StreamingRun  # the driver (and Spark) only when streaming
     from timeweave.spark import window_rank_streaming as R
-    from timeweave.spark import window_streaming as W
+    from timeweave.spark import window_tagged as W
 
     delay = f"{parse_duration(job.input.watermark_delay, 'watermark_delay') // 1000} milliseconds"
     if job.keep is not None:

@@ -45,8 +45,8 @@ from timeweave.core.windows.zones import TimeShift
 from timeweave.spark.host import backfill as host
 from timeweave.spark.host.backfill import MAIN, REJECT_ROW, Tagged
 from timeweave.spark.schema import column as named
-from timeweave.spark.window_backfill import _WindowSlice, time_bounds
 from timeweave.spark.window_join_streaming import SIDES, JoinQuery, bind_join_query
+from timeweave.spark.window_tagged import arrow_values, time_bounds, to_arrow_values
 
 WHERE = "window join backfill"
 SIDE_COL = "__tw_side"
@@ -55,19 +55,10 @@ ROW_COLS = ("__tw_l", "__tw_r")
 KEY_PREFIX = "__tw_jk"
 
 
-def _values(column: pa.Array) -> list[Any]:
-    """An Arrow column as the window backfills' values: timestamps µs, dates days (their wire format)."""
-    if pa.types.is_timestamp(column.type):
-        return pc.cast(column, pa.int64()).to_pylist()
-    if pa.types.is_date32(column.type):
-        return pc.cast(column, pa.int32()).to_pylist()
-    return column.to_pylist()
-
-
 class _JoinSlice:
     """The window join over one slice's keys (a :class:`~timeweave.spark.host.backfill.SliceOperator`)."""
 
-    to_arrow = _WindowSlice.to_arrow
+    to_arrow = staticmethod(to_arrow_values)
 
     def __init__(self, runner: _SliceRunner) -> None:
         q = runner.query
@@ -85,10 +76,11 @@ class _JoinSlice:
     def read(self, batch: pa.RecordBatch, name: str) -> list[Any]:
         column = batch.column(name)
         if not pa.types.is_struct(column.type):
-            return _values(column)
+            return arrow_values(batch, name)
         # a side's row: a dict of its columns in the backfills' value format, None where the row is the other side's
         fields = [column.type.field(i).name for i in range(column.type.num_fields)]
-        children = [_values(pc.struct_field(column, [i])) for i in range(len(fields))]
+        children = [arrow_values(pa.record_batch([pc.struct_field(column, [i])], names=["v"]), "v")
+                    for i in range(len(fields))]
         valid = column.is_valid().to_pylist()
         return [dict(zip(fields, values, strict=True)) if ok else None
                 for ok, values in zip(valid, zip(*children, strict=True) if children else [()] * len(valid),

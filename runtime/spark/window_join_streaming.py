@@ -56,7 +56,7 @@ from timeweave.spark.host.stream import DATA_ROW, BatchOutputs, delay_ms, heartb
 from timeweave.spark.host.wire import JSON_OPTIONS, from_wire, key_columns, to_wire
 from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.schema import column as named
-from timeweave.spark.window_streaming import (
+from timeweave.spark.window_tagged import (
     DEAD,
     IN_ROW,
     KIND,
@@ -68,9 +68,9 @@ from timeweave.spark.window_streaming import (
     SIDE,
     STATS,
     WATERMARK,
-    _watermark_us,
     dead_rows,
     session_zone,
+    watermark_us_of,
 )
 
 WHERE = "window join stream"
@@ -191,7 +191,7 @@ class JoinProcessor(HostProcessor):
             elif out.__class__ is LateRow:
                 side, row = out.row
                 missed = json.dumps([[instant(w.start) * 1000, instant(w.end) * 1000] for w in out.missed])
-                sink.late.append((SIDES[side], row[1], out.reason, _watermark_us(out.watermark), missed))
+                sink.late.append((SIDES[side], row[1], out.reason, watermark_us_of(out.watermark), missed))
             else:  # a DeadLetter: NULL-time rows never reach the operator (they are dead_ops)
                 raise AssertionError(f"unexpected window join operator output {out!r}")
 

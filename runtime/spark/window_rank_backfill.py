@@ -42,16 +42,17 @@ from timeweave.core.windows.ranking import RankRange, SortKey, dedup_order
 from timeweave.spark.host import backfill as host
 from timeweave.spark.host.backfill import MAIN, Tagged
 from timeweave.spark.schema import column as named
-from timeweave.spark.window_backfill import _untimed, _WindowSlice, time_bounds
 from timeweave.spark.window_rank_streaming import RankQuery, bind_rank_query, top_n_ranks
+from timeweave.spark.window_tagged import arrow_values, time_bounds, to_arrow_values
+from timeweave.spark.windows import window_dead_letters
 
 
 class _RankSlice:
     """Window Top-N over one slice's keys (a :class:`~timeweave.spark.host.backfill.SliceOperator`)."""
 
-    # The window aggregate's slice reads and writes Arrow values the same way (timestamps µs, dates days).
-    read = _WindowSlice.read
-    to_arrow = _WindowSlice.to_arrow
+    # The window backfills' Arrow values (timestamps µs, dates days).
+    read = staticmethod(arrow_values)
+    to_arrow = staticmethod(to_arrow_values)
 
     def __init__(self, runner: _SliceRunner) -> None:
         schema = T.StructType.fromJson(json.loads(runner.input_json))
@@ -121,6 +122,11 @@ class _SliceRunner:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return host.run_keyed_slice(batches, _RankSlice(self), self.last, self.counters)
+
+
+def _untimed(df: DataFrame, time: str) -> DataFrame:
+    """The rows with a NULL event time as the DataFrame door's dead letters."""
+    return window_dead_letters(df, time).select("side", "reason", "row")
 
 
 def _runner(query: RankQuery, input_json: str, output_json: str, last: bool, counters: tuple[Any, ...],

@@ -57,7 +57,7 @@ from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, delay_ms, keyed_
 from timeweave.spark.host.wire import from_wire
 from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.render import quote
-from timeweave.spark.window_streaming import (
+from timeweave.spark.window_tagged import (
     DEAD,
     IN_ROW,
     KIND,
@@ -70,11 +70,11 @@ from timeweave.spark.window_streaming import (
     SIDE,
     STATS,
     WATERMARK,
-    _watermark_us,
     dead_rows,
     late_rows,
     rows_decoder,
     session_zone,
+    watermark_us_of,
 )
 
 W_START = "__tw_w_start"  # a main row's window start (µs)
@@ -266,7 +266,7 @@ class RankProcessor(HostProcessor):
                                     instant(w.end - 1) * 1000, out.rank))
             elif out.__class__ is LateRow:
                 missed = json.dumps([[instant(w.start) * 1000, instant(w.end) * 1000] for w in out.missed])
-                sink.late.append((out.row[1], out.reason, _watermark_us(out.watermark), missed))
+                sink.late.append((out.row[1], out.reason, watermark_us_of(out.watermark), missed))
             else:  # a DeadLetter: NULL-time rows never reach the operator (they are dead_ops)
                 raise AssertionError(f"unexpected window rank operator output {out!r}")
 
