@@ -40,7 +40,7 @@ from timeweave.core.windows import LateRow, WindowSpec
 from timeweave.core.windows.rank_operator import LAYOUT, RankedRow
 from timeweave.core.windows.ranking import RankRange, SortKey, dedup_order
 from timeweave.spark.host import backfill as host
-from timeweave.spark.host.backfill import MAIN, Tagged
+from timeweave.spark.host.backfill import MAIN, REJECT_ROW, Tagged
 from timeweave.spark.schema import column as named
 from timeweave.spark.window_rank_streaming import RankQuery, bind_rank_query, top_n_ranks
 from timeweave.spark.window_tagged import arrow_values, time_bounds, to_arrow_values
@@ -82,7 +82,8 @@ class _RankSlice:
             raise StateFormatError(error.message, where=where) from error
 
     def process(self, ctx: KeyContext, rows: list[dict[str, Any]]) -> list[Tagged]:
-        out = self._op.process_elements(ctx, rows)
+        # the driver's dead-letter text of each row is not state: it stays out of the kept rows
+        out = self._op.process_elements(ctx, [{k: v for k, v in row.items() if k != REJECT_ROW} for row in rows])
         # Rows come in event-time order per key: the watermark moves to just below the last row's millisecond.
         ctx.current_watermark = self._time_of(rows[-1]) * 1000 - 1  # type: ignore[attr-defined]
         out += self._op.on_watermark(ctx)
