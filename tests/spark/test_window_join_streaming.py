@@ -115,7 +115,8 @@ def test_flink_docs_window_joins_through_the_streaming_job(spark, tmp_path: Path
         assert _rows(got) == _rows(door), how
         assert (metrics["rows_in"], metrics["late"], metrics["kind"]) == (6, 0, "window_join")
         if how == "full":  # Flink's docs' rows
-            assert sorted((r["L_id"], r["R_id"], r["window_start"].strftime("%H:%M")) for r in got.collect()) == sorted(
+            assert sorted(((r["L_id"], r["R_id"], r["window_start"].strftime("%H:%M")) for r in got.collect()),
+                          key=str) == sorted(
                 [("L1", None, "12:00"), (None, "R2", "12:00"), ("L3", "R3", "12:00"), ("L2", None, "12:05"),
                  (None, "R4", "12:05")], key=str)
 
