@@ -49,6 +49,20 @@ column ``time``, the GROUP BY ``keys`` and the ``aggregates`` (output name -> te
       "output": {"path": "out/bid_windows"}
     }
 
+A window Top-N / deduplication job (:class:`WindowTopNJobConfig`, :class:`WindowDeduplicateJobConfig`) has one
+input and a ``window_top_n`` (the TVF, ``keys``, ``order_by``, ``n`` or ``ranks``, ``rank_function``,
+``rank_column``) or ``window_deduplicate`` section (the TVF, ``keys``, ``keep``); a window join job
+(:class:`WindowJoinJobConfig`) has ``left`` and ``right`` sources and a ``window_join`` section (the TVF,
+``time`` / ``right_time``, ``on`` / ``right_on``, ``how``, ``left_prefix`` / ``right_prefix``)::
+
+    {
+      "window_top_n": {"function": "tumble", "time": "bidtime", "size": "10 minutes", "keys": ["supplier_id"],
+                       "order_by": ["price DESC"], "n": 3},
+      "input":  {"path": "data/bids", "format": "json", "watermark_delay": "1 minute",
+                 "schema": "bidtime TIMESTAMP, price DECIMAL(10,2), item STRING, supplier_id STRING"},
+      "output": {"path": "out/top3"}
+    }
+
 :func:`load_job_config` reads any operator's shape: the config's section selects the operator
 (:mod:`timeweave.jobs.registry`; a ``match_recognize`` section selects the MATCH_RECOGNIZE one, a ``window``
 section the window aggregation).
@@ -62,7 +76,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from timeweave.core.bad_rows import check_reader_options
 from timeweave.core.durations import parse_duration
@@ -71,6 +85,7 @@ from timeweave.core.pattern import ClauseSpec, MatchBudget, PatternValidationErr
 from timeweave.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
 from timeweave.core.windows import spec as window_specs
 from timeweave.core.windows.calls import read_aggregates
+from timeweave.core.windows.ranking import RankRange, check_not_session, dedup_order, join_type, sort_keys
 from timeweave.core.windows.spec import WindowSpec
 from timeweave.core.windows.tvf_sql import find_window_tvfs
 from timeweave.jobs.registry import config_classes, operator_for
@@ -497,7 +512,7 @@ WINDOW_SCHEMA: Mapping[str, Key] = {
 }
 
 
-def _window_duration(value: str | int, name: str) -> str | int:
+def _window_duration(value: str | int, name: str, section: str = "window") -> str | int:
     """A window duration of the config: text as it is, an integer as the config's durations are, µs (window bounds
     are whole ms, as in Flink).
 
@@ -506,52 +521,52 @@ def _window_duration(value: str | int, name: str) -> str | int:
     """
     if isinstance(value, int) and not isinstance(value, bool):
         if value % 1000:
-            raise ConfigError(f"window.{name}", f"{value} µs is not a whole number of milliseconds")
+            raise ConfigError(f"{section}.{name}", f"{value} µs is not a whole number of milliseconds")
         return value // 1000
     return value
 
 
-def _window_spec(w: Mapping[str, Any]) -> tuple[WindowSpec, str]:
+def _window_spec(w: Mapping[str, Any], section: str = "window") -> tuple[WindowSpec, str]:
     """The ``window`` section's spec and event-time column: from ``tvf`` (Flink's call text) or from ``function``
-    and its arguments (:data:`WINDOW_FUNCTIONS`), never both."""
+    and its arguments (:data:`WINDOW_FUNCTIONS`), never both.  ``section`` names the section in errors."""
     given = [name for name in (*_WINDOW_ARGUMENTS, "partition_by") if w.get(name) is not None]
     if w.get("tvf") is not None:
         clash = [name for name in ("function", "time", *given) if w.get(name) is not None]
         if clash:
-            raise ConfigError(f"window.{clash[0]}", "give the window either as 'tvf' (the call's text) or as "
+            raise ConfigError(f"{section}.{clash[0]}", "give the window either as 'tvf' (the call's text) or as "
                               "'function', 'time' and its arguments, not both")
         try:
             calls = find_window_tvfs(w["tvf"])
         except QuerySyntaxError as error:
-            raise ConfigError("window.tvf", str(error)) from None
+            raise ConfigError(f"{section}.tvf", str(error)) from None
         if len(calls) != 1 or w["tvf"][:calls[0].start].strip() or w["tvf"][calls[0].end:].strip():
-            raise ConfigError("window.tvf", "expected one window TVF call, e.g. \"TUMBLE(TABLE input, "
+            raise ConfigError(f"{section}.tvf", "expected one window TVF call, e.g. \"TUMBLE(TABLE input, "
                               "DESCRIPTOR(ts), INTERVAL '10' MINUTES)\"")
         return calls[0].spec, calls[0].time_column
     function = w.get("function")
     if function is None:
-        raise ConfigError("window.function", "missing key (required): one of tumble, hop, cumulate, session "
+        raise ConfigError(f"{section}.function", "missing key (required): one of tumble, hop, cumulate, session "
                           "(or give 'tvf', the call's text)")
     arguments = WINDOW_FUNCTIONS.get(str(function).lower())
     if arguments is None:
         close = difflib.get_close_matches(str(function).lower(), list(WINDOW_FUNCTIONS), n=1, cutoff=0.6)
         hint = f"did you mean {close[0]!r}?" if close else f"use one of {', '.join(WINDOW_FUNCTIONS)}"
-        raise ConfigError("window.function", f"unknown window function {function!r}; {hint}")
+        raise ConfigError(f"{section}.function", f"unknown window function {function!r}; {hint}")
     for name in given:
         if name not in arguments:
-            raise ConfigError(f"window.{name}", f"not an argument of {function.upper()} (its arguments: "
+            raise ConfigError(f"{section}.{name}", f"not an argument of {function.upper()} (its arguments: "
                               f"{', '.join(arguments)})")
     if w.get("time") is None:
-        raise ConfigError("window.time", "missing key (required): the event-time column (the DESCRIPTOR's)")
-    values = {name: _window_duration(w[name], name) if name != "partition_by" else w[name]
+        raise ConfigError(f"{section}.time", "missing key (required): the event-time column (the DESCRIPTOR's)")
+    values = {name: _window_duration(w[name], name, section) if name != "partition_by" else w[name]
               for name in arguments if w.get(name) is not None}
     for name in arguments:
         if name not in ("offset", "partition_by") and name not in values:
-            raise ConfigError(f"window.{name}", f"missing key (required by {function.upper()})")
+            raise ConfigError(f"{section}.{name}", f"missing key (required by {function.upper()})")
     try:
         return getattr(window_specs, str(function).lower())(**values), w["time"]
     except SpecError as error:
-        raise ConfigError(f"window.{error.argument}", error.message) from None
+        raise ConfigError(f"{section}.{error.argument}", error.message) from None
 
 
 @dataclass(frozen=True)
@@ -628,6 +643,274 @@ class WindowJobConfig:
 
     @classmethod
     def load(cls, source: str | Path | Mapping[str, Any]) -> WindowJobConfig:
+        """From a dict, a JSON string or a path to a JSON file."""
+        return cls.from_dict(_read_json(source))
+
+
+_RANK_WINDOW_KEYS = {"function": _TEXT, "tvf": _TEXT, "time": _TEXT,
+                     **{name: _DURATION_KEY for name in _WINDOW_ARGUMENTS if name != "gap"}, "keys": _TEXTS}
+#: Every key a window Top-N job config reads (:class:`WindowTopNJobConfig`).
+WINDOW_TOP_N_SCHEMA: Mapping[str, Key] = {
+    "window_top_n": Key((dict,), required=True, keys={
+        **_RANK_WINDOW_KEYS, "order_by": Key((str, list), required=True, items=str), "n": Key((int,)),
+        "ranks": Key((list,), items=int), "rank_function": _TEXT, "rank_column": Key((str, bool)),
+    }),
+    "input": _SOURCE, "output": _OUTPUT, "checkpoint": _TEXT, "trigger": _TRIGGER,
+}
+#: Every key a window deduplication job config reads (:class:`WindowDeduplicateJobConfig`).
+WINDOW_DEDUPLICATE_SCHEMA: Mapping[str, Key] = {
+    "window_deduplicate": Key((dict,), required=True, keys={**_RANK_WINDOW_KEYS, "keep": _TEXT, "rank_column": _TEXT}),
+    "input": _SOURCE, "output": _OUTPUT, "checkpoint": _TEXT, "trigger": _TRIGGER,
+}
+_OTHER_SECTIONS = ("left", "right", "versioned", "join", "match_recognize", "window", "window_top_n", "window_deduplicate",
+                   "window_join")
+
+
+@dataclass(frozen=True)
+class WindowRankJobConfig:
+    """A window Top-N or window deduplication streaming or backfill job (one input, Flink's window ranking): the
+    window (``spec``, ``time``: the watermark's column), the PARTITION BY ``keys``, the ORDER BY (``order_by``
+    texts, ``"price DESC"``), the rank range (``ranks``), the rank's output column (``rank_column``; None: left
+    out) and, for a deduplication, ``keep`` (``first`` / ``last``; None: a Top-N).  Built by the two sections'
+    classes, :class:`WindowTopNJobConfig` and :class:`WindowDeduplicateJobConfig`."""
+
+    spec: WindowSpec
+    time: str
+    keys: tuple[str, ...]
+    order_by: tuple[str, ...]
+    ranks: RankRange
+    rank_column: str | None
+    keep: str | None
+    input: SourceConfig
+    output_path: str
+    late_path: str
+    dead_letter_path: str
+    checkpoint: str | None = None
+    available_now: bool = True
+    processing_time: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    section: ClassVar[str] = ""
+    operation: ClassVar[str] = ""
+    schema: ClassVar[Mapping[str, Key]] = {}
+
+    @property
+    def event_time(self) -> str:
+        """The event-time column (the watermark's)."""
+        return self.time
+
+    @property
+    def mode(self) -> str:
+        """Always ``event_time`` (windows are ranked when the watermark passes their end)."""
+        return "event_time"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WindowRankJobConfig:
+        section = cls.section
+        if isinstance(data, Mapping):
+            for other in _OTHER_SECTIONS:
+                if other != section and other in data:
+                    raise ConfigError(other, f"this section belongs to another operator's job, not a {cls.operation} "
+                                      f"job (a config with a '{section}' section)")
+        check_keys(data, cls.schema)
+        w = data[section]
+        spec, time = _window_spec(w, section)
+        try:
+            check_not_session(spec, cls.operation)
+        except SpecError as error:
+            raise ConfigError(f"{section}.function", error.message) from None
+        keys = w.get("keys") or ()
+        order_by, ranks, rank_column, keep = cls._ranking(w)
+        available_now, processing_time = _trigger(data)
+        return cls(
+            spec=spec, time=time, keys=(keys,) if isinstance(keys, str) else tuple(keys), order_by=order_by,
+            ranks=ranks, rank_column=rank_column, keep=keep, input=SourceConfig.from_dict(data["input"], "input"),
+            **_output_paths(data), checkpoint=data.get("checkpoint"), available_now=available_now,
+            processing_time=processing_time, raw=dict(data),
+        )
+
+    @classmethod
+    def _ranking(cls, w: Mapping[str, Any]) -> tuple[tuple[str, ...], RankRange, str | None, str | None]:
+        raise NotImplementedError
+
+    @classmethod
+    def load(cls, source: str | Path | Mapping[str, Any]) -> WindowRankJobConfig:
+        """From a dict, a JSON string or a path to a JSON file."""
+        return cls.from_dict(_read_json(source))
+
+
+@dataclass(frozen=True)
+class WindowTopNJobConfig(WindowRankJobConfig):
+    """A window Top-N job (section ``window_top_n``; module docstring): ``n`` (ranks 1..n) or ``ranks`` ([lower,
+    upper], Flink's ``BETWEEN``), ``rank_function`` (``ROW_NUMBER``, ``RANK``, ``DENSE_RANK``), ``rank_column``
+    (default ``rownum``; ``false``: left out).
+
+    >>> job = WindowTopNJobConfig.from_dict({"window_top_n": {"function": "tumble", "time": "ts", "size": "10 minutes",
+    ...     "keys": "k", "order_by": "price DESC", "n": 3}, "output": {"path": "out"},
+    ...     "input": {"path": "in", "format": "json", "schema": "k STRING, ts TIMESTAMP, price INT"}})
+    >>> job.spec, job.order_by, job.ranks, job.rank_column
+    (TumbleSpec(size=600000, offset=0), ('price DESC',), RankRange(function='ROW_NUMBER', lower=1, upper=3), 'rownum')
+    >>> WindowTopNJobConfig.from_dict({"window_top_n": {"function": "tumble", "time": "ts", "size": "10 minutes",
+    ...     "order_by": "price DESC", "n": 3, "rank_fuction": "RANK"}, "output": {"path": "out"},
+    ...     "input": {"path": "in", "format": "json", "schema": "ts TIMESTAMP, price INT"}})
+    Traceback (most recent call last):
+    ...
+    timeweave.jobs.config.ConfigError: job config: window_top_n.rank_fuction: unknown key; did you mean 'rank_function'?
+    """
+
+    section: ClassVar[str] = "window_top_n"
+    operation: ClassVar[str] = "window Top-N"
+    schema: ClassVar[Mapping[str, Key]] = WINDOW_TOP_N_SCHEMA
+
+    @classmethod
+    def _ranking(cls, w: Mapping[str, Any]) -> tuple[tuple[str, ...], RankRange, str | None, str | None]:
+        order = w["order_by"]
+        order_by = (order,) if isinstance(order, str) else tuple(order)
+        try:
+            sort_keys(order_by)
+        except SpecError as error:
+            raise ConfigError("window_top_n.order_by", error.message) from None
+        n, between = w.get("n"), w.get("ranks")
+        if (n is None) == (between is None):
+            raise ConfigError("window_top_n.n", "give exactly one of 'n' (ranks 1..n) and 'ranks' ([lower, upper])")
+        function = w.get("rank_function") or "ROW_NUMBER"
+        try:
+            if n is not None:
+                ranks = RankRange.top(n, function)
+            else:
+                if len(between) != 2:
+                    raise ConfigError("window_top_n.ranks", f"expected [lower, upper], got {between!r}")
+                ranks = RankRange(function, between[0], between[1])
+        except ConfigError:
+            raise
+        except SpecError as error:
+            name = {"function": "rank_function", "lower": "ranks", "upper": "n" if n is not None else "ranks"}
+            raise ConfigError(f"window_top_n.{name.get(error.argument, error.argument)}", error.message) from None
+        column = w.get("rank_column", "rownum")
+        if column is True or column == "":
+            raise ConfigError("window_top_n.rank_column", "expected the rank's column name, or false to leave it out")
+        return order_by, ranks, (None if column is False else column), None
+
+
+@dataclass(frozen=True)
+class WindowDeduplicateJobConfig(WindowRankJobConfig):
+    """A window deduplication job (section ``window_deduplicate``; module docstring): per window and ``keys`` the
+    ``keep`` = ``first`` (default) or ``last`` row by the time column; ``rank_column`` adds the row number (1).
+
+    >>> job = WindowDeduplicateJobConfig.from_dict({"window_deduplicate": {"tvf": "HOP(TABLE bids, DESCRIPTOR(ts), "
+    ...     "INTERVAL '5' MINUTES, INTERVAL '10' MINUTES)", "keys": ["k"], "keep": "last"}, "output": {"path": "out"},
+    ...     "input": {"path": "in", "format": "json", "schema": "k STRING, ts TIMESTAMP"}})
+    >>> job.spec, job.order_by, job.keep
+    (HopSpec(slide=300000, size=600000, offset=0), ('ts DESC',), 'last')
+    """
+
+    section: ClassVar[str] = "window_deduplicate"
+    operation: ClassVar[str] = "window deduplication"
+    schema: ClassVar[Mapping[str, Key]] = WINDOW_DEDUPLICATE_SCHEMA
+
+    @classmethod
+    def _ranking(cls, w: Mapping[str, Any]) -> tuple[tuple[str, ...], RankRange, str | None, str | None]:
+        keep = w.get("keep") or "first"
+        time = w.get("time")
+        if time is None:  # given in 'tvf'
+            time = find_window_tvfs(w["tvf"])[0].time_column
+        try:
+            order = dedup_order(time, keep)
+        except SpecError as error:
+            raise ConfigError("window_deduplicate.keep", error.message) from None
+        quoted = "`" + order.column.replace("`", "``") + "`" if not order.column.isidentifier() else order.column
+        return (f"{quoted} {'DESC' if order.descending else 'ASC'}",), RankRange.top(1), w.get("rank_column"), keep
+
+
+#: Every key a window join job config reads (:class:`WindowJoinJobConfig`).
+WINDOW_JOIN_SCHEMA: Mapping[str, Key] = {
+    "window_join": Key((dict,), required=True, keys={
+        **{k: v for k, v in _RANK_WINDOW_KEYS.items() if k != "keys"}, "right_time": _TEXT, "on": _TEXTS, "right_on": _TEXTS, "how": _TEXT,
+        "left_prefix": _TEXT, "right_prefix": _TEXT,
+    }),
+    "left": _SOURCE, "right": _SOURCE, "output": _OUTPUT, "checkpoint": _TEXT, "trigger": _TRIGGER,
+}
+
+
+@dataclass(frozen=True)
+class WindowJoinJobConfig:
+    """A window join streaming or backfill job (section ``window_join``, sources ``left`` and ``right``): both inputs windowed
+    by one TVF (``spec``; ``time`` the left's event-time column, ``right_time`` the right's), joined on the window
+    and ``on`` (the left's key columns; ``right_on`` the right's when named otherwise), ``how`` one of inner, left,
+    right, full, semi, anti; the output columns prefixed by ``left_prefix`` / ``right_prefix``.  The stream's
+    watermark is the larger of the two sources' ``watermark_delay`` behind the largest event time.
+
+    >>> job = WindowJoinJobConfig.from_dict({"window_join": {"function": "tumble", "time": "row_time",
+    ...     "size": "5 minutes", "on": "num", "how": "full", "left_prefix": "L_", "right_prefix": "R_"},
+    ...     "left": {"path": "l", "format": "json", "schema": "row_time TIMESTAMP, num INT, id STRING"},
+    ...     "right": {"path": "r", "format": "json", "schema": "row_time TIMESTAMP, num INT, id STRING"},
+    ...     "output": {"path": "out"}})
+    >>> job.spec, job.times, job.on, job.how
+    (TumbleSpec(size=300000, offset=0), ('row_time', 'row_time'), (('num', 'num'),), 'FULL')
+    """
+
+    spec: WindowSpec
+    times: tuple[str, str]
+    on: tuple[tuple[str, str], ...]
+    how: str
+    left_prefix: str
+    right_prefix: str
+    left: SourceConfig
+    right: SourceConfig
+    output_path: str
+    late_path: str
+    dead_letter_path: str
+    checkpoint: str | None = None
+    available_now: bool = True
+    processing_time: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def event_time(self) -> str:
+        """The left input's event-time column."""
+        return self.times[0]
+
+    @property
+    def mode(self) -> str:
+        """Always ``event_time`` (windows are joined when the watermark passes their end)."""
+        return "event_time"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WindowJoinJobConfig:
+        if isinstance(data, Mapping):
+            for other in ("versioned", "join", "match_recognize", "window", "window_top_n", "window_deduplicate",
+                          "input"):
+                if other in data:
+                    raise ConfigError(other, "this section belongs to another operator's job, not a window join job "
+                                      "(a config with a 'window_join' section)")
+        check_keys(data, WINDOW_JOIN_SCHEMA)
+        w = data["window_join"]
+        spec, time = _window_spec({k: v for k, v in w.items() if k in _RANK_WINDOW_KEYS and k != "keys"}, "window_join")
+        try:
+            check_not_session(spec, "window join")
+        except SpecError as error:
+            raise ConfigError("window_join.function", error.message) from None
+        on = w.get("on") or ()
+        on = (on,) if isinstance(on, str) else tuple(on)
+        right_on = w.get("right_on")
+        right_on = on if right_on is None else ((right_on,) if isinstance(right_on, str) else tuple(right_on))
+        if len(right_on) != len(on):
+            raise ConfigError("window_join.right_on", f"as many columns as 'on': {list(on)} and {list(right_on)}")
+        try:
+            how = join_type(w.get("how") or "inner")
+        except SpecError as error:
+            raise ConfigError("window_join.how", error.message) from None
+        left, right = SourceConfig.from_dict(data["left"], "left"), SourceConfig.from_dict(data["right"], "right")
+        available_now, processing_time = _trigger(data)
+        return cls(
+            spec=spec, times=(time, w.get("right_time") or time), on=tuple(zip(on, right_on, strict=True)), how=how,
+            left_prefix=w.get("left_prefix") or "", right_prefix=w.get("right_prefix") or "", left=left, right=right,
+            **_output_paths(data), checkpoint=data.get("checkpoint"), available_now=available_now,
+            processing_time=processing_time, raw=dict(data),
+        )
+
+    @classmethod
+    def load(cls, source: str | Path | Mapping[str, Any]) -> WindowJoinJobConfig:
         """From a dict, a JSON string or a path to a JSON file."""
         return cls.from_dict(_read_json(source))
 

@@ -15,7 +15,7 @@ CLI's ``validate``, Airflow's parse of a DAG) must not import Spark or every ope
 >>> operator_for({"left": {}, "join": {}}).name, operator_for({}).name
 ('temporal_join', 'temporal_join')
 >>> [op.section for op in OPERATORS]
-['join', 'match_recognize', 'window']
+['join', 'match_recognize', 'window', 'window_top_n', 'window_deduplicate', 'window_join']
 """
 
 from __future__ import annotations
@@ -73,6 +73,12 @@ OPERATORS: tuple[JobOperator, ...] = (
                 "timeweave.jobs.match_recognize"),
     JobOperator("window", "window", "window aggregation", "timeweave.jobs.config:WindowJobConfig",
                 "timeweave.jobs.windows"),
+    JobOperator("window_top_n", "window_top_n", "window Top-N", "timeweave.jobs.config:WindowTopNJobConfig",
+                "timeweave.jobs.window_ranks"),
+    JobOperator("window_deduplicate", "window_deduplicate", "window deduplication",
+                "timeweave.jobs.config:WindowDeduplicateJobConfig", "timeweave.jobs.window_ranks"),
+    JobOperator("window_join", "window_join", "window join", "timeweave.jobs.config:WindowJoinJobConfig",
+                "timeweave.jobs.window_join"),
 )
 DEFAULT = OPERATORS[0]
 
@@ -93,7 +99,7 @@ def operator_of(job: Any) -> JobOperator:
     >>> operator_of(object())
     Traceback (most recent call last):
     ...
-    timeweave.core.errors.SpecError: job config: argument 'config': an object is no job config of any operator (temporal_join, match_recognize, window)
+    timeweave.core.errors.SpecError: job config: argument 'config': an object is no job config of any operator (temporal_join, match_recognize, window, window_top_n, window_deduplicate, window_join)
     """
     for op in OPERATORS:
         if type(job) is op.config_class():

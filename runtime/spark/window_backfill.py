@@ -34,7 +34,6 @@ from functools import partial
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -50,7 +49,8 @@ from timeweave.core.windows.zones import TimeShift
 from timeweave.spark.host import backfill as host
 from timeweave.spark.host.backfill import MAIN, Tagged
 from timeweave.spark.schema import column as named
-from timeweave.spark.window_streaming import bind_window_query, result_converter, session_zone
+from timeweave.spark.window_streaming import bind_window_query, result_converter
+from timeweave.spark.window_tagged import arrow_values, session_zone, time_bounds, to_arrow_values
 from timeweave.spark.windows import window_dead_letters
 
 WHERE = "window aggregate backfill"
@@ -81,21 +81,9 @@ class _WindowSlice:
     def _time_of(self, row: dict[str, Any]) -> int:
         return row[self.time] // 1000  # µs -> ms, floored as Spark's unix_millis
 
-    def read(self, batch: pa.RecordBatch, name: str) -> list[Any]:
-        # The streaming door's values: timestamps as µs, dates as days (their wire format), the rest as they are.
-        column = batch.column(name)
-        if pa.types.is_timestamp(column.type):
-            return pc.cast(column, pa.int64()).to_pylist()
-        if pa.types.is_date32(column.type):
-            return pc.cast(column, pa.int32()).to_pylist()
-        return column.to_pylist()
-
-    def to_arrow(self, values: list[Any], arrow_type: pa.DataType) -> pa.Array:
-        if pa.types.is_timestamp(arrow_type):
-            return pa.array(values, pa.int64()).cast(arrow_type)
-        if pa.types.is_date32(arrow_type):
-            return pa.array(values, pa.int32()).cast(arrow_type)
-        return pa.array(values, arrow_type)
+    # The streaming door's values: timestamps as µs, dates as days (their wire format), the rest as they are.
+    read = staticmethod(arrow_values)
+    to_arrow = staticmethod(to_arrow_values)
 
     def restore(self, ctx: KeyContext, blob: bytes, key: tuple[Any, ...]) -> None:
         where = f"backfill state {self.carried_from} (key {key!r:.200})"
@@ -162,13 +150,6 @@ class _SliceRunner:
 
 
 # -- driver side ----------------------------------------------------------------------------------------------
-
-
-def time_bounds(data_type: T.DataType, start: datetime, end: datetime) -> tuple[Any, Any]:
-    """Literals for ``start`` and ``end`` comparable with the event-time column (a TIMESTAMP)."""
-    bounds = host.time_literals(data_type, start, end)
-    assert bounds is not None  # bind_window_query accepted only a TIMESTAMP event time
-    return bounds
 
 
 def backfill_window_aggregate(

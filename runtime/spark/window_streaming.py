@@ -54,10 +54,9 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessorHandle
 
 from timeweave.core.errors import SpecError
-from timeweave.core.event_time import END_OF_INPUT_MS, end_of_input_ms, watermark_as_time
+from timeweave.core.event_time import END_OF_INPUT_MS, end_of_input_ms
 from timeweave.core.operator import StateLayout
 from timeweave.core.pattern.partition import null_event_time_reason
-from timeweave.core.state import END_OF_TIME, NO_WATERMARK
 from timeweave.core.windows import LateRow, SessionSpec, WindowAggregateOperator, WindowRow, WindowSpec
 from timeweave.core.windows.calls import AggregateText, read_aggregates
 from timeweave.core.windows.zones import TimeShift
@@ -69,23 +68,32 @@ from timeweave.spark.host.wire import JSON_OPTIONS, from_wire
 from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.render import quote
 from timeweave.spark.window_render import WINDOW_COLUMNS
+from timeweave.spark.window_tagged import (
+    DEAD,
+    IN_ROW,
+    KIND,
+    LATE,
+    LATE_COLUMNS,
+    MAIN,
+    MISSED,
+    N_IN,
+    REASON,
+    SIDE,
+    STATS,
+    WATERMARK,
+    dead_rows,
+    late_rows,
+    rows_decoder,
+    session_zone,
+    watermark_us_of,
+)
 
 WHERE = "window aggregate stream"
 
 # -- the tagged (operator output) schema ---------------------------------------------------------------
-KIND = "__tw_kind"
 KEY = "__tw_key"  # a main row's key text (tw_key): the key columns are read back from it in split
 OUT = "__tw_out"  # a main row's window columns and aggregates, as a wire-format JSON object
-IN_ROW = "__tw_in_row"  # a late row's wire text / a dead letter's to_json
-REASON = "__tw_reason"
-WATERMARK = "__tw_watermark"  # a late row's watermark at arrival (µs)
-MISSED = "__tw_missed"  # a late row's missed windows: JSON [[start µs, end µs], ...]
-SIDE = "__tw_side"
-N_IN = "__tw_n_in"
-MAIN, LATE, DEAD, STATS = "window", "late", "dead", "stats"
 
-#: Columns the late output adds to the input columns.
-LATE_COLUMNS = ("reason", "watermark", "missed_windows")
 #: Where the operator's state lives (with :data:`timeweave.core.windows.operator.LAYOUT`: the checkpoint layout).
 STATE = StateVariables("timeweave_win_keys", "timeweave_win_index", PackedEntry)
 
@@ -103,37 +111,6 @@ def tagged_schema() -> T.StructType:
 # =================================================================================================
 # Values: wire JSON in, wire JSON out
 # =================================================================================================
-def rows_decoder(schema: T.StructType) -> Callable[[list[str]], list[dict[str, Any]]]:
-    """The function turning ``tw_row`` wire texts into row dicts of wire values (one JSON parse per call):
-    timestamps stay µs and dates days (what the output's wire format wants back), decimals are exact
-    ``Decimal``, FLOAT / DOUBLE columns floats (a FLOAT as its float32 value, as Spark sums it).
-
-    >>> s = T.StructType([T.StructField("p", T.DecimalType(5, 2)), T.StructField("w", T.DoubleType()),
-    ...                   T.StructField("t", T.TimestampType())])
-    >>> rows_decoder(s)(['{"p":1.50,"w":2,"t":7}', '{"w":NaN}'])
-    [{'p': Decimal('1.50'), 'w': 2.0, 't': 7}, {'p': None, 'w': nan, 't': None}]
-    """
-    floats = [(f.name, isinstance(f.dataType, T.FloatType)) for f in schema.fields
-              if isinstance(f.dataType, T.FloatType | T.DoubleType)]
-    raw_decode = json.JSONDecoder(parse_float=Decimal).raw_decode
-    template = dict.fromkeys(schema.names)
-    width = len(template)
-
-    def decode(texts: list[str]) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = raw_decode("[" + ",".join(texts) + "]")[0]
-        # NULL fields are absent from the wire text (ignoreNullFields): such a row gets the template's None
-        if min(map(len, rows), default=width) < width:
-            rows = [row if len(row) == width else {**template, **row} for row in rows]
-        for name, single in floats:
-            for row in rows:
-                value = row.get(name)
-                if value is not None:
-                    row[name] = float(np.float32(value)) if single else float(value)
-        return rows
-
-    return decode
-
-
 def _json_value(value: Any) -> str:
     """One value as a JSON token Spark's ``from_json`` reads back exactly (NaN and infinities included)."""
     if value is True or value is False:
@@ -158,11 +135,6 @@ def result_converter(data_type: T.DataType) -> Callable[[Any], Any]:
         exponent = Decimal(1).scaleb(-data_type.scale)
         return lambda v: v.quantize(exponent, rounding=ROUND_HALF_UP) if isinstance(v, Decimal) else v
     return lambda v: v
-
-
-def _watermark_us(ms: int) -> int:
-    """A late row's watermark (core ms, or the end of input) as a TIMESTAMP value (µs)."""
-    return watermark_as_time(ms if ms in (NO_WATERMARK, END_OF_TIME) else ms * 1000)
 
 
 # =================================================================================================
@@ -257,7 +229,7 @@ class WindowProcessor(HostProcessor):
                 sink.windows.append((key, "{" + ",".join(parts) + "}"))
             elif out.__class__ is LateRow:
                 missed = json.dumps([[instant(w.start) * 1000, instant(w.end) * 1000] for w in out.missed])
-                sink.late.append((out.row[_TEXT_KEY], out.reason, _watermark_us(out.watermark), missed))
+                sink.late.append((out.row[_TEXT_KEY], out.reason, watermark_us_of(out.watermark), missed))
             else:  # a DeadLetter: NULL-time rows never reach the operator (they are dead_ops)
                 raise AssertionError(f"unexpected window operator output {out!r}")
 
@@ -352,19 +324,8 @@ class StreamingWindows:
         main = batch.where(kind == MAIN).select(from_wire(F.col(OUT), carried).alias("__tw_o"), *keys.values())
         main = main.select(*[F.col(quote(f.name)) if f.name in key_set else F.col("__tw_o").getField(f.name).alias(f.name)
                              for f in self.schema.fields])
-        window_type = self.schema["window_start"].dataType
-        missed = F.from_json(F.col(MISSED), T.ArrayType(T.ArrayType(T.LongType())))
-        late = batch.where(kind == LATE).select(
-            from_wire(F.col(IN_ROW), self.input_schema).alias("__tw_in"),
-            F.col(REASON).alias("reason"),
-            F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
-            F.transform(missed, lambda w: F.struct(
-                F.timestamp_micros(w[0]).cast(window_type).alias("window_start"),
-                F.timestamp_micros(w[1]).cast(window_type).alias("window_end"))).alias("missed_windows"),
-        ).select("__tw_in.*", "reason", "watermark", "missed_windows")
-        dead = batch.where(kind == DEAD).select(F.col(SIDE).alias("side"), F.col(REASON).alias("reason"),
-                                                F.col(IN_ROW).alias("row"))
-        return BatchOutputs(main, late, dead)
+        late = late_rows(batch, self.input_schema, self.schema["window_start"].dataType)
+        return BatchOutputs(main, late, dead_rows(batch))
 
 
 def _find(columns: Sequence[str], name: str) -> str | None:
@@ -441,18 +402,6 @@ def bind_window_query(df: DataFrame, aggregates: Mapping[str, str], keys: str | 
     return WindowQuery(spec, time, tuple(spelled_keys), tuple(resolved), texts, schema)
 
 
-def session_zone(spark: Any) -> str | None:
-    """The session time zone whose wall clock aligns TIMESTAMP windows (None: UTC); a fixed offset such as
-    ``+08:00`` is refused here (the core's shift takes IANA names)."""
-    zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
-    try:
-        shift = TimeShift.of(zone)
-    except SpecError:
-        raise SpecError("spark.sql.session.timeZone", f"the streaming and backfill windows align on an IANA time zone "
-                        f"(e.g. 'Asia/Shanghai'), not {zone!r}", where="window") from None
-    return None if shift is None else shift.zone
-
-
 def window_aggregate_stream(
     df: DataFrame,
     aggregates: Mapping[str, str],
@@ -507,6 +456,8 @@ __all__ = [
     "WindowProcessor",
     "WindowQuery",
     "bind_window_query",
+    "dead_rows",
+    "late_rows",
     "result_converter",
     "rows_decoder",
     "session_zone",

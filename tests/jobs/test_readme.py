@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from timeweave.jobs.cli import parser
-from timeweave.jobs.config import MATCH_RECOGNIZE_SCHEMA, TEMPORAL_JOIN_SCHEMA, WINDOW_SCHEMA, Key
+from timeweave.jobs.config import (
+    MATCH_RECOGNIZE_SCHEMA,
+    TEMPORAL_JOIN_SCHEMA,
+    WINDOW_DEDUPLICATE_SCHEMA,
+    WINDOW_JOIN_SCHEMA,
+    WINDOW_SCHEMA,
+    WINDOW_TOP_N_SCHEMA,
+    Key,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -19,7 +27,11 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 _TYPE_NAMES = {str: "string", int: "integer", bool: "true/false", dict: "object"}
 _JOBS = {frozenset({"temporal join"}): "temporal join", frozenset({"MATCH_RECOGNIZE"}): "MATCH_RECOGNIZE",
          frozenset({"window"}): "window", frozenset({"MATCH_RECOGNIZE", "window"}): "MATCH_RECOGNIZE, window",
-         frozenset({"temporal join", "MATCH_RECOGNIZE", "window"}): "all"}
+         frozenset({"window Top-N"}): "window Top-N", frozenset({"window deduplication"}): "window deduplication",
+         frozenset({"MATCH_RECOGNIZE", "window", "window Top-N", "window deduplication"}): "one input",
+         frozenset({"window join"}): "window join", frozenset({"temporal join", "window join"}): "two inputs",
+         frozenset({"temporal join", "MATCH_RECOGNIZE", "window", "window Top-N", "window deduplication",
+                    "window join"}): "all"}
 
 
 def _type_text(key: Key) -> str:
@@ -47,7 +59,8 @@ def expected_config_rows() -> dict[str, tuple[str, str, str]]:
     kinds: dict[str, set[str]] = {}
     keys: dict[str, Key] = {}
     for kind, schema in (("temporal join", TEMPORAL_JOIN_SCHEMA), ("MATCH_RECOGNIZE", MATCH_RECOGNIZE_SCHEMA),
-                         ("window", WINDOW_SCHEMA)):
+                         ("window", WINDOW_SCHEMA), ("window Top-N", WINDOW_TOP_N_SCHEMA),
+                         ("window deduplication", WINDOW_DEDUPLICATE_SCHEMA), ("window join", WINDOW_JOIN_SCHEMA)):
         for path, key in _flatten(schema).items():
             if path in keys:
                 assert (_type_text(keys[path]), keys[path].required) == (_type_text(key), key.required), (

@@ -179,14 +179,15 @@ def _top_level_names(path: Path) -> list[str]:
 def test_the_old_host_path_holds_no_code_and_the_registrations_no_private_host_parts() -> None:
     # streaming.py is the host's earlier import path: no class or function but the name forwarding.
     assert _top_level_names(ROOT / "streaming.py") == ["__getattr__"]
-    for registration in ("temporal_join_streaming.py", "match_recognize_streaming.py", "window_streaming.py"):
+    registrations = ("temporal_join_streaming.py", "match_recognize_streaming.py", "window_streaming.py",
+                     "window_rank_streaming.py", "window_join_streaming.py")
+    for registration in registrations:
         tree = ast.parse((ROOT / registration).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module:
                 # Registrations use the host's public parts, never another registration's.
-                assert node.module not in ("timeweave.spark.streaming", "timeweave.spark.temporal_join_streaming",
-                                           "timeweave.spark.match_recognize_streaming",
-                                           "timeweave.spark.window_streaming"), (registration, node.module)
+                assert node.module not in ("timeweave.spark.streaming", *(
+                    f"timeweave.spark.{r.removesuffix('.py')}" for r in registrations)), (registration, node.module)
                 if node.module.startswith("timeweave.spark.host"):
                     assert all(not a.name.startswith("_") for a in node.names), (registration, node.module)
                 assert not node.module.startswith("timeweave.jobs"), (registration, node.module)

@@ -332,7 +332,7 @@ def test_the_job_config_is_strict_and_validate_describes_it(tmp_path: Path, caps
     assert "valid window aggregation job: HopSpec(slide=300000, size=900000, offset=0) on ts, keys [k]" in out
 
 
-@pytest.mark.parametrize("name", ["timeweave.spark.window_streaming", "timeweave.core.windows.calls",
+@pytest.mark.parametrize("name", ["timeweave.spark.window_tagged", "timeweave.core.windows.calls",
                                   "timeweave.core.windows.operator", "timeweave.jobs.windows", "timeweave.jobs.config"])
 def test_docstring_examples_run(name: str) -> None:
     import doctest

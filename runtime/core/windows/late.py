@@ -19,7 +19,7 @@ the core's microseconds (watermark and timers), converted here by :func:`waterma
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
@@ -35,9 +35,15 @@ def is_fired(window: Window, watermark: int) -> bool:
     return window.end - 1 <= watermark
 
 
-def missed_windows(windows: Iterable[Window], watermark: int) -> tuple[Window, ...]:
-    """The windows among ``windows`` that have fired at ``watermark`` (ms): a row arriving then misses them."""
-    return tuple(w for w in windows if w.end - 1 <= watermark)
+def missed_windows(windows: Iterable[Window], watermark: int,
+                   fire_time: Callable[[int], int] | None = None) -> tuple[Window, ...]:
+    """The windows among ``windows`` that have fired at ``watermark`` (ms): a row arriving then misses them.
+    ``fire_time(end)`` is the watermark at which the window ending at ``end`` fires (default ``end - 1``; a
+    wall-clock window of a session time zone fires at its instant, :meth:`TimeShift.fire_time
+    <timeweave.core.windows.zones.TimeShift.fire_time>`)."""
+    if fire_time is None:
+        return tuple(w for w in windows if w.end - 1 <= watermark)
+    return tuple(w for w in windows if fire_time(w.end) <= watermark)
 
 
 def watermark_ms(watermark: int) -> int:

@@ -210,10 +210,12 @@ def check_join_windows(left: WindowSpec, right: WindowSpec) -> None:
 
 
 def split_late(pairs: Iterable[tuple[Any, Window]], *, time_of: Callable[[Any], int],
-               watermark_of: Callable[[Any], int] | None) -> tuple[list[tuple[Any, Window]], list[LateRow]]:
+               watermark_of: Callable[[Any], int] | None,
+               fire_time: Callable[[int], int] | None = None) -> tuple[list[tuple[Any, Window]], list[LateRow]]:
     """The window-op late rule: ``pairs`` (row, window) whose window had not fired when the row arrived
     (``watermark_of(row)``, ms; None: batch, nothing is late) and the late rows, one per row that missed at
-    least one window (in the order of their first pair), with the windows it missed.
+    least one window (in the order of their first pair), with the windows it missed.  ``fire_time``: when a
+    window fires, by its end (:func:`~timeweave.core.windows.late.missed_windows`; default ``end - 1``).
 
     >>> from timeweave.core.windows.spec import Window
     >>> row = {"t": 8}
@@ -231,18 +233,25 @@ def split_late(pairs: Iterable[tuple[Any, Window]], *, time_of: Callable[[Any], 
     for row, window in pairs:
         rows.setdefault(id(row), row)
         windows.setdefault(id(row), []).append(window)
-        if not missed_windows((window,), watermark_of(row)):
+        if not missed_windows((window,), watermark_of(row), fire_time):
             kept.append((row, window))
     late = []
     for ident, row in rows.items():
         watermark = watermark_of(row)
-        missed = missed_windows(windows[ident], watermark)
+        missed = missed_windows(windows[ident], watermark, fire_time)
         if missed:
             late.append(LateRow(row, time_of(row), watermark, missed, len(missed) == len(windows[ident])))
     return kept, late
 
 
-def _compare(keys: Sequence[SortKey], read: Callable[[Any, str], Any]) -> Callable[[Any, Any], int]:
+def row_order(keys: Sequence[SortKey], read: Callable[[Any, str], Any]) -> Callable[[Any, Any], int]:
+    """The comparison (-1 / 0 / 1) of two rows by ``keys`` (``read(row, column)`` reads a value), NULLs placed
+    as each key says: the one ordering :func:`top_n` ranks by (and the keyed operator keeps its candidates by).
+
+    >>> row_order([SortKey("p", descending=True)], lambda r, c: r[c])({"p": 1}, {"p": None})
+    -1
+    """
+
     def compare(a: Any, b: Any) -> int:
         for key in keys:
             x, y = read(a, key.column), read(b, key.column)
@@ -266,7 +275,7 @@ def top_n(pairs: Iterable[tuple[Any, Window]], order: Sequence[SortKey], ranks: 
     groups: dict[tuple[Window, Any], list[Any]] = {}
     for row, window in pairs:
         groups.setdefault((window, key_of(row)), []).append(row)
-    compare = _compare(order, read)
+    compare = row_order(order, read)
     out: list[tuple[Any, Window, int]] = []
     for window, key in sorted(groups, key=lambda g: (g[0].end, g[0].start, repr(g[1]))):
         ranked = sorted(groups[(window, key)], key=cmp_to_key(compare))
@@ -292,6 +301,7 @@ __all__ = [
     "dedup_order",
     "describe",
     "join_type",
+    "row_order",
     "sort_keys",
     "split_late",
     "top_n",

@@ -290,7 +290,9 @@ class KeyedBackfill:
     ``key_order``; ``order``: the sort within a key after its state row; ``time``: the event-time column and
     ``bounds(start, end)`` its literals; ``output``: the main output's Spark schema (every key column among
     its fields); ``runner(last, counters, carried_from)``: the picklable ``mapInArrow`` function of a slice
-    (calling :func:`run_keyed_slice`); ``untimed(df)``: the dead letters of the rows with a NULL event time.
+    (calling :func:`run_keyed_slice`); ``untimed(df)``: the dead letters of the rows with a NULL event time;
+    ``main``: the output columns written to the main output (None: every one; an operator whose key columns are
+    internal, as the window join's, leaves them out).
     """
 
     name: str
@@ -303,6 +305,7 @@ class KeyedBackfill:
     output: T.StructType
     runner: Callable[[bool, tuple[Any, ...], str | None], Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]
     untimed: Callable[[DataFrame], DataFrame]
+    main: Sequence[str] | None = None
 
 
 def check_reserved(df: DataFrame, where: str) -> None:
@@ -395,7 +398,7 @@ def _run_keyed_slice(
     reason = F.col(REJECT_REASON)
     try:  # two or three writes of one persisted pass; each replaces the slice's directory, so a re-run replaces exactly its files
         writer.write(result.where(F.col(STATE).isNull() & reason.isNull()).select(
-            *[named(f.name) for f in op.output.fields]), MAIN, s.label)
+            *[named(n) for n in (op.main if op.main is not None else op.output.names)]), MAIN, s.label)
         writer.write(result.where(reason.isNotNull()).select(
             F.lit("input").alias("side"), reason.alias("reason"), F.col(REJECT_ROW).alias("row"),
         ), DEAD_LETTER, s.label)
