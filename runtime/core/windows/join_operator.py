@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from timeweave.core.errors import SpecError
-from timeweave.core.operator import StateLayout, ValueState
+from timeweave.core.operator import StateLayout, Tag, ValueState
 from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
 from timeweave.core.windows.late import LateRow, timer_us, watermark_ms
@@ -76,7 +76,7 @@ class JoinedRow:
     window: Window
     left: Any | None
     right: Any | None
-    tag: ClassVar[str] = "main"
+    tag: ClassVar[Tag] = Tag.MAIN
 
 
 Output = JoinedRow | LateRow | DeadLetter

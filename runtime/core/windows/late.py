@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
+from timeweave.core.operator import Tag
 from timeweave.core.state import END_OF_TIME, NO_WATERMARK
 from timeweave.core.windows.spec import Window
 
@@ -100,7 +101,7 @@ class LateRow:
     watermark: int
     missed: tuple[Window, ...]
     dropped: bool
-    tag: ClassVar[str] = "late"
+    tag: ClassVar[Tag] = Tag.LATE
 
     @property
     def reason(self) -> str:

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from timeweave.core.errors import SpecError
-from timeweave.core.operator import StateLayout, ValueState
+from timeweave.core.operator import StateLayout, Tag, ValueState
 from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
 from timeweave.core.windows.accumulators import AggregateCall, Aggregates
@@ -87,7 +87,7 @@ class WindowRow:
     window: Window
     values: tuple[Any, ...]
     #: the output it goes to (the keyed-operator contract's tag names: main, late, dead_letter)
-    tag: ClassVar[str] = "main"
+    tag: ClassVar[Tag] = Tag.MAIN
 
     @property
     def start(self) -> int:
@@ -109,7 +109,7 @@ class DeadLetter:
 
     row: Any
     reason: str
-    tag: ClassVar[str] = "dead_letter"
+    tag: ClassVar[Tag] = Tag.DEAD_LETTER
 
 
 Output = WindowRow | LateRow | DeadLetter

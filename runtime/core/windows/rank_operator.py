@@ -49,7 +49,7 @@ from functools import cmp_to_key
 from typing import Any, ClassVar
 
 from timeweave.core.errors import SpecError
-from timeweave.core.operator import StateLayout, ValueState
+from timeweave.core.operator import StateLayout, Tag, ValueState
 from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
 from timeweave.core.windows.late import LateRow, timer_us, watermark_ms
@@ -92,7 +92,7 @@ class RankedRow:
     window: Window
     row: Any
     rank: int
-    tag: ClassVar[str] = "main"
+    tag: ClassVar[Tag] = Tag.MAIN
 
 
 Output = RankedRow | LateRow | DeadLetter

@@ -343,3 +343,18 @@ def test_an_older_watermark_cannot_reopen_fired_windows() -> None:
     [late] = op.process_elements(ctx, [_row(8)])
     assert late.missed == (Window(0, 10),) and late.watermark == 9
     assert [w.values[0] for w in op.finish(ctx)] == [2]
+
+
+def test_every_window_output_class_carries_a_contract_tag() -> None:
+    """The host routes by ``tag_of``; a plain-string tag made it raise TypeError on the window operators' outputs."""
+    from timeweave.core.operator import Tag, tag_of
+    from timeweave.core.windows import join_operator, late, operator, rank_operator
+    from timeweave.core.windows.join_operator import WindowJoinOperator  # noqa: F401 (module defines JoinedRow)
+
+    classes = [operator.WindowRow, operator.DeadLetter, late.LateRow]
+    classes += [c for m in (join_operator, rank_operator) for c in vars(m).values()
+                if isinstance(c, type) and c.__module__ == m.__name__ and "tag" in vars(c)]
+    assert len(classes) >= 5
+    for cls in classes:
+        assert isinstance(cls.tag, Tag), cls
+        assert tag_of(object.__new__(cls)) is cls.tag
