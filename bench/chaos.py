@@ -1,18 +1,20 @@
 """Chaos: kill -9 the streaming jobs and backfills at random points, restart them, compare their outputs.
 
 For each job type (temporal-join streaming, MATCH_RECOGNIZE streaming, temporal-join backfill,
-MATCH_RECOGNIZE backfill) the jobs run as a user runs them (``python -m timeweave.jobs streaming --config job.json``
+MATCH_RECOGNIZE backfill, window streaming, window backfill: a HOP window aggregation) the jobs run as a user runs them (``python -m timeweave.jobs streaming --config job.json``
 then ``--flush``; ``python -m timeweave.jobs backfill --config ... --start ... --end ... --slices 4``, then
 ``--only k``), are killed with SIGKILL on their whole process group (driver, JVM, Python workers) at random
 points (time after start, right after start, after the n-th commit file, between planning and commit of a
 batch, while a staging / ``_temporary`` directory exists, as ``slice=`` directories appear, while the state is
 written), and are restarted until they complete.  Main, late and dead-letter outputs are then compared with an
 uninterrupted run and with the DataFrame door (``timeweave.temporal_join_with_rejects`` / ``timeweave.match_recognize``
-in a subprocess).  The logic lives in ``tests/helpers/chaos.py`` (the CI test ``tests/spark/test_chaos.py`` runs
-it with one kill per streaming job type and two per backfill job type, the door on the suite's session).
+/ ``timeweave.window_aggregate_with_rejects`` in a subprocess).  The logic lives in ``tests/helpers/chaos.py`` (the CI test ``tests/spark/test_chaos.py`` runs
+it with one kill per streaming job type and two per backfill job type, one each for the window job types, the door
+on the suite's session).
 
     .venv/bin/python bench/chaos.py --kills 20
     .venv/bin/python bench/chaos.py --kills 6 --jobs tj_streaming mr_backfill --seed 7 --work /tmp/chaos
+    .venv/bin/python bench/chaos.py --kills 3 --jobs win_streaming win_backfill
 
 Prints one table row per job type (kills survived, restarts, duplicates, losses, differing rows, wall time) and
 exits 1 if any output differs.
@@ -36,7 +38,7 @@ from tests.helpers.chaos import JOBS, ChaosSettings, format_table, run_chaos
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--kills", type=int, default=20, help="kills per job type (default 20)")
-    p.add_argument("--jobs", nargs="+", choices=JOBS, default=list(JOBS), help="job types (default: all four)")
+    p.add_argument("--jobs", nargs="+", choices=JOBS, default=list(JOBS), help="job types (default: all)")
     p.add_argument("--seed", type=int, default=20, help="seed of the inputs and kill points (default 20)")
     p.add_argument("--files", type=int, default=6, help="CSV files per input = micro-batches per stream (default 6)")
     p.add_argument("--rows-per-file", type=int, default=14, help="ordinary rows per file (default 14)")

@@ -24,7 +24,9 @@
 {%- endmacro %}
 
 {#- ORDER BY keys 'column [ASC|DESC] [NULLS FIRST|LAST]' (SortKey.parse) as [column, 'ASC NULLS FIRST'] pairs;
-    NULLs are the smallest values unless NULLS says otherwise. -#}
+    NULLs are the smallest values unless NULLS says otherwise.  A back-quoted column may hold spaces and
+    doubled back-quotes (`bid time`, `a``b`), as in SortKey.parse: the name is read up to its closing quote,
+    never split on spaces, so the plan quotes the very column the user named. -#}
 {% macro _window_sort_keys(order_by, where='window Top-N') -%}
   {%- set items = [order_by] if order_by is string else (order_by | list) -%}
   {%- if not items -%}
@@ -32,12 +34,29 @@
   {%- endif -%}
   {%- set keys = [] -%}
   {%- for item in items -%}
-    {%- set words = (item | string).split() if item is string else [] -%}
-    {%- set column = words[0] if words else '' -%}
-    {%- if column.startswith('`') and column.endswith('`') and column | length > 1 -%}
-      {%- set column = column[1:-1] -%}
+    {%- set text = (item | string).lstrip() if item is string else '' -%}
+    {%- if text.startswith('`') -%}
+      {#- states: 'in' (inside the quotes), 'tick' (a quote: closing, or the first of a doubled one), 'after' -#}
+      {%- set ns = namespace(state='in', column='', rest='') -%}
+      {%- for ch in text[1:] -%}
+        {%- if ns.state == 'in' -%}
+          {%- if ch == '`' -%}{%- set ns.state = 'tick' -%}{%- else -%}{%- set ns.column = ns.column ~ ch -%}{%- endif -%}
+        {%- elif ns.state == 'tick' and ch == '`' -%}
+          {%- set ns.column = ns.column ~ '`' -%}{%- set ns.state = 'in' -%}
+        {%- else -%}
+          {%- set ns.state = 'after' -%}{%- set ns.rest = ns.rest ~ ch -%}
+        {%- endif -%}
+      {%- endfor -%}
+      {#- closed, and what follows the closing quote starts with a space (or nothing follows) -#}
+      {%- set closed = ns.state != 'in' and ns.column and (not ns.rest or not ns.rest[:1].strip()) -%}
+      {%- set column = ns.column if closed else '' -%}
+      {%- set words = ns.rest.split() -%}
+    {%- else -%}
+      {%- set words = text.split() -%}
+      {%- set column = words[0] if (words and '`' not in words[0]) else '' -%}
+      {%- set words = words[1:] -%}
     {%- endif -%}
-    {%- set rest = words[1:] | map('upper') | list -%}
+    {%- set rest = words | map('upper') | list -%}
     {%- set descending = rest[:1] == ['DESC'] -%}
     {%- set rest = rest[1:] if rest[:1] in (['ASC'], ['DESC']) else rest -%}
     {%- if not column or rest not in ([], ['NULLS', 'FIRST'], ['NULLS', 'LAST']) -%}

@@ -15,6 +15,12 @@ Which rows are late therefore follows from the data alone (the watermark a batch
 previous batch left, also after a restart: Spark keeps it in the commit log), so the DataFrame door can be
 given exactly the rows the stream must join.
 
+The window jobs' input (``win/input``, its own random stream, so the other inputs stay as they were for a
+seed) has the same shape (hours, fences, late rows of hour ``j-2``, NULL times; NULL keys are a group) plus
+malformed records: a BIGINT ``sixty``, a record with an extra field, an unparsable time.  They go to the dead
+letter with their reason in every door, from the job's reader (:func:`timeweave.spark.sources.read_source`,
+which the door's reading uses too).
+
 **Kill points** (:data:`STREAMING_TRIGGERS`, :data:`BACKFILL_TRIGGERS`): a random time after start, right
 after start (JVM still starting), once the n-th commit file is in ``<checkpoint>/query/commits``, while a
 batch is planned but not committed (``offsets/N`` without ``commits/N``), while a staging / ``_temporary``
@@ -46,7 +52,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -57,7 +63,7 @@ REPO = Path(__file__).resolve().parents[2]
 T0 = datetime(2024, 1, 1)
 HOUR = timedelta(hours=1)
 WATERMARK_DELAY = "5 minutes"
-JOBS = ("tj_streaming", "mr_streaming", "tj_backfill", "mr_backfill")
+JOBS = ("tj_streaming", "mr_streaming", "tj_backfill", "mr_backfill", "win_streaming", "win_backfill")
 STREAMING_TRIGGERS = ("time", "start", "commit", "mid_batch", "staging")
 BACKFILL_TRIGGERS = ("time", "start", "slice_dirs", "staging", "state")
 
@@ -70,6 +76,13 @@ MR_CLAUSE = """PARTITION BY k ORDER BY t, id
     ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
     PATTERN (A B+ C) DEFINE B AS B.v > PREV(B.v), C AS C.v < PREV(C.v)"""
 TJ_KEYS = ("EUR", "USD", "GBP", "JPY")
+WIN_SCHEMA = "id STRING, k STRING, t TIMESTAMP, v BIGINT"
+#: The window jobs' window: HOP of one hour every 30 minutes.  Every file holds one event hour, so the windows
+#: starting at half past cross a micro-batch edge (their accumulators are state between batches) and, whatever
+#: the slice edges, some window crosses a backfill slice edge (its accumulators are the carried state).  A row of
+#: hour j-2 read with file j is late for both its windows (they end by hour j-1, below the watermark).
+WIN_WINDOW = {"function": "hop", "time": "t", "slide": "30 minutes", "size": "1 hour", "keys": ["k"]}
+WIN_AGGREGATES = {"n": "COUNT(*)", "sv": "SUM(v)", "vmax": "MAX(v)", "ids": "COUNT(DISTINCT id)"}
 
 
 # --------------------------------------------------------------------------------------------------- inputs
@@ -83,6 +96,7 @@ class Inputs:
     files: int
     tj_late_ids: frozenset[str]
     mr_late_ids: frozenset[str]
+    win_late_ids: frozenset[str] = frozenset()
 
     @property
     def start(self) -> datetime:
@@ -100,6 +114,7 @@ def _ts(t: datetime | None) -> str:
 
 
 def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]], mtime: float) -> None:
+    # A row may hold more fields than the header (a malformed record): the writer writes what it is given.
     path.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.StringIO(newline="")
     w = csv.writer(buffer)
@@ -116,13 +131,13 @@ def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]],
 
 
 def write_inputs(root: Path, seed: int, files: int = 6, rows_per_file: int = 14) -> Inputs:
-    """Random CSV inputs of both job families under ``root`` (``tj/left``, ``tj/right``, ``mr/input``).
+    """Random CSV inputs of the job families under ``root`` (``tj/left``, ``tj/right``, ``mr/input``, ``win/input``).
 
     >>> import tempfile
     >>> a = write_inputs(Path(tempfile.mkdtemp()), seed=1, files=4)
     >>> sorted(p.name for p in (a.root / "tj" / "left").iterdir())
     ['part-00.csv', 'part-01.csv', 'part-02.csv', 'part-03.csv']
-    >>> len(a.tj_late_ids) > 0 and len(a.mr_late_ids) > 0
+    >>> len(a.tj_late_ids) > 0 and len(a.mr_late_ids) > 0 and len(a.win_late_ids) > 0
     True
     """
     rng = random.Random(seed)
@@ -183,7 +198,42 @@ def write_inputs(root: Path, seed: int, files: int = 6, rows_per_file: int = 14)
         events.append((f"e{j:02d}-notime", "a", None, 5))                    # dead letter: NULL event time
         rng.shuffle(events)
         _write_csv(root / "mr" / "input" / f"part-{j:02d}.csv", ("id", "k", "t", "v"), events, mtime)
-    return Inputs(root, files, frozenset(tj_late), frozenset(mr_late))
+    win_late = _write_window_inputs(root / "win" / "input", random.Random(seed * 7919 + 1), files, rows_per_file,
+                                    base_mtime)
+    return Inputs(root, files, frozenset(tj_late), frozenset(mr_late), win_late)
+
+
+def _write_window_inputs(path: Path, rng: random.Random, files: int, rows_per_file: int, base_mtime: float
+                         ) -> frozenset[str]:
+    """The window jobs' CSV files under ``path`` (see the module docstring); the ids of the late rows."""
+    late: set[str] = set()
+    used: set[datetime] = set()
+
+    def when(hour: int) -> datetime:
+        while True:  # unique: no ties (the late output's order within a key follows arrival)
+            t = T0 + HOUR * hour + timedelta(minutes=rng.randrange(0, 58), seconds=rng.randrange(60))
+            if t not in used:
+                used.add(t)
+                return t
+
+    for j in range(files):
+        rows: list[tuple] = []
+        for i in range(rows_per_file):
+            rows.append((f"w{j:02d}-{i:02d}", rng.choice(["a", "b", "c", None]), when(j), rng.randrange(100)))
+        rows.append((f"w{j:02d}-fence", "a", T0 + HOUR * j + timedelta(minutes=59, seconds=30), rng.randrange(100)))
+        if j >= 2:
+            for i in range(rng.randrange(1, 3)):
+                wid = f"w{j:02d}-late{i}"
+                late.add(wid)
+                rows.append((wid, rng.choice(["a", "b"]), when(j - 2), rng.randrange(100)))
+        rows.append((f"w{j:02d}-notime", "b", None, 5))                      # dead letter: NULL event time
+        rows.append((f"w{j:02d}-badv", "a", when(j), "sixty"))               # dead letter: unparsable BIGINT
+        rows.append((f"w{j:02d}-extra", "c", when(j), 7, "surplus"))         # dead letter: wrong column count
+        if j == 0:
+            rows.append(("w00-badtime", "a", "yesterday", 1))                # dead letter: unparsable TIMESTAMP
+        rng.shuffle(rows)
+        _write_csv(path / f"part-{j:02d}.csv", ("id", "k", "t", "v"), rows, base_mtime + j)
+    return frozenset(late)
 
 
 # --------------------------------------------------------------------------------------------------- configs
@@ -200,10 +250,15 @@ def job_config(job: str, inputs: Inputs, out: Path) -> dict[str, Any]:
 
     >>> sorted(job_config("mr_backfill", Inputs(Path("/in"), 3, frozenset(), frozenset()), Path("/o")))
     ['checkpoint', 'input', 'match_recognize', 'output', 'trigger']
+    >>> job_config("win_streaming", Inputs(Path("/in"), 3, frozenset(), frozenset()), Path("/o"))["window"]["function"]
+    'hop'
     """
     common = {"output": {"path": str(out / "main"), "late_path": str(out / "late"),
                          "dead_letter_path": str(out / "dead_letter")},
               "checkpoint": str(out / "chk"), "trigger": {"available_now": True}}
+    if job.startswith("win_"):
+        return {"window": {**WIN_WINDOW, "aggregates": dict(WIN_AGGREGATES)},
+                "input": _source(inputs.root / "win" / "input", WIN_SCHEMA), **common}
     if job.startswith("mr_"):
         return {"match_recognize": {"clause": MR_CLAUSE}, "input": _source(inputs.root / "mr" / "input", MR_SCHEMA),
                 **common}
@@ -493,13 +548,20 @@ def door_main(argv: Sequence[str]) -> int:
 def write_door(spark: Any, spec: dict[str, Any], out: Path) -> None:
     """The DataFrame door's rows of the inputs ``spec`` names, as parquet under ``out``, on ``spark``.
 
-    ``out/<family>_<variant>/{main,dead_letter}`` for family ``tj``/``mr`` and variant ``stream`` (input
-    without the late rows: what a stream must have joined) and ``batch`` (every row: what a backfill joins).
-    The session's parquet timestamp type is set for the writes and restored after them.
+    ``out/<family>_<variant>/{main,dead_letter}`` for family ``tj``/``mr``/``win`` (those ``spec["families"]``
+    lists; all when absent) and variant ``stream`` (input without the late rows: what a stream must have joined)
+    and ``batch`` (every row: what a backfill joins).  The window family reads its CSV files with the jobs' reader
+    (:func:`timeweave.spark.sources.read_source`: malformed records tagged, not NULLs) and gives its well-formed
+    rows to :func:`timeweave.window_aggregate_with_rejects`; its dead letter is that door's plus the malformed
+    records.  The session's parquet timestamp type is set for the writes and restored after them.
     """
     from pyspark.sql import functions as F
 
     import timeweave
+    from timeweave.core.windows import hop
+    from timeweave.spark.sources import read_source, split_malformed
+
+    families = set(spec.get("families") or ("tj", "mr", "win"))
 
     key = "spark.sql.parquet.outputTimestampType"
     saved = spark.conf.get(key, None)
@@ -512,14 +574,29 @@ def write_door(spark: Any, spec: dict[str, Any], out: Path) -> None:
 
         left, right = read(root / "tj" / "left", TJ_LEFT_SCHEMA), read(root / "tj" / "right", TJ_RIGHT_SCHEMA)
         events = read(root / "mr" / "input", MR_SCHEMA)
+        if "win" in families:
+            tagged = read_source(spark.read, "csv", WIN_SCHEMA, {"header": "true"}, str(root / "win" / "input"))
+            win_rows, malformed = split_malformed(tagged, "input")
+            window = hop(WIN_WINDOW["slide"], WIN_WINDOW["size"])
+            for variant, late in (("stream", spec.get("win_late", [])), ("batch", [])):
+                rows = win_rows.where(~F.col("id").isin(late)) if late else win_rows
+                main, dead = timeweave.window_aggregate_with_rejects(rows, WIN_AGGREGATES, keys=WIN_WINDOW["keys"],
+                                                                     time=WIN_WINDOW["time"], window=window)
+                main.write.mode("overwrite").parquet(str(out / f"win_{variant}" / "main"))
+                dead.unionByName(malformed).write.mode("overwrite").parquet(str(out / f"win_{variant}" / "dead_letter"))
         for variant, tj_late, mr_late in (("stream", spec["tj_late"], spec["mr_late"]), ("batch", [], [])):
-            orders = left.where(~F.col("id").isin(tj_late)) if tj_late else left
-            main, dead = timeweave.temporal_join_with_rejects(
-                orders, right, "order_time", key="currency", time="update_time", format="changelog", op="op",
-                how="left", left_key="currency",
-            )
-            main.write.mode("overwrite").parquet(str(out / f"tj_{variant}" / "main"))
-            dead.write.mode("overwrite").parquet(str(out / f"tj_{variant}" / "dead_letter"))
+            if "tj" not in families and "mr" not in families:
+                break
+            if "tj" in families:
+                orders = left.where(~F.col("id").isin(tj_late)) if tj_late else left
+                main, dead = timeweave.temporal_join_with_rejects(
+                    orders, right, "order_time", key="currency", time="update_time", format="changelog", op="op",
+                    how="left", left_key="currency",
+                )
+                main.write.mode("overwrite").parquet(str(out / f"tj_{variant}" / "main"))
+                dead.write.mode("overwrite").parquet(str(out / f"tj_{variant}" / "dead_letter"))
+            if "mr" not in families:
+                continue
             rows = events.where(~F.col("id").isin(mr_late)) if mr_late else events
             timeweave.match_recognize(rows.where("t IS NOT NULL"), MR_CLAUSE).write.mode("overwrite").parquet(
                 str(out / f"mr_{variant}" / "main"))
@@ -533,13 +610,16 @@ def write_door(spark: Any, spec: dict[str, Any], out: Path) -> None:
             spark.conf.set(key, saved)
 
 
-def run_door(inputs: Inputs, out: Path, spark: Any = None) -> Launch | bool | None:
-    """Compute the DataFrame door's outputs of ``inputs``: on ``spark`` when given (a caller's session, e.g. the
-    test suite's, saves a JVM start), else in a subprocess (see :func:`door_main`).  None when reused."""
+def run_door(inputs: Inputs, out: Path, spark: Any = None, families: Iterable[str] = ("tj", "mr", "win")
+             ) -> Launch | bool | None:
+    """Compute the DataFrame door's outputs of ``inputs`` for the job ``families``: on ``spark`` when given (a
+    caller's session, e.g. the test suite's, saves a JVM start), else in a subprocess (see :func:`door_main`).
+    None when reused."""
     spec = out / "door_inputs.json"
     done = out / "door_done.json"
     text = json.dumps({"root": str(inputs.root), "tj_late": sorted(inputs.tj_late_ids),
-                       "mr_late": sorted(inputs.mr_late_ids), "digest": _digest(inputs.root)})
+                       "mr_late": sorted(inputs.mr_late_ids), "win_late": sorted(inputs.win_late_ids),
+                       "families": sorted(set(families)), "digest": _digest(inputs.root)})
     if done.exists() and done.read_text() == text:
         return None  # computed before over the very same input files (a re-run in the same work directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -630,11 +710,13 @@ def _check_door(job: str, got: dict[str, Counter], door: Path, inputs: Inputs) -
     no_slice = lambda k: k != "slice"  # noqa: E731
     diff = Diff()
     diff.add(compare(_project(got["main"], no_slice), read_rows(door / f"{family}_{variant}" / "main"), f"{job} main vs door"))
-    # dead letters: the original rows (and side, for the temporal join); the reason wording is the job's
-    keep = (lambda k: k in ("row", "side")) if family == "tj" else (lambda k: k == "row")
+    # dead letters: the original rows (and side, for the temporal join); the reason wording is the job's, but for
+    # the window jobs, whose doors share one reason text (NULL event time, malformed records) and compare it too
+    kept = {"tj": ("row", "side"), "mr": ("row",), "win": ("row", "side", "reason")}[family]
+    keep = lambda k: k in kept  # noqa: E731
     diff.add(compare(_project(got["dead_letter"], keep), _project(read_rows(door / f"{family}_{variant}" / "dead_letter"), keep),
                      f"{job} dead letters vs door"))
-    late_ids = inputs.tj_late_ids if family == "tj" else inputs.mr_late_ids
+    late_ids = {"tj": inputs.tj_late_ids, "mr": inputs.mr_late_ids, "win": inputs.win_late_ids}[family]
     expected_late = Counter({(("id", i),): 1 for i in late_ids}) if variant == "stream" else Counter()
     diff.add(compare(_project(got["late"], lambda k: k == "id"), expected_late, f"{job} late ids vs input"))
     return diff
@@ -683,14 +765,20 @@ def _run_to_end(steps: list[list[str]], cwd: Path, out: Path, rng: random.Random
 
 
 def chaos_job(job: str, inputs: Inputs, work: Path, door: Path, kills: int, rng: random.Random,
-              reference: bool = True, kills_per_round: int = 3, slices: int = 4, max_failures: int = 3) -> JobResult:
+              reference: bool = True, kills_per_round: int = 3, slices: int = 4, max_failures: int = 3,
+              triggers: Sequence[str] | None = None) -> JobResult:
     """Kill ``job`` ``kills`` times in rounds of up to ``kills_per_round``, each round run to completion on fresh
     output directories and compared with an uninterrupted run (``reference``) and with the DataFrame door.
-    Backfill rounds then re-run one slice (``--only k``), killed once, to completion, and compare again."""
+    Backfill rounds then re-run one slice (``--only k``), killed once, to completion, and compare again.
+    ``triggers`` limits the kill points drawn from (default: all of the job's kind)."""
     started = time.monotonic()
     result = JobResult(job)
     streaming = job.endswith("_streaming")
-    triggers = STREAMING_TRIGGERS if streaming else BACKFILL_TRIGGERS
+    allowed = STREAMING_TRIGGERS if streaming else BACKFILL_TRIGGERS
+    unknown = sorted(set(triggers or ()) - set(allowed))
+    if unknown:
+        raise ValueError(f"{job}: unknown kill points {unknown}; choose from {list(allowed)}")
+    triggers = tuple(triggers) if triggers else allowed
     base = work / job
     shutil.rmtree(base, ignore_errors=True)
     typical = 20.0
@@ -747,7 +835,8 @@ class ChaosSettings:
     """A chaos run: where, how many kills per job type, which job types, the seed, the input size.
 
     ``streaming_kills``: kills per streaming job type, when not ``kills`` (a backfill needs two for its round and
-    its ``--only`` re-run; a stream's one round needs one).
+    its ``--only`` re-run; a stream's one round needs one).  ``job_kills`` and ``triggers`` set a job type's kills
+    and the kill points drawn from (default: ``kills_of``'s rule, every kill point of its kind).
     """
 
     work: Path
@@ -762,9 +851,13 @@ class ChaosSettings:
     parallel: int = 1
     max_failures: int = 3
     streaming_kills: int | None = None
+    job_kills: Mapping[str, int] = field(default_factory=dict)
+    triggers: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
     def kills_of(self, job: str) -> int:
         """How many kills job type ``job`` gets."""
+        if job in self.job_kills:
+            return self.job_kills[job]
         if job.endswith("_streaming") and self.streaming_kills is not None:
             return self.streaming_kills
         return self.kills
@@ -783,14 +876,15 @@ def run_chaos(settings: ChaosSettings, progress: Callable[[str], None] = lambda 
     progress(f"inputs: {settings.files} files per input under {inputs.root}")
     door = work / "door"
     t = time.monotonic()
-    fresh = run_door(inputs, door, door_spark)
+    fresh = run_door(inputs, door, door_spark, {job.split("_")[0] for job in settings.jobs})
     progress(f"DataFrame door: {time.monotonic() - t:.0f} s" if fresh else f"DataFrame door: reused {door}")
 
     def one(i: int, job: str) -> JobResult:
         rng = random.Random(settings.seed * 1000 + JOBS.index(job))
         try:
             result = chaos_job(job, inputs, work, door, settings.kills_of(job), rng, settings.reference,
-                               settings.kills_per_round, settings.slices, settings.max_failures)
+                               settings.kills_per_round, settings.slices, settings.max_failures,
+                               settings.triggers.get(job))
         except (RuntimeError, TimeoutError) as e:  # one job type's error must not hide the others' rows
             result = JobResult(job, error=str(e))
         progress(format_row(result))

@@ -6,7 +6,9 @@ unicode, spaces, dots, braces (``spark.sql(query, **dataframes)`` formats its te
 same rows (after renaming back), the same dead letters (reasons naming the hostile column) and never a value of the ``tw_secrets`` table or of the Java property the
 names try to read.  Doors: the temporal join's DataFrame door (INNER, LEFT with a predicate), its dead
 letter, ``timeweave.sql``, the streaming job, the 2-slice backfill; MATCH_RECOGNIZE's DataFrame door, SQL
-door (view and UDTF), streaming job and backfill; and the dbt macros' SQL, rendered without dbt.
+door (view and UDTF), streaming job and backfill; the windows' DataFrame doors (``window_aggregate``, its
+dead letter, Top-N, deduplication, join), SQL door (window TVFs, Top-N and join query shapes, its dead
+letter), the window streaming job and backfill; and the dbt macros' SQL, rendered without dbt.
 """
 
 from __future__ import annotations
@@ -411,6 +413,16 @@ class _Return(Exception):  # dbt's `return()` is an exception too
         self.value = value
 
 
+class _Table:
+    """What the macros read of ``run_query``'s agate table: ``column_names`` and ``columns[i].values()``."""
+
+    def __init__(self, df) -> None:
+        self.column_names = df.columns
+        # values() runs the query (the window macros read `select current_timezone()`); the rest only introspect
+        self.columns = [type("Column", (), {"values": lambda _, i=i: [r[i] for r in df.collect()]})()
+                        for i in range(len(df.columns))]
+
+
 class _DbtMacros:
     """The dbt package's macros under ``timeweave.<name>``, with the few dbt context objects they use.
 
@@ -422,7 +434,7 @@ class _DbtMacros:
         env.globals.update({
             "timeweave": self, "execute": True, "return": self._return,
             "adapter": type("Adapter", (), {"dispatch": lambda _, name, package: self._dispatch(name)})(),
-            "run_query": lambda sql: type("Table", (), {"column_names": spark.sql(sql).columns})(),
+            "run_query": lambda sql: _Table(spark.sql(sql)),
             "exceptions": type("Exceptions", (), {"raise_compiler_error": staticmethod(self._fail)})(),
             "config": {"materialized": "table"},
         })
@@ -486,6 +498,214 @@ def test_dbt_macros(spark, secrets) -> None:
             results[f"{label} {name}"] = spark.sql(str(sql)).collect()
     back = {h: p for p, h in {**LEFT, **RIGHT, **MR_INPUT, **MR_MEASURES}.items()}
     for name in ("join", "dead", "view", "mr"):
+        assert canonical(results[f"hostile {name}"], back) == canonical(results[f"plain {name}"], {}), name
+        assert results[f"plain {name}"], name
+    assert_no_leak(results)
+
+
+# -- windows ------------------------------------------------------------------------------------------------
+
+WIN_INPUT = {"id": "id 日本 \\'", "k": "k" + INJECT, "t": "t`ime.x\n", "v": "v.a`l' \\", "f": "f`lag' {0}"}
+WIN_TYPES = {"id": "STRING", "k": "STRING", "t": "TIMESTAMP", "v": "BIGINT", "f": "BOOLEAN"}
+#: The aggregates' output names.
+WIN_OUTPUTS = {"n": "n\n日", "total": "total" + INJECT, "top": "t.o`p", "ids": "ids' \\", "big": "b`ig\t"}
+WIN_ROWS = [  # distinct times and values per key: rankings and deduplication have no ties
+    ("a1", "x", _t(0), 1, True), ("a2", "x", _t(3), 4, False), ("a3", "x", _t(7), 2, True),
+    ("a4", "x", _t(12), 8, None), ("a5", "x", _t(26), 3, True), ("b1", "y", _t(2), 9, False),
+    ("b2", "y", _t(4), 10, True), ("b3", "y", _t(15), 11, True), ("b4", "y", _t(18), 5, False),
+    ("n1", None, _t(6), 6, True), ("n2", None, _t(9), 7, False),   # a NULL key: a group of its own
+    ("c1", "x", None, 4, True),                                       # NULL event time: every door's dead letter
+]
+PLAIN_WIN, PLAIN_OUTPUTS = identity(WIN_INPUT), identity(WIN_OUTPUTS)
+WIN_BACK = {h: p for p, h in {**WIN_INPUT, **WIN_OUTPUTS}.items()}
+
+
+def win_frame(spark, names: Mapping[str, str]):
+    return spark.createDataFrame(WIN_ROWS, ddl(names, WIN_TYPES))
+
+
+def win_aggregates(names: Mapping[str, str], outputs: Mapping[str, str], general: bool) -> dict[str, str]:
+    """COUNT / SUM / MAX (the DataFrame door's shared-slice plan), and with ``general`` COUNT(DISTINCT) and a
+    FILTER too (the TVF-rows plan); the texts name the columns back-quoted, the outputs are the keys."""
+    n = {p: q(h) for p, h in names.items()}
+    aggregates = {outputs["n"]: "COUNT(*)", outputs["total"]: f"SUM({n['v']})", outputs["top"]: f"MAX({n['v']})"}
+    if general:
+        aggregates |= {outputs["ids"]: f"COUNT(DISTINCT {n['id']})", outputs["big"]: f"SUM({n['v']}) FILTER (WHERE {n['f']})"}
+    return aggregates
+
+
+def prefixed_back(*prefixes: str) -> dict[str, str]:
+    return {prefix + h: prefix + p for prefix in prefixes for h, p in WIN_BACK.items()}
+
+
+def test_window_plans_hold_no_name_outside_quoted_identifiers() -> None:
+    from timeweave.core.windows import hop, session, tumble
+    from timeweave.core.windows.ranking import RankRange, SortKey
+    from timeweave.spark.window_ops_render import window_join_sql, window_rank_sql
+    from timeweave.spark.window_render import window_aggregate_sql, window_dead_letter_sql, window_tvf_sql
+
+    columns, w = list(WIN_INPUT.values()), WIN_INPUT
+    aggregates = [{"name": WIN_OUTPUTS["n"], "function": "count", "argument": None, "type": "bigint"},
+                  {"name": WIN_OUTPUTS["total"], "function": "sum", "argument": q(w["v"]), "type": "bigint"}]
+    sqls = [
+        window_tvf_sql(hop("5 minutes", "10 minutes"), "src", columns, w["t"], zone="Asia/Shanghai"),
+        window_tvf_sql(session("5 minutes", partition_by=w["k"]), "src", columns, w["t"]),
+        window_aggregate_sql(hop("5 minutes", "10 minutes"), "src", columns, w["t"], [w["k"]], aggregates),
+        window_aggregate_sql(tumble("10 minutes"), "src", columns, w["t"], [w["k"], w["id"]], aggregates),
+        window_dead_letter_sql("src", columns, w["t"], "NULL event time column " + w["t"]),
+        window_rank_sql("src", [*columns, "window_start", "window_end"], [w["k"]], [SortKey(w["v"], True)],
+                        RankRange.top(2), WIN_OUTPUTS["n"]),
+        window_join_sql("l", columns, "r", columns, [(w["k"], w["k"])], "FULL", ["L_" + c for c in columns],
+                        ["R_" + c for c in columns]),
+        window_join_sql("l", columns, "r", columns, [(w["k"], w["k"])], "SEMI"),
+    ]
+    for sql in sqls:
+        assert_inert(sql)
+
+
+def test_window_aggregate_dataframe_door(spark, secrets) -> None:
+    from timeweave.core.windows import hop, session
+
+    plain, df = win_frame(spark, PLAIN_WIN), win_frame(spark, WIN_INPUT)
+    cases = {"hop, shared slices": (hop("5 minutes", "10 minutes"), False),
+             "hop, TVF rows": (hop("5 minutes", "10 minutes"), True),
+             "session": (session("5 minutes", partition_by="k"), True)}
+    for label, (window, general) in cases.items():
+        hostile_window = window if label != "session" else session("5 minutes", partition_by=WIN_INPUT["k"])
+        expected, expected_dead = timeweave.window_aggregate_with_rejects(
+            plain, win_aggregates(PLAIN_WIN, PLAIN_OUTPUTS, general), keys="k", time="t", window=window)
+        rows, dead = timeweave.window_aggregate_with_rejects(
+            df, win_aggregates(WIN_INPUT, WIN_OUTPUTS, general), keys=WIN_INPUT["k"], time=WIN_INPUT["t"],
+            window=hostile_window)
+        got, got_dead = rows.collect(), dead.collect()
+        assert canonical(got, WIN_BACK) == canonical(expected.collect(), {}), label
+        assert canonical(got_dead, WIN_BACK) == canonical(expected_dead.collect(), {}), label
+        assert len(got) >= 5, label
+        assert [r["reason"] for r in got_dead] == ["NULL event time column " + WIN_INPUT["t"]], label
+        assert_no_leak(got, got_dead)
+
+
+def test_window_ops_dataframe_doors(spark, secrets) -> None:
+    from timeweave.core.windows import tumble
+
+    w = tumble("10 minutes")
+    results: dict[str, dict[str, list[Any]]] = {}
+    for label, names in (("plain", PLAIN_WIN), ("hostile", WIN_INPUT)):
+        df = win_frame(spark, names)
+        right = df.where(f"{q(names['v'])} > 3")
+        top, top_dead = timeweave.window_top_n_with_rejects(df, 2, order_by=f"{q(names['v'])} DESC",
+                                                             partition_by=names["k"], time=names["t"], window=w)
+        last, last_dead = timeweave.window_deduplicate_with_rejects(df, time=names["t"], keys=names["k"],
+                                                                    keep="last", window=w)
+        joined, joined_dead = timeweave.window_join_with_rejects(df, right, on=names["k"], how="full", time=names["t"],
+                                                                 window=w, left_prefix="L_", right_prefix="R_")
+        windowed = timeweave.tumble(df, names["t"], "10 minutes")
+        semi = timeweave.window_join(windowed, timeweave.tumble(right, names["t"], "10 minutes"), on=names["k"],
+                                     how="anti")
+        results[label] = {name: frame.collect() for name, frame in {
+            "top": top, "top dead": top_dead, "last": last, "last dead": last_dead, "join": joined,
+            "join dead": joined_dead, "anti": semi}.items()}
+    back = {**WIN_BACK, **prefixed_back("L_", "R_")}
+    for name, expected in results["plain"].items():
+        assert canonical(results["hostile"][name], back) == canonical(expected, {}), name
+        assert expected, name
+    assert_no_leak(results)
+
+
+def test_window_sql_door(spark, secrets) -> None:
+    results: dict[str, list[Any]] = {}
+    for label, names, outputs in (("plain", PLAIN_WIN, PLAIN_OUTPUTS), ("hostile", WIN_INPUT, WIN_OUTPUTS)):
+        win_frame(spark, names).createOrReplaceTempView(f"tw_win_{label}")
+        n, o = {p: q(h) for p, h in names.items()}, {p: q(h) for p, h in outputs.items()}
+        src = f"tw_win_{label}"
+        tumble_call = f"TABLE(TUMBLE(TABLE {src}, DESCRIPTOR({n['t']}), INTERVAL '10' MINUTES))"
+        queries = {
+            "hop": f"SELECT window_start, window_end, {n['k']}, COUNT(*) AS {o['n']}, SUM({n['v']}) AS {o['total']}, "
+                   f"COUNT(DISTINCT {n['id']}) FILTER (WHERE {n['f']}) AS {o['ids']} "
+                   f"FROM TABLE(HOP(TABLE {src}, DESCRIPTOR({n['t']}), INTERVAL '5' MINUTES, INTERVAL '10' MINUTES)) "
+                   f"GROUP BY window_start, window_end, {n['k']}",
+            "session": f"SELECT * FROM TABLE(SESSION(TABLE {src} PARTITION BY {n['k']}, DESCRIPTOR({n['t']}), "
+                       f"INTERVAL '5' MINUTES))",
+            "top-n": f"SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, {n['k']} "
+                     f"ORDER BY {n['v']} DESC) AS rownum FROM {tumble_call}) AS ranked WHERE rownum <= 2",
+            "join": f"SELECT L.{n['id']} AS lid, R.{n['id']} AS rid, L.window_start, L.window_end "
+                    f"FROM (SELECT * FROM {tumble_call}) L JOIN (SELECT * FROM {tumble_call}) R "
+                    f"ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.{n['k']} = R.{n['k']}",
+        }
+        for name, query in queries.items():
+            if label == "hostile":
+                assert_inert(timeweave.spark.sql_door.rewrite(spark, query))
+            results[f"{label} {name}"] = timeweave.sql(spark, query).collect()
+            results[f"{label} {name} dead"] = timeweave.dead_letters(spark, query).collect()
+    for key in [k for k in results if k.startswith("plain ")]:
+        name = key[len("plain "):]
+        assert canonical(results["hostile " + name], WIN_BACK) == canonical(results[key], {}), name
+        assert results[key], name
+    assert_no_leak(results)
+
+
+def test_window_streaming_job_and_backfill(spark, secrets, tmp_path: Path) -> None:
+    from timeweave.core.windows import hop
+
+    expected, expected_dead = timeweave.window_aggregate_with_rejects(
+        win_frame(spark, PLAIN_WIN), win_aggregates(PLAIN_WIN, PLAIN_OUTPUTS, True), keys="k", time="t",
+        window=hop("5 minutes", "10 minutes"))
+    expected, expected_dead = canonical(expected.collect(), {}), canonical(expected_dead.collect(), {})
+    _write_json(tmp_path / "win_in" / "a.json", WIN_INPUT, WIN_TYPES, WIN_ROWS[:6])
+    _write_json(tmp_path / "win_in" / "b.json", WIN_INPUT, WIN_TYPES, WIN_ROWS[6:])
+
+    def config(name: str) -> dict[str, Any]:
+        return {
+            "window": {"function": "hop", "time": WIN_INPUT["t"], "slide": "5 minutes", "size": "10 minutes",
+                       "keys": [WIN_INPUT["k"]], "aggregates": win_aggregates(WIN_INPUT, WIN_OUTPUTS, True)},
+            "input": {"path": str(tmp_path / "win_in"), "format": "json", "schema": ddl(WIN_INPUT, WIN_TYPES),
+                      "watermark_delay": "30 days"},  # > the data's span: nothing is late, whatever the batches
+            "output": {"path": str(tmp_path / name)},
+            "checkpoint": str(tmp_path / f"{name}_chk"),
+            "trigger": {"available_now": True},
+        }
+
+    stream = config("win_stream")
+    metrics = run_streaming(stream, spark, flush=True)
+    assert (metrics["dead_letter"], metrics["late"]) == (1, 0)
+    got = {"stream": spark.read.parquet(stream["output"]["path"]).collect()}
+    dead = {"stream": spark.read.parquet(stream["output"]["path"] + "_dead_letter").collect()}
+    filled = config("win_backfill")
+    metrics = run_backfill(filled, T0 - timedelta(hours=1), T0 + timedelta(hours=1), 3, spark=spark)
+    assert metrics["slices"] == 3
+    got["backfill"] = spark.read.parquet(filled["output"]["path"]).collect()
+    dead["backfill"] = spark.read.parquet(filled["output"]["path"] + "_dead_letter").collect()
+    for door in got:
+        assert canonical(got[door], WIN_BACK) == expected, door
+        assert canonical(dead[door], WIN_BACK) == expected_dead, door
+    assert_no_leak(got, dead)
+
+
+def test_window_dbt_macros(spark, secrets) -> None:
+    dbt = _DbtMacros(spark)
+    results: dict[str, list[Any]] = {}
+    for label, names in (("plain", PLAIN_WIN), ("hostile", WIN_INPUT)):
+        view = f"tw_dbt_win_{label}"
+        win_frame(spark, names).where(f"{q(names['t'])} IS NOT NULL").createOrReplaceTempView(view)
+        win_frame(spark, names).where(f"{q(names['v'])} > 3").createOrReplaceTempView(view + "_r")
+        tumbled = "(" + dbt.tumble(view, names["t"], "10 minutes") + ")"
+        tumbled_right = "(" + dbt.tumble(view + "_r", names["t"], "10 minutes") + ")"
+        sqls = {
+            "hop": dbt.hop(view, names["t"], "5 minutes", "10 minutes"),
+            "cumulate": dbt.cumulate(view, names["t"], "5 minutes", "10 minutes"),
+            "session": dbt.session(view, names["t"], "5 minutes", partition_by=names["k"]),
+            "top-n": dbt.window_top_n(tumbled, f"{q(names['v'])} DESC", n=2, partition_by=names["k"]),
+            "dedup": dbt.window_deduplicate(tumbled, names["t"], keys=names["k"], keep="last"),
+            "join": dbt.window_join(tumbled, tumbled_right, names["k"], how="full", left_prefix="L_",
+                                    right_prefix="R_"),
+            "anti": dbt.window_join(tumbled, tumbled_right, [[names["k"], names["k"]]], how="anti"),
+        }
+        for name, sql in sqls.items():
+            if label == "hostile":
+                assert_inert(str(sql))
+            results[f"{label} {name}"] = spark.sql(str(sql)).collect()
+    back = {**WIN_BACK, **prefixed_back("L_", "R_")}
+    for name in ("hop", "cumulate", "session", "top-n", "dedup", "join", "anti"):
         assert canonical(results[f"hostile {name}"], back) == canonical(results[f"plain {name}"], {}), name
         assert results[f"plain {name}"], name
     assert_no_leak(results)

@@ -40,7 +40,12 @@ def test_rank_ranges(function, lower, upper) -> None:
 
 
 @pytest.mark.parametrize("order_by", ["price DESC", ["a", "b desc nulls first"], "x asc nulls last", "`t` DESC",
-                                      "price sideways", [], "a NULLS", "b DESC NULLS LAST"])
+                                      "price sideways", [], "a NULLS", "b DESC NULLS LAST",
+                                      # back-quoted names with spaces, doubled quotes, dots, quotes, unicode,
+                                      # newlines (issue 20: names are data), and quoting that is not closed
+                                      "`bid time` ASC NULLS LAST", "  `a``b` desc", "`v.a``l' \\`\tDESC",
+                                      ["`id 日本 \\'`", "`t``ime.x\n` DESC NULLS FIRST"], "```` DESC",
+                                      "`open DESC", "`a`b DESC", "a`b DESC", "`` DESC", "`x`DESC"])
 def test_sort_keys(order_by) -> None:
     same = _same(lambda: DBT._window_sort_keys(order_by), lambda: sort_keys(order_by))
     if same:
