@@ -96,6 +96,7 @@ from timeweave.core.event_time import END_OF_INPUT_MS, end_of_input_ms, watermar
 from timeweave.core.operator import StateLayout
 from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.state import END_OF_TIME, NO_WATERMARK, InMemoryKeyContext
+from timeweave.core.windows.late import format_ms
 from timeweave.core.windows.spec import duration_ms
 from timeweave.spark.host.processor import HostProcessor, StateVariables
 from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, OP, ROW, TIME, check_buckets
@@ -305,6 +306,11 @@ def result_text(result: Any, schema: T.StructType) -> str:
     return ",".join(f"{json.dumps(n)}:{_json(v)}" for n, v in zip(schema.names, values, strict=True) if v is not None)
 
 
+def _window_text(window: Any) -> str:
+    """A window for a dead letter's reason: ``[start, end)`` as UTC times, or ``global``."""
+    return "global" if window == GLOBAL_WINDOW else f"[{format_ms(window.start)}, {format_ms(window.end)})"
+
+
 def _window_us(ms: int) -> int:
     return ms * 1000
 
@@ -381,8 +387,7 @@ class _Collector:
                     try:
                         body = result_text(value, self.output)
                     except ResultError as exc:
-                        reason = (f"output schema: firing {out.sequence} of window [{w.start}, {w.end}) ms, result "
-                                  f"{i}: {exc}")
+                        reason = f"output schema: firing {out.sequence} of window {_window_text(w)}, result {i}: {exc}"
                         sink.add(DEAD_JSON, row=self._firing_json(out.key, w), reason=reason, side="window")
                         continue
                     sink.add(MAIN, out="{" + head + ("," + body if body else "") + "}")
@@ -394,7 +399,7 @@ class _Collector:
                 if out.row is not None:
                     sink.add(DEAD_WIRE, row=texts[id(out.row)], reason=out.reason, side="input")
                 else:
-                    reason = f"{out.reason} (window [{out.window.start}, {out.window.end}) ms)" if out.window else out.reason
+                    reason = f"{out.reason} (window {_window_text(out.window)})" if out.window else out.reason
                     sink.add(DEAD_JSON, row=self._firing_json(out.key, out.window), reason=reason, side="window")
             else:
                 raise AssertionError(f"unexpected DataStream operator output {out!r}")
@@ -577,7 +582,8 @@ class Pipeline:
     >>> p = p.key_by("k").window(Tumbling.of("1 min")).allowed_lateness("30 s")
     >>> (p.keys, p.lateness_ms)
     (('k',), 30000)
-    >>> p.process(lambda key, ctx, rows: [len(rows)], output_schema="n BIGINT").evictor(None)
+    >>> n = T.StructType([T.StructField("n", T.LongType())])   # or a DDL text, "n BIGINT" (with a Spark session)
+    >>> p.process(lambda key, ctx, rows: [len(rows)], output_schema=n).evictor(None)
     Traceback (most recent call last):
     ...
     timeweave.core.errors.SpecError: DataStream pipeline, step '.evictor': argument 'evictor': comes before the window function (.process was given): write .evictor(...) right after .window(...)
