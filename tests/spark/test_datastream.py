@@ -389,10 +389,12 @@ def test_processing_time_windows_take_the_invocations_clock() -> None:
     assert [json.loads(t)["n"] for t in out[out[D.KIND] == D.MAIN][D.OUT]] == [1]
 
 
-def test_docstring_examples_run() -> None:
+@pytest.mark.parametrize("name", ["timeweave.spark.datastream", "timeweave.jobs.datastream"])
+def test_docstring_examples_run(name: str) -> None:
     import doctest
+    import importlib
 
-    result = doctest.testmod(D, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
 
 
@@ -532,3 +534,61 @@ def test_a_pipeline_is_checked_before_any_spark_job(spark) -> None:
         return p.run_batch()  # lazy: planned, not run
 
     no_spark_job(spark, build)
+
+
+# =================================================================================================
+# The job registry entry
+# =================================================================================================
+def job_pipeline(df):
+    """The pipeline a job config names (``tests.spark.test_datastream:job_pipeline``)."""
+    return (D.stream(df, time="ts", watermark=DELAY).key_by("k").window(Tumbling.of("1 min")).allowed_lateness("30 s")
+            .aggregate(SumCount(), output_schema="n BIGINT, total BIGINT"))
+
+
+def job_config(tmp_path: Path, **changes: Any) -> dict[str, Any]:
+    config = {"datastream": {"pipeline": "tests.spark.test_datastream:job_pipeline"},
+              "input": {"path": str(tmp_path / "in"), "format": "json", "schema": DDL,
+                        "options": {"maxFilesPerTrigger": "1"}},
+              "output": {"path": str(tmp_path / "out")}, "checkpoint": str(tmp_path / "chk")}
+    config.update(changes)
+    return config
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"datastream": {"pipeline": "nomodule"}}, "datastream.pipeline: expected 'package.module:function'"),
+    ({"datastream": {"pipeline": "a:b", "window": 1}}, "datastream.window: unknown key"),
+    ({"input": {"path": "in", "format": "json", "schema": DDL, "watermark_delay": "1 s"}},
+     "input.watermark_delay: a DataStream pipeline names its own watermark"),
+])
+def test_the_job_config_is_strict(tmp_path: Path, change, message) -> None:
+    from timeweave.jobs.config import ConfigError, load_job_config
+
+    with pytest.raises(ConfigError) as caught:
+        load_job_config(job_config(tmp_path, **change))
+    assert message in str(caught.value)
+
+
+def test_the_job_config_selects_the_datastream_operator(tmp_path: Path) -> None:
+    from timeweave.jobs.config import load_job_config
+    from timeweave.jobs.datastream import DataStreamJobConfig, describe
+
+    job = load_job_config(job_config(tmp_path))
+    assert isinstance(job, DataStreamJobConfig)
+    assert describe(job).startswith("DataStream window job: pipeline tests.spark.test_datastream:job_pipeline")
+
+
+@pytest.mark.spark
+def test_the_streaming_job_runs_the_named_pipeline_and_flushes(spark, tmp_path: Path) -> None:
+    from timeweave.jobs.datastream import build_pipeline
+    from timeweave.jobs.streaming import run_streaming
+
+    rows = random_rows(11, n=24, batches=3)
+    _write_batches(tmp_path / "in", rows, [0, 1, 2])
+    config = job_config(tmp_path)
+    metrics = run_streaming(config, spark, flush=True)
+    static = spark.createDataFrame([tuple(r.values()) for r in rows], SCHEMA)
+    expected = build_pipeline(config["datastream"]["pipeline"], static).run_batch(arrival="batch")
+    got = [spark.read.parquet(p) for p in (str(tmp_path / "out"), f"{tmp_path / 'out'}_late")]
+    assert _collect_main(got[0]) == _collect_main(expected.main)
+    assert _collect_main(got[1]) == _collect_main(expected.late)
+    assert metrics["rows_in"] == len(rows) and metrics["kind"] == "datastream"
