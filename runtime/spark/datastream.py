@@ -845,8 +845,9 @@ class Pipeline:
             # (one row per step: the window's single partition holds the steps, not the rows)
             earlier = steps.withColumn("__tw_before", F.max("__tw_max").over(
                 SparkWindow.orderBy(F.col("__tw_step").asc_nulls_first())
-                .rowsBetween(SparkWindow.unboundedPreceding, -1))).select("__tw_step", "__tw_before")
-            rows = rows.join(earlier, rows["__tw_step"].eqNullSafe(earlier["__tw_step"]), "left").drop(earlier["__tw_step"])
+                .rowsBetween(SparkWindow.unboundedPreceding, -1))).select(F.col("__tw_step").alias("__tw_s"),
+                                                                          "__tw_before")
+            rows = rows.join(earlier, F.col("__tw_step").eqNullSafe(F.col("__tw_s")), "left").drop("__tw_s")
         else:
             rows = rows.withColumn("__tw_before", F.lit(None).cast("bigint"))
         runner = _BatchRunner(op, df.schema.json(), self.output_schema.json(), self.time, delay)  # type: ignore[union-attr]
