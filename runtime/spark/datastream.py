@@ -851,8 +851,13 @@ class Pipeline:
         else:
             rows = rows.withColumn("__tw_before", F.lit(None).cast("bigint"))
         runner = _BatchRunner(op, df.schema.json(), self.output_schema.json(), self.time, delay)  # type: ignore[union-attr]
-        tagged = rows.groupBy(KEY_TEXT).applyInPandas(runner, tagged_schema())
-        return BatchResult(*DataStreamOutputs(tagged, self.main_schema, df.schema).split(tagged))
+
+        def run_key(frame: pd.DataFrame) -> pd.DataFrame:  # a plain function: Spark reads its arity
+            return runner(frame)
+
+        tagged = rows.groupBy(KEY_TEXT).applyInPandas(run_key, tagged_schema())
+        out = DataStreamOutputs(tagged, self.main_schema, df.schema).split(tagged)
+        return BatchResult(out.main, out.late, out.dead_letter)
 
 
 def _check_emit(emit: str) -> None:

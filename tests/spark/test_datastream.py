@@ -490,13 +490,13 @@ def test_seed_002_examples_through_start_and_run_batch(spark, tmp_path: Path) ->
                       (at(5), "a", 3, "on_time"), (at(20), "a", 1, "on_time"), (at(40), "c", 1, "on_time")]
     assert [(r["v"], r["watermark"]) for r in late.collect()] == [(8, at(20))]
 
-    counted, _ = main_rows(base.process(lambda key, ctx, elements: [
+    counted, _ = main_rows(base.allowed_lateness("10 s").process(lambda key, ctx, elements: [
         f"Window: {ctx.window} count: {len(elements)}"], output_schema="text STRING"), "text")
     first = (f"Window: Window(start={(at(0) - EPOCH) // timedelta(milliseconds=1)}, "
              f"end={(at(5) - EPOCH) // timedelta(milliseconds=1)}) count: ")
     assert counted[:3] == [(first + "1",), (first + "2",), (first + "3",)]  # b; a on time; a late
 
-    minimum, _ = main_rows(base.reduce(lambda r1, r2: r2 if r1["v"] > r2["v"] else r1,
+    minimum, _ = main_rows(base.allowed_lateness("10 s").reduce(lambda r1, r2: r2 if r1["v"] > r2["v"] else r1,
                                        lambda key, ctx, mins: [(ctx.window.start, mins[0]["v"])],
                                        output_schema="start BIGINT, v BIGINT"), "start", "v")
     start = (at(0) - EPOCH) // timedelta(milliseconds=1)
