@@ -406,11 +406,19 @@ def _collect_main(df) -> Counter:
 
 
 def _write_batches(root: Path, rows: list[dict[str, Any]], batches: list[int]) -> None:
+    """One file per batch; modification times one second apart in batch order (Spark's file source takes files
+    oldest first, one per micro-batch with maxFilesPerTrigger 1: files written within one clock tick would tie)."""
+    import os
+    import time
+
     root.mkdir(parents=True, exist_ok=True)
     for batch in batches:
         lines = [json.dumps({k: (v.isoformat() + "Z" if isinstance(v, datetime) else v) for k, v in r.items()})
                  for r in rows if r["batch"] == batch]
-        (root / f"b{batch:03d}.json").write_text("\n".join(lines) + "\n")
+        path = root / f"b{batch:03d}.json"
+        path.write_text("\n".join(lines) + "\n")
+        at = time.time() - 3600 + batch
+        os.utime(path, (at, at))
 
 
 def _as_counters(main, late, dead, schema: T.StructType) -> tuple[Counter, Counter, Counter]:
@@ -432,15 +440,15 @@ def test_streamed_restarted_and_flushed_equals_run_batch_and_the_core(spark, tmp
     source = tmp_path / "in"
     control = tmp_path / "chk" / "control"
     control.mkdir(parents=True)
-    pipeline_of = lambda df: pipelines(df)["tumble_early_lateness"]  # noqa: E731
+    pipeline_of = lambda df: pipelines(df)["tumble_early_lateness"]  # noqa: E731  (df: the raw DataFrame)
     out = str(tmp_path / "out")
 
     def run() -> None:
         df = spark.readStream.schema(DDL).option("maxFilesPerTrigger", 1).json(str(source))
         beat = heartbeat_times(spark.readStream.format("json").schema(CONTROL_SCHEMA).load(str(control)))
-        query = pipeline_of(D.stream(df, time="ts", watermark=DELAY)).start(
+        query = pipeline_of(df).start(
             output=out, checkpoint=str(tmp_path / "chk" / "q"), trigger={"availableNow": True}, heartbeat=beat)
-        query.awaitTermination(300)
+        query.awaitTermination()
         assert query.exception() is None
 
     _write_batches(source, rows, [0, 1, 2])
@@ -451,7 +459,7 @@ def test_streamed_restarted_and_flushed_equals_run_batch_and_the_core(spark, tmp
     run()  # the flush
 
     static = spark.createDataFrame([tuple(r.values()) for r in rows], SCHEMA)
-    pipeline = pipeline_of(D.stream(static, time="ts", watermark=DELAY))
+    pipeline = pipeline_of(static)
     main, late, dead = core_in_memory(pipeline, rows)
     streamed = _as_counters(spark.read.parquet(out), spark.read.parquet(f"{out}_late"),
                             spark.read.parquet(f"{out}_dead_letter"), pipeline.main_schema)
@@ -504,16 +512,14 @@ def test_seed_002_examples_through_start_and_run_batch(spark, tmp_path: Path) ->
 
     # the same reduce as a stream: main rows equal the bounded run's
     src = tmp_path / "in"
-    src.mkdir()
-    for b in range(4):
-        (src / f"b{b}.json").write_text("".join(json.dumps({"k": k, "ts": t.isoformat() + "Z", "v": v, "batch": bb}) + "\n"
-                                                for k, t, v, bb in rows if bb == b))
+    _write_batches(src, [{"k": k, "ts": t, "v": v, "batch": b} for k, t, v, b in rows], [0, 1, 2, 3])
     streaming = spark.readStream.schema("k STRING, ts TIMESTAMP, v BIGINT, batch INT").option(
         "maxFilesPerTrigger", 1).json(str(src))
     sp = D.stream(streaming, time="ts", watermark="0 seconds").key_by("k").window(Tumbling.of("5 s")).allowed_lateness(
         "10 s").reduce(lambda v1, v2: {**v1, "v": v1["v"] + v2["v"]})
     query = sp.start(output=str(tmp_path / "out"), checkpoint=str(tmp_path / "chk"), trigger={"availableNow": True})
-    query.awaitTermination(300)
+    query.awaitTermination()
+    assert query.exception() is None
     got = sorted((r["window_start"], r["k"], r["v"], r["firing_kind"]) for r in spark.read.parquet(
         str(tmp_path / "out")).collect())
     # without a flush the last windows may stay open: the stream has at least what the watermark 20 s (before the
