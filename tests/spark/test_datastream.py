@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
+from pyspark import cloudpickle
 from pyspark.sql import types as T
 from pyspark.sql.streaming.tws_tester import TwsTester
 
@@ -44,6 +46,10 @@ from timeweave.core.state import END_OF_TIME, NO_WATERMARK, InMemoryKeyContext
 from timeweave.spark import datastream as D
 from timeweave.spark.host import BUCKET, KEY_TEXT, OP, ROW, TIME, pack_rows
 from timeweave.spark.host.stream import DATA_ROW, DEAD_ROW
+
+# The user functions below (SumCount, the pipelines' lambdas) travel to Spark's workers by value: pytest imports
+# this file under a name the workers cannot import.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 EPOCH = datetime(1970, 1, 1)
 BASE = datetime(2026, 11, 26, 12)
