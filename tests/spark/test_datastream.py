@@ -604,7 +604,8 @@ def test_the_streaming_job_runs_the_named_pipeline_and_flushes(spark, tmp_path: 
     metrics = run_streaming(config, spark, flush=True)
     static = spark.createDataFrame([tuple(r.values()) for r in rows], SCHEMA)
     expected = build_pipeline(config["datastream"]["pipeline"], static).run_batch(arrival="batch")
-    got = [spark.read.parquet(p) for p in (str(tmp_path / "out"), f"{tmp_path / 'out'}_late")]
-    assert _collect_main(got[0]) == _collect_main(expected.main)
-    assert _collect_main(got[1]) == _collect_main(expected.late)
+    assert _collect_main(spark.read.parquet(str(tmp_path / "out"))) == _collect_main(expected.main)
+    late_path = tmp_path / "out_late"  # the writer writes an output only when it has rows
+    got_late = _collect_main(spark.read.parquet(str(late_path))) if late_path.exists() else Counter()
+    assert got_late == _collect_main(expected.late)
     assert metrics["rows_in"] == len(rows) and metrics["kind"] == "datastream"
