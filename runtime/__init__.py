@@ -33,6 +33,7 @@ _LAZY = {
     "window_top_n_with_rejects": "timeweave.spark.window_ops",
     "window_deduplicate_with_rejects": "timeweave.spark.window_ops",
     "window_join_with_rejects": "timeweave.spark.window_ops",
+    "stream": "timeweave.spark.datastream",
 }
 
 __all__ = sorted(_LAZY)

@@ -15,7 +15,7 @@ CLI's ``validate``, Airflow's parse of a DAG) must not import Spark or every ope
 >>> operator_for({"left": {}, "join": {}}).name, operator_for({}).name
 ('temporal_join', 'temporal_join')
 >>> [op.section for op in OPERATORS]
-['join', 'match_recognize', 'window', 'window_top_n', 'window_deduplicate', 'window_join']
+['join', 'match_recognize', 'window', 'window_top_n', 'window_deduplicate', 'window_join', 'datastream']
 """
 
 from __future__ import annotations
@@ -79,6 +79,8 @@ OPERATORS: tuple[JobOperator, ...] = (
                 "timeweave.jobs.config:WindowDeduplicateJobConfig", "timeweave.jobs.window_ranks"),
     JobOperator("window_join", "window_join", "window join", "timeweave.jobs.config:WindowJoinJobConfig",
                 "timeweave.jobs.window_join"),
+    JobOperator("datastream", "datastream", "DataStream window", "timeweave.jobs.datastream:DataStreamJobConfig",
+                "timeweave.jobs.datastream"),
 )
 DEFAULT = OPERATORS[0]
 
@@ -99,7 +101,7 @@ def operator_of(job: Any) -> JobOperator:
     >>> operator_of(object())
     Traceback (most recent call last):
     ...
-    timeweave.core.errors.SpecError: job config: argument 'config': an object is no job config of any operator (temporal_join, match_recognize, window, window_top_n, window_deduplicate, window_join)
+    timeweave.core.errors.SpecError: job config: argument 'config': an object is no job config of any operator (temporal_join, match_recognize, window, window_top_n, window_deduplicate, window_join, datastream)
     """
     for op in OPERATORS:
         if type(job) is op.config_class():
