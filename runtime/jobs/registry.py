@@ -15,7 +15,7 @@ CLI's ``validate``, Airflow's parse of a DAG) must not import Spark or every ope
 >>> operator_for({"left": {}, "join": {}}).name, operator_for({}).name
 ('temporal_join', 'temporal_join')
 >>> [op.section for op in OPERATORS]
-['join', 'match_recognize', 'window']
+['join', 'match_recognize', 'window', 'group_aggregate']
 """
 
 from __future__ import annotations
@@ -73,6 +73,8 @@ OPERATORS: tuple[JobOperator, ...] = (
                 "timeweave.jobs.match_recognize"),
     JobOperator("window", "window", "window aggregation", "timeweave.jobs.config:WindowJobConfig",
                 "timeweave.jobs.windows"),
+    JobOperator("group_aggregate", "group_aggregate", "continuous GROUP BY",
+                "timeweave.jobs.config:GroupAggregateJobConfig", "timeweave.jobs.group_aggregate"),
 )
 DEFAULT = OPERATORS[0]
 
@@ -93,7 +95,7 @@ def operator_of(job: Any) -> JobOperator:
     >>> operator_of(object())
     Traceback (most recent call last):
     ...
-    timeweave.core.errors.SpecError: job config: argument 'config': an object is no job config of any operator (temporal_join, match_recognize, window)
+    timeweave.core.errors.SpecError: job config: argument 'config': an object is no job config of any operator (temporal_join, match_recognize, window, group_aggregate)
     """
     for op in OPERATORS:
         if type(job) is op.config_class():
