@@ -203,7 +203,7 @@ def apply_changelog(changelog: DataFrame, path: str, *, key: str | Sequence[str]
     try:
         bad = _first(changes.where(F.col("__tw_effect").isNull()).drop("__tw_effect"))
         if bad is not None:
-            raise ChangelogError(f"{name}: a {mode.value} changelog carries no op {bad[op_column]!r} (row {bad}); "
+            raise ChangelogError(f"{name}: {'an' if mode.value[0] in 'aeiou' else 'a'} {mode.value} changelog carries no op {bad[op_column]!r} (row {bad}); "
                                  f"its ops: {', '.join(effects)}")
         n = changes.count()
         cols = [F.col(quote(c)) for c in columns]
