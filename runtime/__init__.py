@@ -34,6 +34,8 @@ _LAZY = {
     "window_deduplicate_with_rejects": "timeweave.spark.window_ops",
     "window_join_with_rejects": "timeweave.spark.window_ops",
     "stream": "timeweave.spark.datastream",
+    "apply_changelog": "timeweave.spark.changelog_sink",
+    "read_changelog_table": "timeweave.spark.changelog_sink",
 }
 
 __all__ = sorted(_LAZY)

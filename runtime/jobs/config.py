@@ -83,6 +83,7 @@ from timeweave.core.durations import parse_duration
 from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.pattern import ClauseSpec, MatchBudget, PatternValidationError, RowsPerMatch, parse_clause
 from timeweave.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
+from timeweave.core.updates.modes import ChangelogMode
 from timeweave.core.windows import spec as window_specs
 from timeweave.core.windows.calls import read_aggregates
 from timeweave.core.windows.ranking import RankRange, check_not_session, dedup_order, join_type, sort_keys
@@ -663,7 +664,7 @@ WINDOW_DEDUPLICATE_SCHEMA: Mapping[str, Key] = {
     "input": _SOURCE, "output": _OUTPUT, "checkpoint": _TEXT, "trigger": _TRIGGER,
 }
 _OTHER_SECTIONS = ("left", "right", "versioned", "join", "match_recognize", "window", "window_top_n", "window_deduplicate",
-                   "window_join")
+                   "window_join", "group_aggregate", "datastream")
 
 
 @dataclass(frozen=True)
@@ -911,6 +912,120 @@ class WindowJoinJobConfig:
 
     @classmethod
     def load(cls, source: str | Path | Mapping[str, Any]) -> WindowJoinJobConfig:
+        """From a dict, a JSON string or a path to a JSON file."""
+        return cls.from_dict(_read_json(source))
+
+
+#: Every key a continuous GROUP BY job config reads.
+GROUP_AGGREGATE_SCHEMA: Mapping[str, Key] = {
+    "group_aggregate": Key((dict,), required=True, keys={
+        "keys": _TEXTS, "aggregates": Key((dict,), required=True), "time": Key((str,), required=True),
+        "changelog": _TEXT, "op_column": _TEXT,
+        "retention": Key((dict,), keys={"min_idle": _DURATION_KEY, "max_idle": _DURATION_KEY}),
+    }),
+    "input": _SOURCE,
+    "output": _OUTPUT,
+    "checkpoint": _TEXT,
+    "trigger": _TRIGGER,
+}
+
+
+@dataclass(frozen=True)
+class GroupAggregateJobConfig:
+    """A continuous ``GROUP BY`` streaming job (:mod:`timeweave.spark.group_aggregate_streaming`): one input, the
+    GROUP BY ``keys``, the ``aggregates`` (output name -> text, as the window job reads them), the event-time
+    column ``time`` (the watermark's: ``input.watermark_delay``; the clock of idle-state ``retention``), the
+    ``changelog`` encoding of the output (``retract`` or ``upsert``) and, for an updating input, its
+    ``op_column``.
+
+    >>> job = GroupAggregateJobConfig.from_dict({
+    ...     "group_aggregate": {"keys": ["user"], "aggregates": {"cnt": "COUNT(url)"}, "time": "cTime",
+    ...                         "changelog": "upsert", "retention": {"min_idle": "1 hour"}},
+    ...     "input": {"path": "in", "format": "json", "schema": "user STRING, cTime TIMESTAMP, url STRING"},
+    ...     "output": {"path": "out"}})
+    >>> job.keys, job.changelog, job.retention.max_idle
+    (('user',), <ChangelogMode.UPSERT: 'upsert'>, 3600000000)
+    >>> GroupAggregateJobConfig.from_dict({"group_aggregate": {"keys": "user", "aggregates": {"n": "COUNT(*)"},
+    ...     "time": "t", "changelg": "retract"}, "input": {"path": "in", "format": "json", "schema": "t TIMESTAMP"},
+    ...     "output": {"path": "out"}})
+    Traceback (most recent call last):
+    ...
+    timeweave.jobs.config.ConfigError: job config: group_aggregate.changelg: unknown key; did you mean 'changelog'?
+    """
+
+    keys: tuple[str, ...]
+    aggregates: Mapping[str, str]
+    time: str
+    changelog: ChangelogMode
+    input: SourceConfig
+    output_path: str
+    late_path: str
+    dead_letter_path: str
+    op_column: str | None = None
+    retention: StateRetention | None = None
+    checkpoint: str | None = None
+    available_now: bool = True
+    processing_time: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def event_time(self) -> str:
+        """The event-time column (the watermark's)."""
+        return self.time
+
+    @property
+    def mode(self) -> str:
+        """Always ``event_time`` (retention runs on the watermark)."""
+        return "event_time"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GroupAggregateJobConfig:
+        if isinstance(data, Mapping):
+            for section in ("left", "right", "versioned", "join", "match_recognize", "window"):
+                if section in data:
+                    raise ConfigError(section, "this section belongs to another operator's job, not a continuous "
+                                      "GROUP BY job (a config with a 'group_aggregate' section)")
+        check_keys(data, GROUP_AGGREGATE_SCHEMA)
+        g = data["group_aggregate"]
+        keys = g.get("keys") or ()
+        keys = (keys,) if isinstance(keys, str) else tuple(keys)
+        if not keys:
+            raise ConfigError("group_aggregate.keys", "missing key (required): the GROUP BY columns (a global "
+                              "aggregate is not supported)")
+        aggregates = dict(g["aggregates"])
+        if not aggregates:
+            raise ConfigError("group_aggregate.aggregates", "expected one or more aggregates (name -> text)")
+        try:
+            read_aggregates(aggregates)
+        except SpecError as error:
+            raise ConfigError("group_aggregate.aggregates", f"{error.where}: {error.message}" if error.where
+                              else error.message) from None
+        try:
+            changelog = ChangelogMode.parse(g.get("changelog", "retract"))
+            changelog.check("group_aggregate", updating=True, unique_key=keys)
+        except SpecError as error:
+            raise ConfigError("group_aggregate.changelog", error.message) from None
+        retention = None
+        if g.get("retention"):
+            r = g["retention"]
+            if r.get("min_idle") is None:
+                raise ConfigError("group_aggregate.retention.min_idle", "missing key (required)")
+            try:
+                retention = StateRetention(
+                    parse_duration(r["min_idle"], "retention.min_idle"),
+                    parse_duration(r.get("max_idle", r["min_idle"]), "retention.max_idle"))
+            except SpecError as error:
+                raise ConfigError(f"group_aggregate.retention.{error.argument}", error.message) from None
+        available_now, processing_time = _trigger(data)
+        return cls(
+            keys=keys, aggregates=aggregates, time=g["time"], changelog=changelog,
+            input=SourceConfig.from_dict(data["input"], "input"), **_output_paths(data),
+            op_column=g.get("op_column"), retention=retention, checkpoint=data.get("checkpoint"),
+            available_now=available_now, processing_time=processing_time, raw=dict(data),
+        )
+
+    @classmethod
+    def load(cls, source: str | Path | Mapping[str, Any]) -> GroupAggregateJobConfig:
         """From a dict, a JSON string or a path to a JSON file."""
         return cls.from_dict(_read_json(source))
 

@@ -15,7 +15,7 @@ CLI's ``validate``, Airflow's parse of a DAG) must not import Spark or every ope
 >>> operator_for({"left": {}, "join": {}}).name, operator_for({}).name
 ('temporal_join', 'temporal_join')
 >>> [op.section for op in OPERATORS]
-['join', 'match_recognize', 'window', 'window_top_n', 'window_deduplicate', 'window_join', 'datastream']
+['join', 'match_recognize', 'window', 'window_top_n', 'window_deduplicate', 'window_join', 'datastream', 'group_aggregate']
 """
 
 from __future__ import annotations
@@ -81,6 +81,8 @@ OPERATORS: tuple[JobOperator, ...] = (
                 "timeweave.jobs.window_join"),
     JobOperator("datastream", "datastream", "DataStream window", "timeweave.jobs.datastream:DataStreamJobConfig",
                 "timeweave.jobs.datastream"),
+    JobOperator("group_aggregate", "group_aggregate", "continuous GROUP BY",
+                "timeweave.jobs.config:GroupAggregateJobConfig", "timeweave.jobs.group_aggregate"),
 )
 DEFAULT = OPERATORS[0]
 
@@ -101,7 +103,7 @@ def operator_of(job: Any) -> JobOperator:
     >>> operator_of(object())
     Traceback (most recent call last):
     ...
-    timeweave.core.errors.SpecError: job config: argument 'config': an object is no job config of any operator (temporal_join, match_recognize, window, window_top_n, window_deduplicate, window_join, datastream)
+    timeweave.core.errors.SpecError: job config: argument 'config': an object is no job config of any operator (temporal_join, match_recognize, window, window_top_n, window_deduplicate, window_join, datastream, group_aggregate)
     """
     for op in OPERATORS:
         if type(job) is op.config_class():

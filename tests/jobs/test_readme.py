@@ -259,8 +259,14 @@ def test_the_tours_python_calls_name_real_functions_and_arguments():
 
 
 def test_the_job_configs_shown_are_valid():
-    from timeweave.jobs.config import MatchRecognizeJobConfig, WindowJobConfig, load_job_config
+    from timeweave.jobs.config import (
+        GroupAggregateJobConfig,
+        MatchRecognizeJobConfig,
+        WindowJobConfig,
+        load_job_config,
+    )
 
     configs = [load_job_config(block) for block in _code_blocks("json")]
-    assert len(configs) == 3 and isinstance(configs[0], WindowJobConfig)
-    assert isinstance(configs[2], MatchRecognizeJobConfig)
+    kinds = [type(config) for config in configs]
+    assert len(configs) == 4 and kinds[0] is WindowJobConfig, kinds
+    assert MatchRecognizeJobConfig in kinds and GroupAggregateJobConfig in kinds, kinds

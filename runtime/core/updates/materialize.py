@@ -46,6 +46,40 @@ from timeweave.core.updates.modes import ChangelogMode
 
 _ADDS = (RowKind.INSERT, RowKind.UPDATE_AFTER)
 
+#: What each op code does to a table, by mode (the rule, for a sink that applies it elsewhere, such as Spark's
+#: :func:`timeweave.spark.changelog_sink.apply_changelog`): in a multiset table (retract, append) the change in the
+#: row's number of copies; in an upsert table ``+1`` puts the row by its key and ``-1`` deletes the key.  An op code
+#: a mode does not list is an error there.
+EFFECTS: Mapping[ChangelogMode, Mapping[str, int]] = {
+    ChangelogMode.APPEND: {RowKind.INSERT.value: 1},
+    ChangelogMode.RETRACT: {RowKind.INSERT.value: 1, RowKind.UPDATE_BEFORE.value: -1,
+                            RowKind.UPDATE_AFTER.value: 1, RowKind.DELETE.value: -1},
+    ChangelogMode.UPSERT: {RowKind.INSERT.value: 1, RowKind.UPDATE_AFTER.value: 1, RowKind.DELETE.value: -1},
+}
+
+
+def check_batch_id(batch_id: object, where: str) -> int:
+    """``batch_id`` if it is a micro-batch id (an integer >= 0); a clear error otherwise.
+
+    >>> check_batch_id(-1, "clicks_per_user")
+    Traceback (most recent call last):
+    ...
+    timeweave.core.errors.SpecError: clicks_per_user: argument 'batch_id': expected a micro-batch id (an integer >= 0), got -1
+    """
+    if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
+        raise SpecError("batch_id", f"expected a micro-batch id (an integer >= 0), got {batch_id!r}", where=where)
+    return batch_id
+
+
+def already_applied(last_batch: int | None, batch_id: int) -> bool:
+    """Whether micro-batch ``batch_id`` was applied already to a table whose last applied batch is ``last_batch``
+    (None: none): batch ids increase, so a batch at or below the last one is a replay and changes nothing.
+
+    >>> already_applied(None, 0), already_applied(3, 3), already_applied(3, 2), already_applied(3, 4)
+    (False, True, True, False)
+    """
+    return last_batch is not None and batch_id <= last_batch
+
 
 class MaterializedTable:
     """A table maintained by applying a changelog in one :class:`ChangelogMode` (module docstring).
@@ -78,12 +112,8 @@ class MaterializedTable:
 
         The batch is applied whole or not at all: a change that cannot be applied raises before the table
         changes."""
-        if batch_id is not None:
-            if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
-                raise SpecError("batch_id", f"expected a micro-batch id (an integer >= 0), got {batch_id!r}",
-                                where=self.name)
-            if self.last_batch is not None and batch_id <= self.last_batch:
-                return 0
+        if batch_id is not None and already_applied(self.last_batch, check_batch_id(batch_id, self.name)):
+            return 0
         by_key, rows = dict(self._by_key), Counter(self._rows)
         count = 0
         for change in changes:
@@ -159,4 +189,4 @@ class MaterializedTable:
         return Counter(self._rows)
 
 
-__all__ = ["MaterializedTable"]
+__all__ = ["EFFECTS", "MaterializedTable", "already_applied", "check_batch_id"]
