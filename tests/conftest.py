@@ -9,8 +9,15 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.helpers import checkout_path
+
+# No per-example deadline: property tests run beside JVM tests on 2 cores, where one example of a few
+# milliseconds can take 300 ms (a DeadlineExceeded there is the machine, not the code).  Examples stay bounded
+# by each test's max_examples.
+settings.register_profile("timeweave", deadline=None)
+settings.load_profile("timeweave")
 
 checkout_path.ensure()  # before the first `import timeweave`: this checkout's code, not another worktree's
 

@@ -70,6 +70,57 @@ def timer_us(window_time: int) -> int:
     return window_time * 1000
 
 
+def next_window_end(slicing: Any, slice_groups: Iterable[Iterable[int] | None], fire_time: Callable[[int], int],
+                    watermark: int) -> int | None:
+    """The end of the earliest window, over the key's open slices, that has not fired at ``watermark``.
+
+    Each slice's windows are visited in end order (``slicing.window_ends``) and only its first unfired one counts,
+    so this is the next instant a window operator holding slices wants to be woken at.  ``slice_groups``: the
+    state values holding slice ids (a join holds two; an empty or missing value contributes nothing);
+    ``fire_time``: a window end's instant on the watermark's clock (a session zone shifts it).
+
+    >>> from timeweave.core.windows.slicing import Slicing
+    >>> from timeweave.core.windows.spec import hop
+    >>> slicing = Slicing(hop(5, 10))
+    >>> next_window_end(slicing, [[0, 5], None], lambda end: end - 1, watermark=9)
+    15
+    """
+    next_end: int | None = None
+    window_ends = slicing.window_ends
+    for slices in slice_groups:
+        for s in slices or ():
+            for end in window_ends(s):
+                if fire_time(end) > watermark:
+                    if next_end is None or end < next_end:
+                        next_end = end
+                    break
+    return next_end
+
+
+def keep_one_timer(ctx: Any, name: str, wanted: int | None) -> None:
+    """Keep exactly one registered timer, remembered in the key's state value ``name``: ``wanted`` (µs), or none.
+
+    A key has one timer per instant (Flink and Spark both), so the old one is deleted when the wanted instant moves.
+
+    >>> from timeweave.core.state import InMemoryKeyContext
+    >>> ctx = InMemoryKeyContext()
+    >>> keep_one_timer(ctx, "t", 5); keep_one_timer(ctx, "t", 9); ctx.timers(), ctx.values
+    ([9], {'t': 9})
+    >>> keep_one_timer(ctx, "t", None); ctx.timers(), ctx.values
+    ([], {})
+    """
+    current = ctx.get(name)
+    if current == wanted:
+        return
+    if current is not None:
+        ctx.delete_timer(current)
+    if wanted is None:
+        ctx.clear(name)
+    else:
+        ctx.register_timer(wanted)
+        ctx.put(name, wanted)
+
+
 def format_ms(ms: int) -> str:
     """Epoch milliseconds as a UTC timestamp text with milliseconds (how Flink prints TIMESTAMP(3)).
 

@@ -50,7 +50,7 @@ from timeweave.core.operator import StateLayout, Tag, ValueState
 from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
 from timeweave.core.windows.accumulators import AggregateCall, Aggregates
-from timeweave.core.windows.late import LateRow, format_ms, timer_us, watermark_ms
+from timeweave.core.windows.late import LateRow, format_ms, keep_one_timer, next_window_end, timer_us, watermark_ms
 from timeweave.core.windows.sessions import add_window, session_window
 from timeweave.core.windows.slicing import _CUMULATE, _HOP, _TUMBLE, Slicing
 from timeweave.core.windows.spec import (
@@ -355,26 +355,8 @@ class WindowAggregateOperator:
             if sessions:
                 next_end = sessions[0][1]
         else:
-            slices = ctx.get(SLICES)
-            if slices:
-                window_ends, fire = self._slicing.window_ends, self.fire_time
-                for s in slices:
-                    for end in window_ends(s):
-                        if fire(end) > watermark:
-                            if next_end is None or end < next_end:
-                                next_end = end
-                            break
-        wanted = None if next_end is None else timer_us(self.fire_time(next_end))
-        current = ctx.get(TIMER)
-        if current == wanted:
-            return
-        if current is not None:
-            ctx.delete_timer(current)
-        if wanted is None:
-            ctx.clear(TIMER)
-        else:
-            ctx.register_timer(wanted)
-            ctx.put(TIMER, wanted)
+            next_end = next_window_end(self._slicing, [ctx.get(SLICES)], self.fire_time, watermark)
+        keep_one_timer(ctx, TIMER, None if next_end is None else timer_us(self.fire_time(next_end)))
 
 
 __all__ = ["FIRED", "LAYOUT", "SESSIONS", "SLICES", "STATE_NAMES", "TIMER", "DeadLetter", "Output", "WindowAggregateOperator",

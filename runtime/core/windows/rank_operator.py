@@ -52,7 +52,7 @@ from timeweave.core.errors import SpecError
 from timeweave.core.operator import StateLayout, Tag, ValueState
 from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.state import END_OF_TIME, NO_WATERMARK, KeyContext
-from timeweave.core.windows.late import LateRow, timer_us, watermark_ms
+from timeweave.core.windows.late import LateRow, keep_one_timer, next_window_end, timer_us, watermark_ms
 from timeweave.core.windows.operator import DeadLetter
 from timeweave.core.windows.ranking import (
     RankRange,
@@ -281,27 +281,8 @@ WindowAggregateOperator` takes it (row times, windows and late rows' ``time`` / 
     # -- the one timer ----------------------------------------------------------------------------------
     def _schedule(self, ctx: KeyContext, watermark: int) -> None:
         """Keep one core timer: the ``window_time`` of the key's next window to fire (none: no timer)."""
-        next_end: int | None = None
-        slices = ctx.get(ROWS)
-        if slices:
-            window_ends, fire = self._slicing.window_ends, self.fire_time
-            for s in slices:
-                for end in window_ends(s):
-                    if fire(end) > watermark:
-                        if next_end is None or end < next_end:
-                            next_end = end
-                        break
-        wanted = None if next_end is None else timer_us(self.fire_time(next_end))
-        current = ctx.get(TIMER)
-        if current == wanted:
-            return
-        if current is not None:
-            ctx.delete_timer(current)
-        if wanted is None:
-            ctx.clear(TIMER)
-        else:
-            ctx.register_timer(wanted)
-            ctx.put(TIMER, wanted)
+        next_end = next_window_end(self._slicing, [ctx.get(ROWS)], self.fire_time, watermark)
+        keep_one_timer(ctx, TIMER, None if next_end is None else timer_us(self.fire_time(next_end)))
 
 
 __all__ = ["FIRED", "LAYOUT", "ROWS", "STATE_NAMES", "TIMER", "RankedRow", "WindowRankOperator"]
