@@ -143,7 +143,7 @@ def _door(df, op_id: str, spec, **kwargs):
     """The DataFrame door of the operation (``df`` a window TVF's output unless ``time``/``window`` are given)."""
     if op_id.startswith("top_n"):
         return timeweave.window_top_n(df, 2, order_by=["p DESC", "id"], partition_by="k", **kwargs)
-    return timeweave.window_deduplicate(df, time="ts", keys="k", keep="last", **kwargs)
+    return timeweave.window_deduplicate(df, **{"time": "ts", "keys": "k", "keep": "last", **kwargs})
 
 
 @pytest.mark.spark
