@@ -81,8 +81,8 @@ def next_window_end(slicing: Any, slice_groups: Iterable[Iterable[int] | None], 
 
     >>> from timeweave.core.windows.slicing import Slicing
     >>> from timeweave.core.windows.spec import hop
-    >>> slicing = Slicing(hop(5, 10))
-    >>> next_window_end(slicing, [[0, 5], None], lambda end: end - 1, watermark=9)
+    >>> slicing = Slicing.of(hop(5, 10))
+    >>> next_window_end(slicing, [[5, 10], None], lambda end: end - 1, watermark=9)
     15
     """
     next_end: int | None = None
