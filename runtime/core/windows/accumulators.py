@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from operator import itemgetter
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from timeweave.core.errors import SpecError
 
@@ -309,7 +309,58 @@ def _extreme_after_retract(counts: dict[Any, int], lowest: bool) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
-class MinWithRetract:
+class _ExtremeWithRetract:
+    """MIN or MAX over a multiset that takes values back: the accumulator is ``[extreme, {value: count}]``
+    (``lowest`` says which extreme; :class:`MinWithRetract` and :class:`MaxWithRetract` are its two kinds)."""
+
+    lowest: ClassVar[bool] = True
+
+    def create(self) -> list[Any]:
+        return [None, {}]
+
+    def add(self, acc: list[Any], value: Any) -> list[Any]:
+        if value is not None:
+            # compares first: a value that cannot compare changes nothing
+            better = acc[0] is None or (value < acc[0] if self.lowest else value > acc[0])
+            counts = acc[1]
+            count = counts.get(value, 0) + 1
+            if count:
+                counts[value] = count
+            else:
+                del counts[value]
+            if better and count > 0:
+                acc[0] = value
+        return acc
+
+    def retract(self, acc: list[Any], value: Any) -> list[Any]:
+        if value is not None:
+            counts = acc[1]
+            count = counts.get(value, 0) - 1
+            if count:
+                counts[value] = count
+            else:
+                del counts[value]
+            if count <= 0 and acc[0] is not None and value == acc[0]:
+                acc[0] = _extreme_after_retract(counts, self.lowest)
+        return acc
+
+    def merge(self, acc: list[Any], other: list[Any]) -> list[Any]:
+        counts = acc[1]
+        for value, count in other[1].items():
+            total = counts.get(value, 0) + count
+            if total:
+                counts[value] = total
+            else:
+                counts.pop(value, None)
+        acc[0] = _extreme_after_retract(counts, self.lowest)
+        return acc
+
+    def result(self, acc: list[Any]) -> Any:
+        return acc[0]
+
+
+@dataclass(frozen=True, slots=True)
+class MinWithRetract(_ExtremeWithRetract):
     """``MIN(x)`` that takes values back: the accumulator is ``[min, {value: count}]``, the multiset of the
     non-NULL values and the cached minimum (Flink's ``MinWithRetractAggFunction``: retracting the minimum
     rescans the multiset).
@@ -319,51 +370,11 @@ class MinWithRetract:
     (1, 3, None)
     """
 
-    def create(self) -> list[Any]:
-        return [None, {}]
-
-    def add(self, acc: list[Any], value: Any) -> list[Any]:
-        if value is not None:
-            better = acc[0] is None or value < acc[0]  # compares first: a value that cannot compare changes nothing
-            counts = acc[1]
-            count = counts.get(value, 0) + 1
-            if count:
-                counts[value] = count
-            else:
-                del counts[value]
-            if better and count > 0:
-                acc[0] = value
-        return acc
-
-    def retract(self, acc: list[Any], value: Any) -> list[Any]:
-        if value is not None:
-            counts = acc[1]
-            count = counts.get(value, 0) - 1
-            if count:
-                counts[value] = count
-            else:
-                del counts[value]
-            if count <= 0 and acc[0] is not None and value == acc[0]:
-                acc[0] = _extreme_after_retract(counts, True)
-        return acc
-
-    def merge(self, acc: list[Any], other: list[Any]) -> list[Any]:
-        counts = acc[1]
-        for value, count in other[1].items():
-            total = counts.get(value, 0) + count
-            if total:
-                counts[value] = total
-            else:
-                counts.pop(value, None)
-        acc[0] = _extreme_after_retract(counts, True)
-        return acc
-
-    def result(self, acc: list[Any]) -> Any:
-        return acc[0]
+    lowest: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)
-class MaxWithRetract:
+class MaxWithRetract(_ExtremeWithRetract):
     """``MAX(x)`` that takes values back (the twin of :class:`MinWithRetract`, Flink's
     ``MaxWithRetractAggFunction``).
 
@@ -372,47 +383,7 @@ class MaxWithRetract:
     (3, 1)
     """
 
-    def create(self) -> list[Any]:
-        return [None, {}]
-
-    def add(self, acc: list[Any], value: Any) -> list[Any]:
-        if value is not None:
-            better = acc[0] is None or value > acc[0]  # compares first: a value that cannot compare changes nothing
-            counts = acc[1]
-            count = counts.get(value, 0) + 1
-            if count:
-                counts[value] = count
-            else:
-                del counts[value]
-            if better and count > 0:
-                acc[0] = value
-        return acc
-
-    def retract(self, acc: list[Any], value: Any) -> list[Any]:
-        if value is not None:
-            counts = acc[1]
-            count = counts.get(value, 0) - 1
-            if count:
-                counts[value] = count
-            else:
-                del counts[value]
-            if count <= 0 and acc[0] is not None and value == acc[0]:
-                acc[0] = _extreme_after_retract(counts, False)
-        return acc
-
-    def merge(self, acc: list[Any], other: list[Any]) -> list[Any]:
-        counts = acc[1]
-        for value, count in other[1].items():
-            total = counts.get(value, 0) + count
-            if total:
-                counts[value] = total
-            else:
-                counts.pop(value, None)
-        acc[0] = _extreme_after_retract(counts, False)
-        return acc
-
-    def result(self, acc: list[Any]) -> Any:
-        return acc[0]
+    lowest: ClassVar[bool] = False
 
 
 @dataclass(frozen=True, slots=True)
