@@ -38,8 +38,12 @@ join sections; the first ORDER BY column is the event time (the watermark's colu
 A window aggregation job (:class:`WindowJobConfig`) has one input and a ``window`` section: the TVF
 (``function`` with ``size`` / ``slide`` / ``step`` / ``max_size`` / ``gap`` / ``offset`` / ``partition_by``, the
 arguments of :mod:`timeweave.core.windows.spec`; or ``tvf``, the call as Flink's SQL writes it), the event-time
-column ``time``, the GROUP BY ``keys`` and the ``aggregates`` (output name -> text, the DataFrame door's
-``window_aggregate`` arguments; :mod:`timeweave.core.windows.calls` says which texts)::
+column ``time``, the GROUP BY ``keys`` (or one of ``grouping_sets`` / ``rollup`` / ``cube``:
+:class:`~timeweave.core.windows.grouping.GroupingSets`) and the ``aggregates`` (output name -> any Spark aggregate
+as SQL text, the DataFrame door's ``window_aggregate`` arguments; those :mod:`timeweave.core.windows.calls` reads
+are accumulated per slice, any other keeps the windows' rows until they fire).  ``functions`` registers Python
+UDFs, pandas UDAFs among them, under the names the aggregates call them by (name -> ``"package.module:attr"``,
+a ``pyspark.sql.functions.pandas_udf`` / ``udf`` result)::
 
     {
       "window": {"function": "hop", "time": "bidtime", "slide": "5 minutes", "size": "10 minutes",
@@ -72,6 +76,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -86,6 +91,8 @@ from timeweave.core.spec import StateRetention, TemporalJoinSpec, ValidityColumn
 from timeweave.core.updates.modes import ChangelogMode
 from timeweave.core.windows import spec as window_specs
 from timeweave.core.windows.calls import read_aggregates
+from timeweave.core.windows.grouping import FORMS as GROUPING_FORMS
+from timeweave.core.windows.grouping import GroupingSets
 from timeweave.core.windows.ranking import RankRange, check_not_session, dedup_order, join_type, sort_keys
 from timeweave.core.windows.spec import WindowSpec
 from timeweave.core.windows.tvf_sql import find_window_tvfs
@@ -504,13 +511,46 @@ WINDOW_SCHEMA: Mapping[str, Key] = {
     "window": Key((dict,), required=True, keys={
         "function": _TEXT, "tvf": _TEXT, "time": _TEXT,
         **{name: _DURATION_KEY for name in _WINDOW_ARGUMENTS}, "partition_by": _TEXTS,
-        "keys": _TEXTS, "aggregates": Key((dict,), required=True),
+        "keys": _TEXTS, "aggregates": Key((dict,), required=True), "grouping_sets": Key((list,)), "rollup": _TEXTS,
+        "cube": _TEXTS, "functions": Key((dict,)),
     }),
     "input": _SOURCE,
     "output": _OUTPUT,
     "checkpoint": _TEXT,
     "trigger": _TRIGGER,
 }
+#: A Python function's reference in a job config: ``package.module:attr``.
+FUNCTION_REFERENCE = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*")
+
+
+def _window_grouping(w: Mapping[str, Any]) -> GroupingSets | None:
+    """The window section's ``grouping_sets`` / ``rollup`` / ``cube`` (at most one; not with ``keys``)."""
+    given = {name: w[name] for name in GROUPING_FORMS if name in w}
+    if not given:
+        return None
+    if "keys" in w:
+        raise ConfigError(f"window.{next(iter(given))}", "give the key columns once: either 'keys' or the grouping "
+                          "sets (whose sets name them)")
+    if len(given) > 1:
+        raise ConfigError("window", f"give one of {', '.join(GROUPING_FORMS)}, not {', '.join(given)}")
+    name, value = next(iter(given.items()))
+    if name in ("rollup", "cube") and isinstance(value, str):
+        value = [value]
+    try:
+        return GroupingSets.of(**{name: value})
+    except SpecError as error:
+        raise ConfigError(f"window.{name}", error.message) from None
+
+
+def _window_functions(w: Mapping[str, Any]) -> dict[str, str]:
+    """The window section's ``functions``: UDF name -> ``package.module:attr`` (checked, not imported)."""
+    functions = dict(w.get("functions") or {})
+    for name, reference in functions.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ConfigError("window.functions", f"{name!r} is not a function name (letters, digits, _)")
+        if not isinstance(reference, str) or not FUNCTION_REFERENCE.fullmatch(reference):
+            raise ConfigError(f"window.functions.{name}", f"expected 'package.module:attr', got {reference!r}")
+    return functions
 
 
 def _window_duration(value: str | int, name: str, section: str = "window") -> str | int:
@@ -603,6 +643,10 @@ class WindowJobConfig:
     available_now: bool = True
     processing_time: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: GROUPING SETS / ROLLUP / CUBE instead of ``keys``
+    grouping: GroupingSets | None = None
+    #: Python UDFs to register before the query: name -> ``package.module:attr``
+    functions: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def event_time(self) -> str:
@@ -625,15 +669,23 @@ class WindowJobConfig:
         w = data["window"]
         spec, time = _window_spec(w)
         aggregates = dict(w["aggregates"])
-        try:
-            read_aggregates(aggregates)
-        except SpecError as error:
-            raise ConfigError("window.aggregates", f"{error.where}: {error.message}" if error.where else error.message
-                              ) from None
+        if not aggregates:
+            raise ConfigError("window.aggregates", "expected output name -> aggregate text (at least one)")
+        for name, text in aggregates.items():
+            if not isinstance(text, str) or not text.strip():
+                raise ConfigError(f"window.aggregates.{name}", f"expected the aggregate as SQL text such as "
+                                  f"'SUM(price)', got {text!r}")
+        if len({n.lower() for n in aggregates}) != len(aggregates):
+            raise ConfigError("window.aggregates", f"two aggregates share an output name in {list(aggregates)}")
+        grouping = _window_grouping(w)
+        if grouping is not None and isinstance(spec, window_specs.SessionSpec):
+            raise ConfigError("window.function", "a SESSION window aggregation merges sessions per key: grouping "
+                              "sets are supported with TUMBLE, HOP and CUMULATE")
         keys = w.get("keys") or ()
         available_now, processing_time = _trigger(data)
         return cls(
             spec=spec, time=time, keys=(keys,) if isinstance(keys, str) else tuple(keys), aggregates=aggregates,
+            grouping=grouping, functions=_window_functions(w),
             input=SourceConfig.from_dict(data["input"], "input"),
             **_output_paths(data),
             checkpoint=data.get("checkpoint"),

@@ -43,7 +43,9 @@ from timeweave.core.errors import SpecError, StateFormatError
 from timeweave.core.state import KeyContext
 from timeweave.core.state_codec import decode, encode
 from timeweave.core.windows import LateRow, WindowAggregateOperator, WindowRow, WindowSpec
+from timeweave.core.windows.accumulators import AggregateCall, Collect
 from timeweave.core.windows.calls import AggregateText
+from timeweave.core.windows.grouping import GroupingSets
 from timeweave.core.windows.operator import LAYOUT
 from timeweave.core.windows.zones import TimeShift
 from timeweave.spark.host import backfill as host
@@ -70,8 +72,14 @@ class _WindowSlice:
         self.output = to_arrow_schema(output, timezone="UTC")  # instants: the zone only labels them
         self.time = runner.time
         self.carried_from = runner.carried_from
-        self._op = WindowAggregateOperator(runner.spec, [a.call() for a in runner.aggregates], time_column=runner.time,
-                                           time_of=self._time_of, time_zone=runner.zone)
+        self.keep_rows = runner.keep_rows
+        names = tuple(self.names)
+        # Keeping rows: a window holds its rows' input values (a list in input column order: plain data for the
+        # state codec at slice edges) and a fired window emits them; Spark aggregates them (WindowQuery).
+        calls = [AggregateCall(Collect(), lambda row: [row[n] for n in names], name="rows")] if self.keep_rows else [
+            a.call() for a in runner.aggregates]
+        self._op = WindowAggregateOperator(runner.spec, calls, time_column=runner.time, time_of=self._time_of,
+                                           time_zone=runner.zone)
         self._names = tuple(a.name for a in runner.aggregates)
         self._convert = tuple(result_converter(output[a.name].dataType) for a in runner.aggregates)
         shift = TimeShift.of(runner.zone)
@@ -122,8 +130,12 @@ class _WindowSlice:
                 raise AssertionError(f"{WHERE}: a row arrived out of event-time order: {out.reason}")
             assert out.__class__ is WindowRow, out
             w = out.window
-            row = {"window_start": instant(w.start) * 1000, "window_end": instant(w.end) * 1000,
-                   "window_time": instant(w.end - 1) * 1000, **key}
+            window = {"window_start": instant(w.start) * 1000, "window_end": instant(w.end) * 1000,
+                      "window_time": instant(w.end - 1) * 1000}
+            if self.keep_rows:
+                rows.extend((MAIN, {**dict(zip(self.names, values, strict=True)), **window}) for values in out.values[0])
+                continue
+            row = {**window, **key}
             for name, convert, value in zip(self._names, self._convert, out.values, strict=True):
                 row[name] = convert(value)
             rows.append((MAIN, row))
@@ -144,6 +156,7 @@ class _SliceRunner:
     last: bool
     counters: tuple[Any, ...]
     carried_from: str | None = None
+    keep_rows: bool = False
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return host.run_keyed_slice(batches, _WindowSlice(self), self.last, self.counters)
@@ -166,11 +179,14 @@ def backfill_window_aggregate(
     dead_letter: str | None = None,
     only: Sequence[int] | None = None,
     on_slice: Callable[[dict[str, Any]], None] | None = None,
+    grouping_sets: GroupingSets | Sequence[Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """Window aggregation over the rows of ``df`` with event time in ``[start, end)`` (naive = UTC), in ``slices``
     sequential slices; returns metrics.  The union of ``<output>/slice=*`` equals
     ``timeweave.window_aggregate(df.where(start <= time < end), aggregates, keys=keys, time=time, window=window)``
-    (the arguments are that door's; ``aggregates`` as :mod:`timeweave.core.windows.calls` reads them).
+    (the arguments are that door's: any Spark aggregate, ``grouping_sets``; those :mod:`timeweave.core.windows.calls`
+    reads are accumulated per slice, any other makes the open windows keep, and carry across edges, their rows:
+    :class:`~timeweave.spark.window_streaming.WindowQuery`).
 
     ``only`` re-runs the given slice indexes from the state the previous slice left (it must exist), replacing
     exactly their output and state.  Rows with a NULL event time go to ``<dead_letter>/slice=none`` (default
@@ -190,18 +206,22 @@ def backfill_window_aggregate(
     if not output:
         raise SpecError("output", "an output path is required", where=WHERE)
     plan, wanted = host.plan_slices(start, end, slices, only, WHERE)
-    query = bind_window_query(df, aggregates, keys, time, window, WHERE)
+    query = bind_window_query(df, aggregates, keys, time, window, WHERE, grouping_sets)
     host.check_reserved(df, WHERE)
     zone = session_zone(df.sparkSession)
     time_type = df.schema[query.time].dataType
     # Every column nullable: a slice's state rows and dead letters travel in the same Arrow batches, NULL there.
-    output_schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in query.schema.fields])
+    # Keeping rows, the slice operator's output is the fired windows' rows (the TVF's), aggregated before the write.
+    output_schema = query.tvf_schema() if query.keep_rows else T.StructType(
+        [T.StructField(f.name, f.dataType, True) for f in query.schema.fields])
+    keys = query.operator_keys
     registration = host.KeyedBackfill(
-        name="window", where=WHERE, keys=query.keys, key_order=[named(k).asc_nulls_first() for k in query.keys],
+        name="window", where=WHERE, keys=keys, key_order=[named(k).asc_nulls_first() for k in keys],
         order=[named(query.time).asc()], time=query.time, bounds=partial(time_bounds, time_type), output=output_schema,
-        runner=partial(_runner, query.spec, query.aggregates, query.time, query.keys, df.schema.json(),
-                       output_schema.json(), zone),
+        runner=partial(_runner, query.spec, query.aggregates, query.time, keys, df.schema.json(),
+                       output_schema.json(), zone, query.keep_rows),
         untimed=partial(_untimed, time=query.time),
+        finish=query.aggregate_rows if query.keep_rows else None,
     )
     return host.run_keyed(df, registration, plan, wanted, output, dead_letter or f"{output}_dead_letter", on_slice)
 
@@ -212,9 +232,10 @@ def _untimed(df: DataFrame, time: str) -> DataFrame:
 
 
 def _runner(spec: WindowSpec, aggregates: tuple[AggregateText, ...], time: str, keys: tuple[str, ...], input_json: str,
-            output_json: str, zone: str | None, last: bool, counters: tuple[Any, ...], carried_from: str | None
-            ) -> _SliceRunner:
-    return _SliceRunner(spec, aggregates, time, keys, input_json, output_json, zone, last, counters, carried_from)
+            output_json: str, zone: str | None, keep_rows: bool, last: bool, counters: tuple[Any, ...],
+            carried_from: str | None) -> _SliceRunner:
+    return _SliceRunner(spec, aggregates, time, keys, input_json, output_json, zone, last, counters, carried_from,
+                        keep_rows)
 
 
 __all__ = ["backfill_window_aggregate", "time_bounds"]

@@ -58,7 +58,9 @@ from timeweave.core.event_time import END_OF_INPUT_MS, end_of_input_ms
 from timeweave.core.operator import StateLayout
 from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.windows import LateRow, SessionSpec, WindowAggregateOperator, WindowRow, WindowSpec
-from timeweave.core.windows.calls import AggregateText, read_aggregates
+from timeweave.core.windows.accumulators import AggregateCall, Collect
+from timeweave.core.windows.calls import AggregateText, accumulates, read_aggregates
+from timeweave.core.windows.grouping import GroupingSets
 from timeweave.core.windows.zones import TimeShift
 from timeweave.spark.host.processor import HostProcessor, StateVariables
 from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, ROW, TIME, check_buckets
@@ -99,6 +101,7 @@ STATE = StateVariables("timeweave_win_keys", "timeweave_win_index", PackedEntry)
 
 _TIME_KEY = "\x00tw_time_us"  # a decoded row's event time (µs), what the core's time_of reads
 _TEXT_KEY = "\x00tw_text"  # a decoded row's wire text: a late row goes to the late output as it came
+ROWS_KEPT = "__tw_rows"  # the one core aggregate of a query that keeps its windows' rows (their wire texts)
 
 
 def tagged_schema() -> T.StructType:
@@ -144,7 +147,8 @@ def result_converter(data_type: T.DataType) -> Callable[[Any], Any]:
 class _Sink:
     """One handler call's outputs: fired windows (key text, JSON), late rows, the input count (None: none)."""
 
-    windows: list[tuple[str | None, str]] = field(default_factory=list)
+    #: (key text, window columns and aggregates as JSON, None) or, keeping rows, (key text, window columns, row text)
+    windows: list[tuple[str | None, str, str | None]] = field(default_factory=list)
     late: list[tuple[str, str, int, str]] = field(default_factory=list)  # (wire text, reason, watermark µs, missed)
     n_in: int | None = None
 
@@ -163,7 +167,7 @@ class WindowProcessor(HostProcessor):
     timer_at_end = False
 
     def __init__(self, spec: WindowSpec, aggregates: tuple[AggregateText, ...], time: str, input_json: str,
-                 output_json: str, zone: str | None, end_ms: int = END_OF_INPUT_MS) -> None:
+                 output_json: str, zone: str | None, end_ms: int = END_OF_INPUT_MS, keep_rows: bool = False) -> None:
         self.spec = spec
         self.aggregates = aggregates
         self.time = time
@@ -171,12 +175,16 @@ class WindowProcessor(HostProcessor):
         self.output_json = output_json
         self.zone = zone
         self.end_ms = end_ms
+        #: the windows keep their rows (as wire text) and a fired window emits them: Spark aggregates them
+        self.keep_rows = keep_rows
 
     def open(self, handle: StatefulProcessorHandle) -> None:
         schema = T.StructType.fromJson(json.loads(self.input_json))
         output = T.StructType.fromJson(json.loads(self.output_json))
-        self._op = WindowAggregateOperator(self.spec, [a.call() for a in self.aggregates], time_column=self.time,
-                                           time_of=_time_of, time_zone=self.zone)
+        calls = [AggregateCall(Collect(), _TEXT_KEY, name=ROWS_KEPT)] if self.keep_rows else [
+            a.call() for a in self.aggregates]
+        self._op = WindowAggregateOperator(self.spec, calls, time_column=self.time, time_of=_time_of,
+                                           time_zone=self.zone)
         self._decode = rows_decoder(schema)
         shift = TimeShift.of(self.zone)
         self._instant = (lambda ms: ms) if shift is None else shift.instant
@@ -223,10 +231,14 @@ class WindowProcessor(HostProcessor):
                 w = out.window
                 parts = [f'"window_start":{instant(w.start) * 1000}', f'"window_end":{instant(w.end) * 1000}',
                          f'"window_time":{instant(w.end - 1) * 1000}']
+                if self.keep_rows:
+                    window = "{" + ",".join(parts) + "}"
+                    sink.windows.extend((key, window, text) for text in out.values[0])
+                    continue
                 for (name, convert), value in zip(self._results, out.values, strict=True):
                     if value is not None:
                         parts.append(f"{name}:{_json_value(convert(value))}")
-                sink.windows.append((key, "{" + ",".join(parts) + "}"))
+                sink.windows.append((key, "{" + ",".join(parts) + "}", None))
             elif out.__class__ is LateRow:
                 missed = json.dumps([[instant(w.start) * 1000, instant(w.end) * 1000] for w in out.missed])
                 sink.late.append((out.row[_TEXT_KEY], out.reason, watermark_us_of(out.watermark), missed))
@@ -255,9 +267,9 @@ def _frame(sink: _Sink, dead: list[str] | None = None, dead_reason: str | None =
 
     return pd.DataFrame({
         KIND: column(kinds),
-        KEY: column([k for k, _ in windows] + none_l + none_d + none_s),
-        OUT: column([o for _, o in windows] + none_l + none_d + none_s),
-        IN_ROW: column(none_w + [r[0] for r in late] + dead + none_s),
+        KEY: column([w[0] for w in windows] + none_l + none_d + none_s),
+        OUT: column([w[1] for w in windows] + none_l + none_d + none_s),
+        IN_ROW: column([w[2] for w in windows] + [r[0] for r in late] + dead + none_s),
         REASON: column(none_w + [r[1] for r in late] + [dead_reason] * len(dead) + none_s),
         MISSED: column(none_w + [r[3] for r in late] + none_d + none_s),
         SIDE: column(none_w + none_l + ["input"] * len(dead) + none_s),
@@ -275,13 +287,15 @@ class StreamingWindows:
     :class:`~timeweave.spark.host.writer.TaggedStream` the host's writer takes).
 
     ``schema`` is the main output's (the DataFrame door's), ``input_schema`` the input's, ``keys`` the GROUP BY
-    columns as the input spells them.
+    columns as the input spells them.  With ``kept_rows`` (a :class:`WindowQuery` that keeps rows) a main row of
+    the stream is one row of a fired window, and :meth:`split` aggregates them with the DataFrame door.
     """
 
     stream: DataFrame
     schema: T.StructType
     input_schema: T.StructType
     keys: tuple[str, ...]
+    kept_rows: WindowQuery | None = None
 
     compress_cache: ClassVar[bool] = True
 
@@ -318,13 +332,15 @@ class StreamingWindows:
     def split(self, batch: DataFrame) -> BatchOutputs:
         """Main, late and dead-letter DataFrames of one micro-batch of :attr:`stream`."""
         kind = F.col(KIND)
+        late = late_rows(batch, self.input_schema, self.schema["window_start"].dataType)
+        if self.kept_rows is not None:
+            return BatchOutputs(self.kept_rows.aggregate_fired(batch.where(kind == MAIN)), late, dead_rows(batch))
         key_set = set(self.keys)
         carried = T.StructType([f for f in self.schema.fields if f.name not in key_set])
         keys = dict(zip(self.keys, self.key_values(), strict=True))
         main = batch.where(kind == MAIN).select(from_wire(F.col(OUT), carried).alias("__tw_o"), *keys.values())
         main = main.select(*[F.col(quote(f.name)) if f.name in key_set else F.col("__tw_o").getField(f.name).alias(f.name)
                              for f in self.schema.fields])
-        late = late_rows(batch, self.input_schema, self.schema["window_start"].dataType)
         return BatchOutputs(main, late, dead_rows(batch))
 
 
@@ -340,31 +356,84 @@ def _find(columns: Sequence[str], name: str) -> str | None:
 class WindowQuery:
     """A window aggregation checked against its input (no Spark job): the spec (SESSION partitioned by the keys,
     as the DataFrame door merges sessions), the event-time column, the keys and the aggregates as the input
-    spells them, the aggregates' texts as written and the main output's schema (the DataFrame door's)."""
+    spells them, the aggregates as written and the main output's schema (the DataFrame door's).
+
+    Two ways to compute it, one set of windows and one late rule (the core operator's):
+
+    * ``aggregates`` non-empty: every aggregate is one the core accumulates (:func:`~timeweave.core.windows.calls.accumulates`):
+      one accumulator row per key and slice (or session);
+    * ``keep_rows``: any other aggregate (a Spark function, an expression, a pandas UDAF, ``FILTER`` on an
+      expression) or ``grouping``: the core keeps each window's rows and emits them when it fires, and Spark
+      aggregates a fired window's rows with the DataFrame door (:meth:`aggregate_fired`).  The operator is keyed
+      by ``operator_keys`` (the keys, or with grouping sets the columns in every set), so all rows an output row
+      aggregates fire together.
+    """
 
     spec: WindowSpec
     time: str
     keys: tuple[str, ...]
     aggregates: tuple[AggregateText, ...]
-    texts: Mapping[str, str]
+    texts: Mapping[str, str | Column]
     schema: T.StructType
+    input_schema: T.StructType | None = None
+    grouping: GroupingSets | None = None
+    keep_rows: bool = False
+    operator_keys: tuple[str, ...] = ()
+
+    def tvf_schema(self) -> T.StructType:
+        """A fired window's rows: the input's columns (nullable) and the window columns, the TVF's output."""
+        assert self.input_schema is not None
+        return T.StructType([*(T.StructField(f.name, f.dataType, True) for f in self.input_schema.fields),
+                             *(T.StructField(c, self.schema[c].dataType, True) for c in WINDOW_COLUMNS)])
+
+    def aggregate_rows(self, rows: DataFrame) -> DataFrame:
+        """The window aggregation of fired windows' rows (:meth:`tvf_schema`), by the DataFrame door: the main
+        output's rows, in :attr:`schema`'s column order."""
+        from timeweave.spark.windows import window_aggregate
+
+        if self.grouping is not None:
+            out = window_aggregate(rows, self.texts, grouping_sets=self.grouping)
+        else:
+            out = window_aggregate(rows, self.texts, keys=self.keys)
+        return out.select(*[F.col(quote(f.name)) for f in self.schema.fields])
+
+    def aggregate_fired(self, main: DataFrame) -> DataFrame:
+        """:meth:`aggregate_rows` over a streaming micro-batch's main rows (window JSON in ``OUT``, the row's wire
+        text in ``IN_ROW``)."""
+        tvf = self.tvf_schema()
+        windows = T.StructType([tvf[c] for c in WINDOW_COLUMNS])
+        assert self.input_schema is not None
+        parsed = main.select(from_wire(F.col(IN_ROW), self.input_schema).alias("__tw_r"),
+                             from_wire(F.col(OUT), windows).alias("__tw_w"))
+        rows = parsed.select(*[F.col("__tw_r").getField(f.name).alias(f.name) for f in self.input_schema.fields],
+                             *[F.col("__tw_w").getField(c).alias(c) for c in WINDOW_COLUMNS])
+        return self.aggregate_rows(rows)
 
 
-def bind_window_query(df: DataFrame, aggregates: Mapping[str, str], keys: str | Sequence[str], time: str,
-                      window: WindowSpec, where: str) -> WindowQuery:
+def bind_window_query(df: DataFrame, aggregates: Mapping[str, str | Column], keys: str | Sequence[str], time: str,
+                      window: WindowSpec, where: str,
+                      grouping_sets: GroupingSets | Sequence[Sequence[str]] | None = None) -> WindowQuery:
     """Check a window aggregation for the core operator (streaming, backfill) against ``df``'s schema; errors name
-    the argument.  The output schema is the DataFrame door's over an empty input of the same schema (analysis
-    only: no Spark job)."""
-    from timeweave.spark.windows import bind, window_aggregate  # the DataFrame door: its checks, its schema
+    the argument (an aggregate Spark cannot analyse: its output name and Spark's message).  The output schema is
+    the DataFrame door's over an empty input of the same schema (analysis only: no Spark job).  Whether the
+    windows keep accumulators or rows: :class:`WindowQuery`."""
+    from timeweave.spark.windows import bind, grouping_sets_of
 
-    texts = dict(aggregates) if isinstance(aggregates, Mapping) else aggregates
-    parsed = read_aggregates(texts)  # only what the core computes: no expression is evaluated
+    if not isinstance(aggregates, Mapping) or not aggregates:
+        raise SpecError("aggregates", "expected a mapping of output name -> aggregate (SQL text or a Column; at least "
+                        f"one), got {aggregates!r}", where=where)
+    texts = dict(aggregates)
+    key_list = [keys] if isinstance(keys, str) else list(keys)
+    grouping = grouping_sets_of(grouping_sets, key_list, window, where)
+    if grouping is not None:
+        key_list = list(grouping.keys)
+    keep_rows = grouping is not None or not all(accumulates(t) for t in texts.values())
+    parsed = () if keep_rows else read_aggregates(texts)  # only what the core computes: no expression is evaluated
     time, kind, spec = bind(df.schema, time, window)
     if kind != "ltz":
         raise SpecError("time", f"column {time!r} is a TIMESTAMP_NTZ: the streaming and backfill windows need a "
                         "TIMESTAMP event time (Spark's watermark is on TIMESTAMP); cast it", where=where)
     columns = df.columns
-    key_list = [keys] if isinstance(keys, str) else list(keys)
     spelled_keys = []
     for name in key_list:
         found = _find(columns, name) if isinstance(name, str) else None
@@ -373,6 +442,17 @@ def bind_window_query(df: DataFrame, aggregates: Mapping[str, str], keys: str | 
         spelled_keys.append(found)
     if len({k.lower() for k in spelled_keys}) != len(spelled_keys):
         raise SpecError("keys", f"a key column is named twice in {key_list}", where=where)
+    taken = {c.lower() for c in (*WINDOW_COLUMNS, *spelled_keys)}
+    for name, value in texts.items():
+        if not isinstance(name, str) or not name:
+            raise SpecError("aggregates", f"an output name must be a non-empty string, got {name!r}", where=where)
+        if not (isinstance(value, Column) or (isinstance(value, str) and value.strip())):
+            raise SpecError("aggregates", f"{name}: expected SQL text such as 'SUM(price)' or a Column, got {value!r}",
+                            where=where)
+        if name.lower() in taken:
+            raise SpecError("aggregates", f"the output name {name!r} is already a window or key column", where=where)
+    if len({n.lower() for n in texts}) != len(texts):
+        raise SpecError("aggregates", f"two aggregates share an output name in {list(texts)}", where=where)
     resolved = []
     for a in parsed:
         spelled = {}
@@ -388,8 +468,6 @@ def bind_window_query(df: DataFrame, aggregates: Mapping[str, str], keys: str | 
                 raise SpecError("aggregates", f"{a.name} = {a.text}: the FILTER column {found!r} must be BOOLEAN, found "
                                 f"{df.schema[found].dataType.simpleString()}", where=where)
             spelled[part] = found
-        if a.name.lower() in {c.lower() for c in (*WINDOW_COLUMNS, *spelled_keys)}:
-            raise SpecError("aggregates", f"the output name {a.name!r} is already a window or key column", where=where)
         resolved.append(replace(a, **spelled))
     if isinstance(spec, SessionSpec):
         missing = [c for c in spec.partition_by if c.lower() not in {k.lower() for k in spelled_keys}]
@@ -397,14 +475,46 @@ def bind_window_query(df: DataFrame, aggregates: Mapping[str, str], keys: str | 
             raise SpecError("keys", f"a SESSION partitioned by {list(spec.partition_by)} must group by those columns "
                             f"too; missing {missing}", where=where)
         spec = SessionSpec(spec.gap, tuple(spelled_keys))
+    spelling = {k.lower(): k for k in spelled_keys}
+    if grouping is not None:
+        grouping = GroupingSets.of([[spelling[k.lower()] for k in s] for s in grouping.sets], where=where)
+    schema = _analysed(df, texts, spelled_keys, grouping, time, window, where)
+    operator_keys = tuple(grouping.common if grouping is not None else spelled_keys)
+    return WindowQuery(spec, time, tuple(spelled_keys), tuple(resolved), texts, schema, df.schema, grouping,
+                       keep_rows, operator_keys)
+
+
+def _analysed(df: DataFrame, texts: Mapping[str, str | Column], keys: list[str], grouping: GroupingSets | None,
+              time: str, window: WindowSpec, where: str) -> T.StructType:
+    """The DataFrame door's output schema over an empty input like ``df`` (analysis, no job); an aggregate Spark
+    cannot parse or analyse is named with Spark's message."""
+    from pyspark.errors import AnalysisException
+
+    from timeweave.spark.windows import window_aggregate
+
     empty = df.sparkSession.createDataFrame([], df.schema)
-    schema = window_aggregate(empty, texts, keys=spelled_keys, time=time, window=window).schema
-    return WindowQuery(spec, time, tuple(spelled_keys), tuple(resolved), texts, schema)
+
+    def analyse(aggregates: Mapping[str, str | Column]) -> T.StructType:
+        if grouping is not None:
+            return window_aggregate(empty, aggregates, grouping_sets=grouping, time=time, window=window).schema
+        return window_aggregate(empty, aggregates, keys=keys, time=time, window=window).schema
+
+    try:
+        return analyse(texts)
+    except AnalysisException as error:
+        for name, value in texts.items():  # which one: each alone
+            try:
+                analyse({name: value})
+            except AnalysisException as own:
+                raise SpecError("aggregates", f"{name} = {value}: Spark cannot analyse it: "
+                                f"{str(own).splitlines()[0]}", where=where) from None
+        raise SpecError("aggregates", f"Spark cannot analyse the aggregates: {str(error).splitlines()[0]}",
+                        where=where) from None
 
 
 def window_aggregate_stream(
     df: DataFrame,
-    aggregates: Mapping[str, str],
+    aggregates: Mapping[str, str | Column],
     *,
     keys: str | Sequence[str] = (),
     time: str,
@@ -412,10 +522,13 @@ def window_aggregate_stream(
     watermark: str | None,
     heartbeat: DataFrame | None = None,
     buckets: int = DEFAULT_BUCKETS,
+    grouping_sets: GroupingSets | Sequence[Sequence[str]] | None = None,
 ) -> StreamingWindows:
     """The streaming window aggregation of a streaming DataFrame (see the module docstring): the arguments of
-    :func:`timeweave.spark.windows.window_aggregate` (``aggregates``: output name -> ``COUNT(*)``, ``SUM(x)``,
-    ``COUNT(DISTINCT x)``... as :mod:`timeweave.core.windows.calls` reads them), plus ``watermark``, the event
+    :func:`timeweave.spark.windows.window_aggregate` (``aggregates``: output name -> any Spark aggregate as SQL
+    text or a Column; ``COUNT(*)``, ``SUM(x)``, ``COUNT(DISTINCT x)``... as :mod:`timeweave.core.windows.calls`
+    reads them are accumulated per slice, any other keeps the windows' rows, see :class:`WindowQuery`;
+    ``grouping_sets`` instead of ``keys``), plus ``watermark``, the event
     time's allowed out-of-orderness (``"1 minute"``; required: windows fire when the watermark passes their
     end), ``heartbeat`` (a stream with one timestamp column whose rows move the watermark; the job's ``flush``
     writes one past every row's time, the end of input) and ``buckets`` (the key-hash buckets: part of the
@@ -437,16 +550,16 @@ def window_aggregate_stream(
                         "passes their end, and without one none ever is", where=WHERE)
     end_ms = end_of_input_ms(delay_ms(watermark, "watermark"))
     check_buckets(buckets, WHERE)
-    query = bind_window_query(df, aggregates, keys, time, window, WHERE)
+    query = bind_window_query(df, aggregates, keys, time, window, WHERE, grouping_sets)
     for name in LATE_COLUMNS:
         if _find(df.columns, name) is not None:
             raise SpecError("df", f"column '{name}' is added by the late output; rename the input column", where=WHERE)
     zone = session_zone(df.sparkSession)
-    internal = keyed_packs(df, query.keys, F.col(quote(query.time)), buckets, heartbeat, watermark)
+    internal = keyed_packs(df, query.operator_keys, F.col(quote(query.time)), buckets, heartbeat, watermark)
     processor = WindowProcessor(query.spec, query.aggregates, query.time, df.schema.json(), query.schema.json(), zone,
-                                end_ms)
+                                end_ms, query.keep_rows)
     stream = run_operator(internal, processor, tagged_schema(), event_time=True)
-    return StreamingWindows(stream, query.schema, df.schema, query.keys)
+    return StreamingWindows(stream, query.schema, df.schema, query.keys, query if query.keep_rows else None)
 
 
 __all__ = [

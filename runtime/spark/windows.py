@@ -28,6 +28,7 @@ from pyspark.sql import types as T
 from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.windows import spec as specs
+from timeweave.core.windows.grouping import GroupingSets
 from timeweave.core.windows.slicing import SliceAggregate
 from timeweave.core.windows.spec import SessionSpec, WindowSpec
 from timeweave.core.windows.tvf_sql import WindowTvf, find_window_tvfs
@@ -192,9 +193,17 @@ def _aggregate_columns(aggregates: Mapping[str, str | Column]) -> list[Column]:
 
 
 def window_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], *, keys: str | Sequence[str] = (),
-                     time: str | None = None, window: WindowSpec | None = None) -> DataFrame:
+                     time: str | None = None, window: WindowSpec | None = None,
+                     grouping_sets: GroupingSets | Sequence[Sequence[str]] | None = None) -> DataFrame:
     """Window aggregation, ``GROUP BY window_start, window_end, window_time, keys``: one row per window and key
-    with ``aggregates`` (output name -> any Spark aggregate, as SQL text or a Column).
+    with ``aggregates`` (output name -> any Spark aggregate, as SQL text or a Column: expressions, ``FILTER``,
+    ``GROUPING(k)``, pandas UDAFs).
+
+    ``grouping_sets`` (instead of ``keys``) is Flink's ``GROUP BY window_start, window_end, GROUPING SETS (...)``:
+    a list of sets of key columns (``[]``: every row of the window), or a
+    :class:`~timeweave.core.windows.grouping.GroupingSets` (``GroupingSets.of(rollup=[...])`` / ``cube=``); the
+    output's key columns are every set's columns, NULL where a row's set lacks them.  Not with SESSION (its
+    sessions are merged per key).
 
     With ``window`` (a core spec: ``timeweave.core.windows.tumble("10 minutes")``...) and ``time``, ``df`` is the
     raw input and the window TVF runs first; without, ``df`` is already a window TVF's output (a cascade).
@@ -215,6 +224,9 @@ def window_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], *, k
     """
     key_list = [keys] if isinstance(keys, str) else list(keys)
     columns = _aggregate_columns(aggregates)
+    grouping = grouping_sets_of(grouping_sets, key_list, window, "window_aggregate")
+    if grouping is not None:
+        key_list = list(grouping.keys)
     if window is not None:
         if time is None:
             raise SpecError("time", "window= needs time= (the event-time column)", where="window_aggregate")
@@ -226,7 +238,7 @@ def window_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], *, k
             # A session window aggregate merges sessions per group key (the core's evaluate and the streaming
             # operator, keyed by the grouping keys): the keys are the sessions' partition.
             window = SessionSpec(window.gap, tuple(key_list))
-        else:
+        elif grouping is None:
             sliced = _sliced_aggregate(df, aggregates, columns, key_list, time, window)
             if sliced is not None:
                 return sliced
@@ -240,7 +252,28 @@ def window_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], *, k
             raise SpecError(argument, f"column {name!r} not found; available: {df.columns}"
                             + (" (pass window= and time=, or a window TVF's output)" if argument == "df" else ""),
                             where="window_aggregate")
+    if grouping is not None:
+        spelled = {k.lower(): _find(df.columns, k) for k in key_list}
+        windows = [column(c) for c in WINDOW_COLUMNS]
+        sets = [[*windows, *(column(spelled[k.lower()]) for k in s)] for s in grouping.sets]
+        return df.groupingSets(sets, *windows, *(column(spelled[k.lower()]) for k in key_list)).agg(*columns)
     return df.groupBy(*[column(c) for c in (*WINDOW_COLUMNS, *key_list)]).agg(*columns)
+
+
+def grouping_sets_of(grouping_sets: GroupingSets | Sequence[Sequence[str]] | None, keys: Sequence[str],
+                     window: WindowSpec | None, where: str) -> GroupingSets | None:
+    """A window aggregation's ``grouping_sets`` argument, validated (None: plain ``keys``); errors name it."""
+    if grouping_sets is None:
+        return None
+    if keys:
+        raise SpecError("keys", f"give the key columns once: either keys={list(keys)} or grouping_sets (whose sets "
+                        "name them)", where=where)
+    if isinstance(window, SessionSpec):
+        raise SpecError("grouping_sets", "a SESSION window aggregation merges sessions per key: grouping sets are "
+                        "supported with TUMBLE, HOP and CUMULATE", where=where)
+    if isinstance(grouping_sets, GroupingSets):
+        return grouping_sets
+    return GroupingSets.of(grouping_sets, where=where)
 
 
 def _exact_partials(function: str, data_type: T.DataType) -> bool:
@@ -292,8 +325,9 @@ def _sliced_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], col
 
 
 def window_aggregate_with_rejects(df: DataFrame, aggregates: Mapping[str, str | Column], *,
-                                  keys: str | Sequence[str] = (), time: str,
-                                  window: WindowSpec) -> tuple[DataFrame, DataFrame]:
+                                  keys: str | Sequence[str] = (), time: str, window: WindowSpec,
+                                  grouping_sets: GroupingSets | Sequence[Sequence[str]] | None = None,
+                                  ) -> tuple[DataFrame, DataFrame]:
     """:func:`window_aggregate` plus its dead letter (:func:`window_dead_letters`: the NULL event times).
 
     Example::
@@ -301,7 +335,7 @@ def window_aggregate_with_rejects(df: DataFrame, aggregates: Mapping[str, str | 
         totals, rejected = timeweave.window_aggregate_with_rejects(
             bids, {"total": "SUM(price)"}, keys="item", time="bidtime", window=tumble_spec("10 minutes"))
     """
-    return (window_aggregate(df, aggregates, keys=keys, time=time, window=window),
+    return (window_aggregate(df, aggregates, keys=keys, time=time, window=window, grouping_sets=grouping_sets),
             window_dead_letters(df, time))
 
 
@@ -384,6 +418,7 @@ sql_rewrite.register(sql_rewrite.ClauseRewriter(
 __all__ = [
     "bind",
     "cumulate",
+    "grouping_sets_of",
     "hop",
     "rewrite_window_tvfs",
     "session",

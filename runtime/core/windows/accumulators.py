@@ -428,6 +428,32 @@ class CountDistinctWithRetract:
         return acc[0]
 
 
+class Collect:
+    """The values themselves, in arrival order (slices merged in window order): what a window keeps when its
+    aggregate is not one an accumulator computes (any engine aggregate, a user's pandas UDAF, an expression), so
+    that the engine aggregates the fired window's rows; the windows, the late rule and session merging stay the
+    operator's.  Values must be plain data (the state codec stores them), e.g. a row's wire text.
+
+    >>> c = Collect(); a = c.add(c.create(), "r1"); b = c.add(c.create(), "r2")
+    >>> c.result(c.merge(a, b)), b
+    (['r1', 'r2'], ['r2'])
+    """
+
+    def create(self) -> list[Any]:
+        return []
+
+    def add(self, acc: list[Any], value: Any) -> list[Any]:
+        acc.append(value)
+        return acc
+
+    def merge(self, acc: list[Any], other: list[Any]) -> list[Any]:
+        acc.extend(other)  # never modifies `other`: a HOP slice is merged into several windows
+        return acc
+
+    def result(self, acc: list[Any]) -> list[Any]:
+        return acc
+
+
 #: The retracting twin of a built-in accumulator whose own state cannot take a value back.
 _RETRACTING: dict[type, Callable[[], Accumulator]] = {
     Sum: SumWithRetract, Min: MinWithRetract, Max: MaxWithRetract, CountDistinct: CountDistinctWithRetract,
@@ -568,6 +594,7 @@ __all__ = [
     "AggregateCall",
     "Aggregates",
     "Avg",
+    "Collect",
     "Count",
     "CountDistinct",
     "CountDistinctWithRetract",

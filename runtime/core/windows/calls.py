@@ -84,6 +84,26 @@ def parse_aggregate(name: str, text: str) -> AggregateText:
     return AggregateText(name, function, column, None if condition is None else _unquote(condition), text)
 
 
+def accumulates(text: object) -> bool:
+    """Whether ``text`` is an aggregate the core computes with an accumulator (:func:`parse_aggregate` reads it).
+    The streaming and backfill window doors keep one accumulator row per slice for those; any other aggregate
+    (an engine function, an expression, a user's UDAF) makes them keep the window's rows and aggregate a fired
+    window's rows in the engine.
+
+    >>> accumulates("SUM(price)"), accumulates("count(DISTINCT `item id`)"), accumulates("SUM(price * 2)")
+    (True, True, False)
+    >>> accumulates("STDDEV(price)"), accumulates("COUNT(*) FILTER (WHERE price > 3)")
+    (False, False)
+    """
+    if not isinstance(text, str):
+        return False
+    found = _CALL.fullmatch(text)
+    if found is None:
+        return False
+    function = found.group("function").upper()
+    return function in _FUNCTIONS and (function == "COUNT" or not (found.group("star") or found.group("distinct")))
+
+
 def parse_aggregates(aggregates: Mapping[str, str]) -> tuple[AggregateCall, ...]:
     """The core's aggregate calls of a mapping output name -> aggregate text, in the mapping's order."""
     return tuple(a.call() for a in read_aggregates(aggregates))
@@ -108,4 +128,4 @@ def read_aggregates(aggregates: Mapping[str, str]) -> tuple[AggregateText, ...]:
     return out
 
 
-__all__ = ["AggregateText", "parse_aggregate", "parse_aggregates", "read_aggregates"]
+__all__ = ["AggregateText", "accumulates", "parse_aggregate", "parse_aggregates", "read_aggregates"]

@@ -292,7 +292,8 @@ class KeyedBackfill:
     its fields); ``runner(last, counters, carried_from)``: the picklable ``mapInArrow`` function of a slice
     (calling :func:`run_keyed_slice`); ``untimed(df)``: the dead letters of the rows with a NULL event time;
     ``main``: the output columns written to the main output (None: every one; an operator whose key columns are
-    internal, as the window join's, leaves them out).
+    internal, as the window join's, leaves them out); ``finish``: a last step over a slice's main rows before they
+    are written (the window aggregate keeping rows aggregates them there), its rows counted as the slice's out.
     """
 
     name: str
@@ -306,6 +307,7 @@ class KeyedBackfill:
     runner: Callable[[bool, tuple[Any, ...], str | None], Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]
     untimed: Callable[[DataFrame], DataFrame]
     main: Sequence[str] | None = None
+    finish: Callable[[DataFrame], DataFrame] | None = None
 
 
 def check_reserved(df: DataFrame, where: str) -> None:
@@ -397,13 +399,16 @@ def _run_keyed_slice(
     result = map_in_arrow(arranged, op.runner(last, counters, carried_from), out_schema).persist()
     reason = F.col(REJECT_REASON)
     try:  # two or three writes of one persisted pass; each replaces the slice's directory, so a re-run replaces exactly its files
-        writer.write(result.where(F.col(STATE).isNull() & reason.isNull()).select(
-            *[named(n) for n in (op.main if op.main is not None else op.output.names)]), MAIN, s.label)
+        main = result.where(F.col(STATE).isNull() & reason.isNull()).select(
+            *[named(n) for n in (op.main if op.main is not None else op.output.names)])
+        writer.write(main if op.finish is None else op.finish(main), MAIN, s.label)
         writer.write(result.where(reason.isNotNull()).select(
             F.lit("input").alias("side"), reason.alias("reason"), F.col(REJECT_ROW).alias("row"),
         ), DEAD_LETTER, s.label)
         # Read now: the write above ran every task once (counted only by successful attempts).
         rows_in, rows_out, state_keys = (c.value for c in counters)
+        if op.finish is not None:  # the operator's rows were finished into others: count what was written
+            rows_out = writer.rows(MAIN, [s.label])
         if not last:  # the last slice ended the input: no state is left, none is ever read
             writer.write(result.where(F.col(STATE).isNotNull()).select(*keys, F.col(STATE)), STATE_OUTPUT, s.label)
         rejected = spark.read.parquet(writer.target.directory(DEAD_LETTER, s.label)).count()
