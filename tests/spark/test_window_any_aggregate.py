@@ -24,7 +24,7 @@ import pytest
 
 from tests.helpers.window_random import SCHEMA, START, random_rows, reference_stream
 from timeweave.core.errors import SpecError
-from timeweave.core.windows import hop, session, tumble
+from timeweave.core.windows import cumulate, hop, session, tumble
 from timeweave.core.windows.grouping import GroupingSets
 from timeweave.jobs.config import ConfigError, WindowJobConfig
 from timeweave.jobs.streaming import run_streaming
@@ -63,6 +63,9 @@ def _write_json(path: Path, rows: list[dict[str, Any]], extra: str = "") -> None
 CASES = {  # window section, the door's spec, grouping (None: keys k), aggregates
     "hop-rollup": ({"function": "hop", "slide": "5 minutes", "size": "15 minutes", "rollup": ["k", "flag"]},
                    hop("5 minutes", "15 minutes"), GroupingSets.of(rollup=["k", "flag"]), AGGREGATES),
+    "cumulate-sets": ({"function": "cumulate", "step": "5 minutes", "max_size": "20 minutes",
+                       "grouping_sets": [["k"], []]}, cumulate("5 minutes", "20 minutes"),
+                      GroupingSets.of([["k"], []]), AGGREGATES),
     "session-udaf": ({"tvf": "SESSION(TABLE input PARTITION BY k, DESCRIPTOR(ts), INTERVAL '4' MINUTES)",
                       "keys": ["k"]}, session("4 minutes", "k"), None, UDAF),
 }
@@ -91,7 +94,7 @@ def test_the_streaming_job_keeping_rows_equals_the_dataframe_door(spark, tmp_pat
         "trigger": {"available_now": True},
     }
     assert WindowJobConfig.from_dict(config).grouping == grouping
-    rows = random_rows(7 if case_id.startswith("hop") else 8)
+    rows = random_rows(8 if case_id.startswith("session") else 7)
     runs = [rows[:25], rows[25:45], rows[45:]]
     metrics = []
     for i, run in enumerate(runs):
@@ -103,13 +106,13 @@ def test_the_streaming_job_keeping_rows_equals_the_dataframe_door(spark, tmp_pat
     _, late, dead = reference_stream(runs, spec, ("k",), DELAY)
     assert late, "the random rows must have late ones"
     source = spark.read.schema(SCHEMA).json(str(tmp_path / "in"))
-    missed = spark.createDataFrame(
-        [(r.row["id"], _EPOCH + timedelta(milliseconds=w.start)) for r in late for w in r.missed],
-        "id STRING, window_start TIMESTAMP")
+    missed = spark.createDataFrame(  # by start and end: a CUMULATE period's windows share their start
+        [(r.row["id"], _EPOCH + timedelta(milliseconds=w.start), _EPOCH + timedelta(milliseconds=w.end))
+         for r in late for w in r.missed], "id STRING, window_start TIMESTAMP, window_end TIMESTAMP")
     if case_id.startswith("session"):  # a late session row merged with nothing: dropped whole
         expected = _door(source.join(missed.select("id"), "id", "left_anti"), case_id, time="ts", window=spec)
     else:
-        windowed = window_tvf(source, "ts", spec).join(missed, ["id", "window_start"], "left_anti")
+        windowed = window_tvf(source, "ts", spec).join(missed, ["id", "window_start", "window_end"], "left_anti")
         expected = _door(windowed, case_id)
     main = spark.read.parquet(config["output"]["path"])
     assert [(f.name, f.dataType) for f in main.schema] == [(f.name, f.dataType) for f in expected.schema]

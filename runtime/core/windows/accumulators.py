@@ -451,7 +451,8 @@ class Collect:
         return acc
 
     def result(self, acc: list[Any]) -> list[Any]:
-        return acc
+        # A copy: a CUMULATE window's accumulator goes on into the period's next window after this one fired.
+        return list(acc)
 
 
 #: The retracting twin of a built-in accumulator whose own state cannot take a value back.
