@@ -243,9 +243,10 @@ def test_bad_specs() -> None:
 
 
 # -- the property -----------------------------------------------------------------------------------------------
-def final_firings(firings: list[Any]) -> Counter:
+def final_firings(firings: list[Any], shown: Any = None) -> Counter:
     """The reference table: (key, start, end, value) of every firing no later firing supersedes (the window's next
-    firing replacing it, or a merge absorbing its window while it was the window's last, unpurged firing)."""
+    firing replacing it, or a merge absorbing its window while it was the window's last, unpurged firing); values
+    through ``shown`` (something hashable) when given."""
     table: Counter = Counter()
     for i, f in enumerate(firings):
         superseded = False
@@ -259,7 +260,7 @@ def final_firings(firings: list[Any]) -> Counter:
                 superseded = True
                 break
         if not superseded:
-            table.update((f.key, f.window.start, f.window.end, v) for v in f.values)
+            table.update((f.key, f.window.start, f.window.end, v if shown is None else shown(v)) for v in f.values)
     return table
 
 
