@@ -745,3 +745,21 @@ def test_the_streaming_job_runs_the_named_pipeline_and_flushes(spark, tmp_path: 
     got_late = _collect_main(spark.read.parquet(str(late_path))) if late_path.exists() else Counter()
     assert got_late == _collect_main(expected.late)
     assert metrics["rows_in"] == len(rows) and metrics["kind"] == "datastream"
+
+
+@pytest.mark.spark
+def test_the_streaming_job_writes_the_changelog_its_config_asks_for(spark, tmp_path: Path) -> None:
+    from timeweave.jobs.datastream import build_pipeline
+    from timeweave.jobs.streaming import run_streaming
+
+    rows = random_rows(13, n=24, batches=3)
+    _write_batches(tmp_path / "in", rows, [0, 1, 2])
+    config = job_config(tmp_path, datastream={"pipeline": "tests.spark.test_datastream:job_pipeline",
+                                              "emit": "retract"})
+    metrics = run_streaming(config, spark, flush=True)
+    static = spark.createDataFrame([tuple(r.values()) for r in rows], SCHEMA)
+    expected = build_pipeline(config["datastream"]["pipeline"], static).run_batch(arrival="batch", emit="retract")
+    got = spark.read.parquet(str(tmp_path / "out"))
+    assert got.columns == ["window_start", "window_end", "pane", "n", "total", "op"]
+    assert _collect_main(got) == _collect_main(expected.main)
+    assert metrics["emit"] == "retract" and metrics["rows_in"] == len(rows)
