@@ -11,6 +11,11 @@ config is read (``validate`` and Airflow's DAG parse import no user code and no 
      "input": {"path": "data/clicks", "format": "json", "schema": "user STRING, ts TIMESTAMP, url STRING"},
      "output": {"path": "out/clicks"}, "checkpoint": "chk/clicks"}
 
+``datastream.emit`` (optional): ``"append"`` (the default: every firing a row), ``"retract"`` or ``"upsert"``:
+the output is the window results' changelog with an ``op`` column (see
+:meth:`~timeweave.spark.datastream.Pipeline.start`), which
+:func:`timeweave.spark.changelog_sink.apply_changelog` materialises.
+
 Streaming: the pipeline's tagged stream on the host (:meth:`~timeweave.spark.datastream.Pipeline.streaming`), the
 job's heartbeats (``--flush``: every window fires) unioned in.  Backfill: not yet (a clear error).
 """
@@ -25,6 +30,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from timeweave.core.errors import SpecError
+from timeweave.core.updates.modes import ChangelogMode
 from timeweave.jobs.config import (
     _OUTPUT,
     _SOURCE,
@@ -44,7 +50,7 @@ if TYPE_CHECKING:
 
 #: Every key a DataStream job config reads; anything else is an error.
 DATASTREAM_SCHEMA: Mapping[str, Key] = {
-    "datastream": Key((dict,), required=True, keys={"pipeline": Key((str,), required=True)}),
+    "datastream": Key((dict,), required=True, keys={"pipeline": Key((str,), required=True), "emit": Key((str,))}),
     "input": _SOURCE,
     "output": _OUTPUT,
     "checkpoint": _TEXT,
@@ -59,8 +65,13 @@ class DataStreamJobConfig:
 
     >>> job = DataStreamJobConfig.from_dict({"datastream": {"pipeline": "jobs.clicks:pipeline"},
     ...     "input": {"path": "in", "format": "json", "schema": "k STRING, ts TIMESTAMP"}, "output": {"path": "out"}})
-    >>> job.pipeline, job.late_path
-    ('jobs.clicks:pipeline', 'out_late')
+    >>> job.pipeline, job.late_path, job.emit
+    ('jobs.clicks:pipeline', 'out_late', <ChangelogMode.APPEND: 'append'>)
+    >>> DataStreamJobConfig.from_dict({"datastream": {"pipeline": "jobs.clicks:pipeline", "emit": "retraction"},
+    ...     "input": {"path": "in", "format": "json", "schema": "k STRING"}, "output": {"path": "out"}})
+    Traceback (most recent call last):
+    ...
+    timeweave.jobs.config.ConfigError: job config: datastream.emit: expected 'append', 'retract' or 'upsert', got 'retraction'
     >>> DataStreamJobConfig.from_dict({"datastream": {"pipeline": "clicks.pipeline"},
     ...     "input": {"path": "in", "format": "json", "schema": "k STRING"}, "output": {"path": "out"}})
     Traceback (most recent call last):
@@ -76,6 +87,7 @@ class DataStreamJobConfig:
     checkpoint: str | None = None
     available_now: bool = True
     processing_time: str | None = None
+    emit: ChangelogMode = ChangelogMode.APPEND
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -97,10 +109,14 @@ class DataStreamJobConfig:
         if "watermark_delay" in data["input"]:
             raise ConfigError("input.watermark_delay", "a DataStream pipeline names its own watermark "
                               "(timeweave.stream(df, time=..., watermark=...)); remove this key")
+        try:
+            emit = ChangelogMode.parse(data["datastream"].get("emit", "append"))
+        except SpecError as exc:
+            raise ConfigError("datastream.emit", exc.message) from None
         available_now, processing_time = _trigger(data)
         return cls(pipeline=reference, input=SourceConfig.from_dict(data["input"], "input"), **_output_paths(data),
                    checkpoint=data.get("checkpoint"), available_now=available_now, processing_time=processing_time,
-                   raw=dict(data))
+                   emit=emit, raw=dict(data))
 
     @classmethod
     def load(cls, source: Any) -> DataStreamJobConfig:
@@ -120,7 +136,9 @@ def describe(job: DataStreamJobConfig) -> str:
     ...     "input": {"path": "in", "format": "json", "schema": "k STRING"}, "output": {"path": "out"}}))
     'DataStream window job: pipeline jobs.clicks:pipeline; input in -> output out'
     """
-    return f"DataStream window job: pipeline {job.pipeline}; input {job.input.path} -> output {job.output_path}"
+    emitted = "" if job.emit is ChangelogMode.APPEND else f", {job.emit.value} changelog"
+    return (f"DataStream window job: pipeline {job.pipeline}{emitted}; input {job.input.path} -> output "
+            f"{job.output_path}")
 
 
 def build_pipeline(reference: str, df: Any) -> Any:
@@ -150,10 +168,11 @@ def stream(spark: Any, job: DataStreamJobConfig, rows: Mapping[str, Any], contro
     from timeweave.jobs.streaming import StreamingRun
     from timeweave.spark import datastream as D
 
-    outputs = build_pipeline(job.pipeline, rows["input"]).streaming(heartbeat=control)
+    outputs = build_pipeline(job.pipeline, rows["input"]).streaming(heartbeat=control, emit=job.emit.value)
     return StreamingRun(
         outputs, {D.KIND: f"={D.DEAD_JSON}", D.SIDE: "side", D.REASON: "reason", D.IN_ROW: "row"},
-        {"rows_in": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}, {"kind": "datastream"},
+        {"rows_in": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0},
+        {"kind": "datastream", "emit": job.emit.value},
     )
 
 

@@ -35,11 +35,19 @@ data).
 
 **Outputs.**
 
-* main: ``window_start``, ``window_end`` (TIMESTAMP; NULL for the global window), ``firing_kind``
-  (``early`` / ``on_time`` / ``late``), ``firing_sequence`` (the window's firing count before this one: 0
-  first), then the ``output_schema`` columns.  Append-only: every firing, early and late ones included, is a
-  row; ``emit="append"`` is the only encoding today (the retract / upsert changelog encoder plugs in at
-  :func:`_check_emit`);
+* main, ``emit="append"`` (the default): ``window_start``, ``window_end`` (TIMESTAMP; NULL for the global
+  window), ``firing_kind`` (``early`` / ``on_time`` / ``late``), ``firing_sequence`` (the window's firing count
+  before this one: 0 first), then the ``output_schema`` columns.  Append-only: every firing, early and late ones
+  included, is a row (Flink's DataStream output; a trigger that fires a window more than once is allowed, and a
+  reader tells a refinement by its ``firing_sequence``);
+* main, ``emit="retract"`` or ``"upsert"``: the changelog of the table of window results
+  (:mod:`timeweave.core.datastream.changelog`: a window's first firing ``+I``, a later firing replacing it
+  ``-U`` / ``+U`` (retract) or ``+U`` (upsert), an unchanged result nothing, the sessions a merge absorbed
+  ``-D``, a purge a new pane): ``window_start``, ``window_end``, ``pane`` (0, or the firing sequence a purge
+  started the window over at), the ``output_schema`` columns, ``op``.  One change per window and step (micro-batch
+  or arrival step).  An upsert row's key is the key columns, the window and the pane: the key columns must be
+  result columns.  A changelog pipeline keeps its state apart (:data:`CHANGELOG_STATE`): an append checkpoint
+  does not resume as one;
 * late: the input columns + ``reason`` + ``watermark`` (TIMESTAMP, at the row's arrival): rows every window of
   which had been cleaned up (``time + allowed_lateness <= watermark``);
 * dead letter: ``side`` (``input``: a row; ``window``: a firing), ``reason`` (the step that failed and the
@@ -87,6 +95,7 @@ from timeweave.core.datastream import aggregate as ds_aggregate
 from timeweave.core.datastream import process as ds_process
 from timeweave.core.datastream import reduce as ds_reduce
 from timeweave.core.datastream.assigners import Assigner, Session, Sliding, Tumbling
+from timeweave.core.datastream.changelog import WindowChangelog
 from timeweave.core.datastream.evictors import Evictor
 from timeweave.core.datastream.functions import WindowFunction
 from timeweave.core.datastream.operator import DeadLetter, Firing, LateElement, WindowOperator
@@ -96,6 +105,8 @@ from timeweave.core.event_time import END_OF_INPUT_MS, end_of_input_ms, watermar
 from timeweave.core.operator import StateLayout
 from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.state import END_OF_TIME, NO_WATERMARK, InMemoryKeyContext
+from timeweave.core.updates.encoder import Change
+from timeweave.core.updates.modes import ChangelogMode
 from timeweave.core.windows.late import format_ms
 from timeweave.core.windows.spec import duration_ms
 from timeweave.spark.host.processor import HostProcessor, StateVariables
@@ -111,12 +122,18 @@ WHERE = "DataStream pipeline"
 
 #: Where the operator's state lives (with :data:`timeweave.core.datastream.operator.LAYOUT`: the checkpoint layout).
 STATE = StateVariables("timeweave_ds_keys", "timeweave_ds_index", PackedEntry)
+#: Where a changelog pipeline's state lives (its layout adds the emitted results: an append checkpoint is not one).
+CHANGELOG_STATE = StateVariables("timeweave_dsc_keys", "timeweave_dsc_index", PackedEntry)
 #: The columns every main row starts with; then the user's ``output_schema``.
 FIRING_COLUMNS = ("window_start", "window_end", "firing_kind", "firing_sequence")
 #: Columns the late output adds to the input columns.
 LATE_COLUMNS = ("reason", "watermark")
-#: The output encodings (``emit=``) this release writes.
-EMITS = ("append",)
+#: The output encodings (``emit=``): every firing a row, or the window results' changelog.
+EMITS = ("append", "retract", "upsert")
+#: The columns a changelog row starts with (then the user's ``output_schema``, then :data:`OP_COLUMN`).
+CHANGELOG_COLUMNS = ("window_start", "window_end", "pane")
+#: The changelog's op-code column (``+I`` / ``-U`` / ``+U`` / ``-D``), as the continuous GROUP BY writes it.
+OP_COLUMN = "op"
 
 # -- the tagged (operator output) schema ---------------------------------------------------------------------
 KIND = "__tw_kind"
@@ -368,7 +385,8 @@ class _Sink:
 
 class _Collector:
     """Turns the core's outputs into tagged rows: firings into main rows (or a dead letter when a result does not
-    fit the output schema), late elements and dead letters with the row's wire text."""
+    fit the output schema), changes into changelog rows (main, with ``pane`` and ``op``), late elements and dead
+    letters with the row's wire text."""
 
     def __init__(self, output: T.StructType) -> None:
         self.output = output
@@ -376,7 +394,14 @@ class _Collector:
     def collect(self, outputs: list[Any], texts: Mapping[int, str], sink: _Sink) -> None:
         for out in outputs:
             cls = out.__class__
-            if cls is Firing:
+            if cls is Change:
+                _, start, end, pane = out.key
+                head = "" if (start, end) == (GLOBAL_WINDOW.start, GLOBAL_WINDOW.end) else \
+                    f'"window_start":{_window_us(start)},"window_end":{_window_us(end)},'
+                (body,) = out.values  # the result's columns as written (ResultText)
+                sink.add(MAIN, out="{" + head + f'"pane":{pane}' + ("," + body if body else "") +
+                         f',"{OP_COLUMN}":"{out.op}"' + "}")
+            elif cls is Firing:
                 w = out.window
                 if w == GLOBAL_WINDOW:
                     head = ""
@@ -413,6 +438,18 @@ class _Collector:
         return json.dumps(data, default=repr)
 
 
+@dataclass(frozen=True)
+class ResultText:
+    """A window function's result as the changelog writes it (:func:`result_text` of the output schema): what the
+    core's :class:`~timeweave.core.datastream.changelog.WindowChangelog` compares and keeps as the emitted result;
+    a :class:`ResultError` makes the firing a dead letter there."""
+
+    schema: T.StructType
+
+    def __call__(self, result: Any) -> str:
+        return result_text(result, self.schema)
+
+
 # =================================================================================================
 # The streaming processor
 # =================================================================================================
@@ -425,7 +462,7 @@ class DataStreamProcessor(HostProcessor):
     dead_ops = (DEAD_ROW,)
     timer_at_end = False  # every window holds a core timer (its trigger's or its cleanup); the global one is kept
 
-    def __init__(self, operator: WindowOperator, input_json: str, output_json: str, time: str,
+    def __init__(self, operator: WindowOperator | WindowChangelog, input_json: str, output_json: str, time: str,
                  end_ms: int = END_OF_INPUT_MS) -> None:
         self.operator = operator
         self.input_json = input_json
@@ -483,6 +520,13 @@ class DataStreamProcessor(HostProcessor):
     def frames(self, sink: _Sink, always: bool) -> Iterator[pd.DataFrame]:
         if always or sink.kinds:
             yield sink.frame()
+
+
+class DataStreamChangelogProcessor(DataStreamProcessor):
+    """:class:`DataStreamProcessor` of a changelog pipeline (``emit="retract"`` / ``"upsert"``): the core
+    :class:`~timeweave.core.datastream.changelog.WindowChangelog` per key, its state in :data:`CHANGELOG_STATE`."""
+
+    state = CHANGELOG_STATE
 
 
 # =================================================================================================
@@ -758,6 +802,15 @@ class Pipeline:
         except SpecError as exc:
             raise SpecError("pipeline", str(exc), where=WHERE) from None
 
+    def keyed_operator(self, emit: str = "append") -> WindowOperator | WindowChangelog:
+        """What runs per key for the output encoding ``emit`` (checked, :func:`_check_emit`): the core operator
+        (append), or its changelog (retract / upsert: results compared and kept as written, :class:`ResultText`)."""
+        mode = _check_emit(emit, self)
+        op = self.operator()
+        if mode is ChangelogMode.APPEND:
+            return op
+        return WindowChangelog(op, mode, convert=ResultText(self.output_schema), output=WHERE)  # type: ignore[arg-type]
+
     @property
     def main_schema(self) -> T.StructType:
         """The main output's schema: the firing's columns, then the user's."""
@@ -767,24 +820,46 @@ class Pipeline:
                              T.StructField("firing_kind", T.StringType()),
                              T.StructField("firing_sequence", T.LongType()), *self.output_schema.fields])
 
+    @property
+    def changelog_schema(self) -> T.StructType:
+        """The main output's schema for ``emit="retract"`` / ``"upsert"``: the window, the pane, the user's
+        columns, then the op code."""
+        assert self.output_schema is not None
+        return T.StructType([T.StructField("window_start", T.TimestampType()),
+                             T.StructField("window_end", T.TimestampType()),
+                             T.StructField("pane", T.LongType()), *self.output_schema.fields,
+                             T.StructField(OP_COLUMN, T.StringType())])
+
+    def changelog_key(self) -> tuple[str, ...]:
+        """The changelog rows' unique key (an upsert table's key, ``apply_changelog(key=...)``): the key columns
+        as the output schema spells them (those it has: an upsert pipeline has all), the window, the pane."""
+        assert self.output_schema is not None
+        names = self.output_schema.names
+        found = [_find(names, k) for k in self.keys or ()]
+        return (*(k for k in found if k is not None), *CHANGELOG_COLUMNS)
+
+    def _outputs(self, stream: DataFrame, emit: str) -> DataStreamOutputs:
+        mode = ChangelogMode.parse(emit, where=WHERE)
+        schema = self.main_schema if mode is ChangelogMode.APPEND else self.changelog_schema
+        return DataStreamOutputs(stream, schema, self.df.schema)
+
     # -- terminals ------------------------------------------------------------------------------------------
     def streaming(self, *, heartbeat: DataFrame | None = None, buckets: int = DEFAULT_BUCKETS,
                   emit: str = "append") -> DataStreamOutputs:
         """The tagged stream of a streaming DataFrame (``heartbeat``: a stream of one timestamp column whose rows
         move the watermark; a row at or past the end of input flushes every window) for a custom sink; see
         :meth:`start`."""
-        _check_emit(emit)
-        op = self.operator()
+        op = self.keyed_operator(emit)
         check_buckets(buckets, WHERE)
         if not self.df.isStreaming:
             raise SpecError("df", "start() runs a streaming DataFrame (spark.readStream...); use run_batch() for a "
                             "static one", where=WHERE)
         end_ms = end_of_input_ms(delay_ms(self.watermark, "watermark"))
         internal = keyed_packs(self.df, self.keys or (), F.col(quote(self.time)), buckets, heartbeat, self.watermark)
-        processor = DataStreamProcessor(op, self.df.schema.json(), self.output_schema.json(), self.time,  # type: ignore[union-attr]
-                                        end_ms)
+        kind = DataStreamProcessor if isinstance(op, WindowOperator) else DataStreamChangelogProcessor
+        processor = kind(op, self.df.schema.json(), self.output_schema.json(), self.time, end_ms)  # type: ignore[union-attr]
         stream = run_operator(internal, processor, tagged_schema(), event_time=True)
-        return DataStreamOutputs(stream, self.main_schema, self.df.schema)
+        return self._outputs(stream, emit)
 
     def start(self, *, output: str, checkpoint: str, late_output: str | None = None, dead_letter: str | None = None,
               trigger: Mapping[str, Any] | None = None, heartbeat: DataFrame | None = None,
@@ -793,7 +868,12 @@ class Pipeline:
         ``late_output`` (default ``<output>_late``), dead letters to ``dead_letter`` (``<output>_dead_letter``),
         exactly once per micro-batch (the host's writer); ``trigger``: ``DataStreamWriter.trigger``'s keyword
         (``{"availableNow": True}``, ``{"processingTime": "10 seconds"}``).  Returns the ``StreamingQuery``;
-        its ``timeweave_metrics`` attribute holds the run's counts (rows in / out, late, dead letter, batches)."""
+        its ``timeweave_metrics`` attribute holds the run's counts (rows in / out, late, dead letter, batches).
+
+        ``emit``: ``"append"`` (every firing a row) or ``"retract"`` / ``"upsert"``: ``output`` then holds the
+        window results' changelog (:attr:`changelog_schema`, an ``op`` column), one change per window and
+        micro-batch, which :func:`timeweave.spark.changelog_sink.apply_changelog` (``key=``
+        :meth:`changelog_key` for upsert) materialises into the table of window results."""
         from timeweave.spark.host.writer import TaggedWriter
 
         if not isinstance(output, str) or not output or not isinstance(checkpoint, str) or not checkpoint:
@@ -812,15 +892,16 @@ class Pipeline:
         query.timeweave_metrics = metrics
         return query
 
-    def run_batch(self, *, arrival: str | None = None) -> BatchResult:
+    def run_batch(self, *, arrival: str | None = None, emit: str = "append") -> BatchResult:
         """The bounded run over a static DataFrame (arrival order and watermark: see the module docstring);
-        main, late and dead-letter DataFrames, the streaming outputs' schemas."""
-        op = self.operator()
+        main, late and dead-letter DataFrames, the streaming outputs' schemas (``emit``: as :meth:`start`; a
+        changelog's steps are the arrival steps, as a stream's are its micro-batches)."""
+        op = self.keyed_operator(emit)
         df = self.df
         if df.isStreaming:
             raise SpecError("df", "run_batch() runs a static DataFrame; use start() for a streaming one", where=WHERE)
-        if not op.assigner.is_event_time:
-            raise SpecError("window", f"{op.assigner.name} runs on a processing clock, which a bounded run does not "
+        if not self.assigner.is_event_time:  # type: ignore[union-attr]
+            raise SpecError("window", f"{self.assigner.name} runs on a processing clock, which a bounded run does not "
                             "have: run it as a stream", where=f"{WHERE}, run_batch")
         step_col = None
         if arrival is not None:
@@ -856,24 +937,46 @@ class Pipeline:
             return runner(frame)
 
         tagged = rows.groupBy(KEY_TEXT).applyInPandas(run_key, tagged_schema())
-        out = DataStreamOutputs(tagged, self.main_schema, df.schema).split(tagged)
+        out = self._outputs(tagged, emit).split(tagged)
         return BatchResult(out.main, out.late, out.dead_letter)
 
 
-def _check_emit(emit: str) -> None:
-    """The output encoding: ``append`` (every firing a row).  Retract / upsert changelogs come with the changelog
-    encoder (:mod:`timeweave.core.updates`); this is where it plugs in."""
-    if emit not in EMITS:
-        raise SpecError("emit", f"{emit!r} is not an output encoding of this release: only 'append' (every firing "
-                        "is a row with its firing_kind and firing_sequence); retract / upsert changelogs are not "
-                        "wired to DataStream windows yet", where=WHERE)
+def _check_emit(emit: object, pipeline: Pipeline) -> ChangelogMode:
+    """The output encoding ``emit`` names, checked against the pipeline (the module docstring's "Outputs").
+
+    ``append``: every firing a row (early and late ones included, with ``firing_kind`` / ``firing_sequence``; a
+    trigger firing a window more than once is allowed, as before).  ``retract`` / ``upsert``: the window results'
+    changelog; its columns ``pane`` and ``op`` must not be the user's, and an upsert's key (the key columns, the
+    window, the pane) must be columns of the result: the key columns in ``output_schema``.
+    """
+    where = f"{WHERE}, emit"
+    if not isinstance(emit, str) or emit.strip().lower() not in EMITS:
+        raise SpecError("emit", f"expected 'append' (every firing a row with its firing_kind and firing_sequence), "
+                        f"'retract' or 'upsert' (the window results' changelog with an op column), got {emit!r}",
+                        where=where)
+    mode = ChangelogMode.parse(emit, where=where)
+    if mode is ChangelogMode.APPEND or pipeline.output_schema is None:
+        return mode
+    names = pipeline.output_schema.names
+    clash = [n for n in names if n.lower() in ("pane", OP_COLUMN)]
+    if clash:
+        raise SpecError("emit", f"column(s) {clash} of the output schema are the changelog's own ('pane', "
+                        f"'{OP_COLUMN}'); rename them", where=where)
+    if mode is ChangelogMode.UPSERT:
+        missing = [k for k in pipeline.keys or () if _find(names, k) is None]
+        if missing:
+            raise SpecError("emit", f"an upsert changelog is applied by its key (the key columns, window_start, "
+                            f"window_end, pane): the output schema {names} lacks the key column(s) {missing}; add "
+                            "them to the results, or emit 'retract'", where=where)
+    return mode
 
 
 class _BatchRunner:
     """The bounded run of one key (``applyInPandas``): its rows by step and order, the watermark before each step,
     the end of input after the last; outputs collected as the streaming processor collects them."""
 
-    def __init__(self, operator: WindowOperator, input_json: str, output_json: str, time: str, delay_ms: int) -> None:
+    def __init__(self, operator: WindowOperator | WindowChangelog, input_json: str, output_json: str, time: str,
+                 delay_ms: int) -> None:
         self.operator = operator
         self.input_json = input_json
         self.output_json = output_json
@@ -939,6 +1042,6 @@ def stream(df: DataFrame, *, time: str, watermark: str) -> Pipeline:
     return Pipeline(df, found, watermark, _columns=tuple(df.columns))
 
 
-__all__ = ["EMITS", "FIRING_COLUMNS", "LATE_COLUMNS", "STATE", "BatchResult", "DataStreamOutputs",
-           "DataStreamProcessor", "Pipeline", "ResultError", "element_decoder", "result_text", "stream",
-           "tagged_schema"]
+__all__ = ["CHANGELOG_COLUMNS", "CHANGELOG_STATE", "EMITS", "FIRING_COLUMNS", "LATE_COLUMNS", "OP_COLUMN", "STATE",
+           "BatchResult", "DataStreamChangelogProcessor", "DataStreamOutputs", "DataStreamProcessor", "Pipeline",
+           "ResultError", "ResultText", "element_decoder", "result_text", "stream", "tagged_schema"]

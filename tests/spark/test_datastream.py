@@ -1,7 +1,8 @@
 """DataStream windows on Spark (timeweave.spark.datastream): the builder, the streaming registration, the bounded run.
 
 * Without a JVM: the builder's errors name the step (no window, negative lateness, an evictor after the window
-  function, a result schema clash, an emit other than append); the streaming processor on PySpark's TwsTester
+  function, a result schema clash, an unknown emit, an upsert without the key columns); the streaming processor
+  on PySpark's TwsTester
   (Spark's watermark before each micro-batch, the end of input) gives exactly the core operator's outputs run
   in memory over the same steps, for random rows with out-of-order, late, NULL-time and failing rows; results map
   to the output schema (dict, tuple, one-column value) and a misfit is a dead letter naming the column.
@@ -106,6 +107,9 @@ def pipelines(df=None) -> dict[str, D.Pipeline]:
     return {
         "tumble_early_lateness": _keyed(Tumbling.of("1 min"), df).trigger(EventTime().with_early(Count.of(3)))
         .allowed_lateness("30 s").aggregate(SumCount(), output_schema=ddl("n BIGINT, total BIGINT")),
+        "tumble_early_keyed": _keyed(Tumbling.of("1 min"), df).trigger(EventTime().with_early(Count.of(3)))
+        .allowed_lateness("30 s").aggregate(SumCount(), lambda key, ctx, sums: [{"k": key, **sums[0]}],
+                                            output_schema=ddl("k STRING, n BIGINT, total BIGINT")),
         "session_process": _keyed(Session.of("20 s"), df).allowed_lateness("15 s").process(
             lambda key, ctx, rows: [(key, len(rows), sum(r["v"] for r in rows), min(r["ts"] for r in rows))],
             output_schema=ddl("key STRING, n BIGINT, total BIGINT, first TIMESTAMP")),
@@ -141,8 +145,12 @@ def pipelines(df=None) -> dict[str, D.Pipeline]:
      "step '.aggregate': argument 'aggregate'"),
     (lambda p: p.key_by("k").window(Tumbling.of("1 min", processing_time=True)).allowed_lateness("1 s"),
      "applies to event-time windows"),
-    (lambda p: p.key_by("k").window(Tumbling.of("1 min")).reduce(max).streaming(emit="retract"),
-     "argument 'emit': 'retract' is not an output encoding of this release: only 'append'"),
+    (lambda p: p.key_by("k").window(Tumbling.of("1 min")).reduce(max).streaming(emit="retraction"),
+     "DataStream pipeline, emit: argument 'emit': expected 'append' (every firing a row"),
+    (lambda p: p.key_by("k").window(Tumbling.of("1 min")).aggregate(SumCount(), output_schema=ddl("n BIGINT"))
+     .streaming(emit="upsert"), "the output schema ['n'] lacks the key column(s) ['k']; add them to the results"),
+    (lambda p: p.key_by("k").window(Tumbling.of("1 min")).aggregate(SumCount(), output_schema=ddl("pane BIGINT"))
+     .run_batch(emit="retract"), "column(s) ['pane'] of the output schema are the changelog's own"),
     (lambda p: p.key_by("k").window(Tumbling.of("1 min")).reduce(max).run_batch(arrival="nope"),
      "argument 'arrival': column 'nope' not found"),
     (lambda p: p.key_by("k").window(Tumbling.of("1 min", processing_time=True)).reduce(max).run_batch(),
@@ -303,8 +311,10 @@ def _pack(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return next(pack_rows(iter([batch]))).to_pandas()
 
 
-def through_tester(pipeline: D.Pipeline, rows: list[dict[str, Any]]) -> pd.DataFrame:
-    processor = D.DataStreamProcessor(pipeline.operator(), SCHEMA.json(), pipeline.output_schema.json(), "ts")
+def through_tester(pipeline: D.Pipeline, rows: list[dict[str, Any]], emit: str = "append") -> pd.DataFrame:
+    kind, state = (D.DataStreamProcessor, D.STATE) if emit == "append" else (D.DataStreamChangelogProcessor,
+                                                                              D.CHANGELOG_STATE)
+    processor = kind(pipeline.keyed_operator(emit), SCHEMA.json(), pipeline.output_schema.json(), "ts")
     tester = TwsTester(processor, timeMode="EventTime", eventTimeExtractor=lambda _row: 2**62)
     frames, current = [], 0
     for batch, wm in step_watermarks(rows).items():
@@ -313,7 +323,7 @@ def through_tester(pipeline: D.Pipeline, rows: list[dict[str, Any]]) -> pd.DataF
             current = wm
         frames.append(tester.testInPandas(B, _pack([r for r in rows if r["batch"] == batch])))
     frames.append(tester.setWatermark(END_OF_INPUT_MS))
-    assert tester.peekMapState(D.STATE.keys, B) == {}  # every window fired and was cleaned up at the end of input
+    assert tester.peekMapState(state.keys, B) == {}  # every window fired and was cleaned up at the end of input
     return pd.concat([f for f in frames if len(f)], ignore_index=True)
 
 
@@ -350,6 +360,68 @@ def test_the_streaming_processor_gives_the_core_operators_outputs(name: str, see
     assert got[1] == late
     assert Counter({k[0]: n for k, n in got[2].items()}) == Counter({k[0]: n for k, n in dead.items()})
     assert sorted(k[1] for k in got[2]) == sorted(k[1] for k in dead)
+
+
+def core_changelog(pipeline: D.Pipeline, rows: list[dict[str, Any]], emit: str) -> tuple[Counter, Counter]:
+    """The core's changelog run in memory over the tester's calls (a watermark rise alone, as ``setWatermark``
+    runs the due timers; then each batch's rows at it): (changelog rows as dicts, the reference table of the
+    append run's last unsuperseded firings) as multisets of sorted items."""
+    from tests.core.datastream.test_ds_changelog import final_firings
+
+    decode = D.element_decoder(SCHEMA)
+    watermarks = step_watermarks(rows)
+    changes, firings = [], []
+    for key in sorted({r["k"] for r in rows if r["ts"] is not None}):
+        key_rows = [r for r in rows if r["k"] == key and r["ts"] is not None]
+        for op, out in ((pipeline.keyed_operator(emit), changes), (pipeline.operator(), firings)):
+            ctx = InMemoryKeyContext()
+            for batch, wm in watermarks.items():
+                if wm != NO_WATERMARK:
+                    ctx.current_watermark = watermark_us(wm)
+                    out += op.on_watermark(ctx)
+                elements = decode([wire_text(r) for r in key_rows if r["batch"] == batch])
+                if elements:
+                    out += op.process_elements(ctx, elements) + op.on_watermark(ctx)
+            ctx.current_watermark = END_OF_TIME
+            out += op.on_watermark(ctx)
+    got = Counter()
+    for c in changes:
+        if c.__class__.__name__ == "Change":
+            _, start, end, pane = c.key
+            got[_items({"window_start": start * 1000, "window_end": end * 1000, "pane": pane,
+                        **json.loads("{" + c.values[0] + "}"), "op": c.op})] += 1
+    table = Counter()
+    shown = D.ResultText(pipeline.output_schema)
+    for (_, start, end, body), n in final_firings([f for f in firings if isinstance(f, Firing)], shown).items():
+        table[_items({"window_start": start * 1000, "window_end": end * 1000, **json.loads("{" + body + "}")})] += n
+    return got, table
+
+
+def _items(row: dict[str, Any]) -> tuple:
+    return tuple(sorted(row.items()))
+
+
+@pytest.mark.parametrize("name, emit", [("tumble_early_lateness", "retract"), ("tumble_early_keyed", "upsert"),
+                                        ("session_process", "retract"), ("sliding_evictor_reduce", "upsert")])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_changelog_processor_gives_the_cores_changelog_and_materializes_to_the_last_firings(
+        name: str, emit: str, seed: int) -> None:
+    from timeweave.core.updates import MaterializedTable
+
+    pipeline = pipelines()[name]
+    rows = random_rows(seed)
+    expected, table = core_changelog(pipeline, rows, emit)
+    assert table
+    out = through_tester(pipeline, rows, emit)
+    written = [json.loads(t) for t in out[out[D.KIND] == D.MAIN][D.OUT]]
+    assert Counter(_items(r) for r in written) == expected
+    if name.startswith("tumble_early"):  # early, on-time and late firings refine the windows' rows
+        assert {r["op"] for r in written} == ({"+I", "-U", "+U"} if emit == "retract" else {"+I", "+U"})
+    values = [n for n in ["pane", *pipeline.output_schema.names] if n not in pipeline.changelog_key()]
+    materialized = MaterializedTable(emit, key_names=pipeline.changelog_key(), value_names=values)
+    materialized.apply_rows([{n: r.get(n) for n in (*materialized.key_names, *values, "op")} for r in written])
+    assert Counter(_items({k: v for k, v in r.items() if k != "pane" and v is not None})
+                   for r in materialized.rows()) == table
 
 
 def test_a_failing_user_function_is_a_dead_letter_and_the_key_goes_on() -> None:
@@ -480,6 +552,65 @@ def test_streamed_restarted_and_flushed_equals_run_batch_and_the_core(spark, tmp
 
 
 @pytest.mark.spark
+@pytest.mark.slow
+def test_an_early_firing_changelog_streamed_equals_run_batch_and_materializes_to_the_final_windows(
+        spark, tmp_path: Path) -> None:
+    import re
+
+    from pyspark.sql import functions as F
+
+    from timeweave.core.updates import MaterializedTable
+    from timeweave.jobs.streaming import CONTROL_SCHEMA, END_OF_INPUT, heartbeat_times, write_heartbeat
+
+    rows = random_rows(5, n=40, batches=4)
+    source = tmp_path / "in"
+    control = tmp_path / "chk" / "control"
+    control.mkdir(parents=True)
+    out = str(tmp_path / "out")
+    _write_batches(source, rows, [0, 1, 2, 3])
+
+    def run() -> None:
+        df = spark.readStream.schema(DDL).option("maxFilesPerTrigger", 1).json(str(source))
+        beat = heartbeat_times(spark.readStream.format("json").schema(CONTROL_SCHEMA).load(str(control)))
+        query = pipelines(df)["tumble_early_keyed"].start(
+            output=out, checkpoint=str(tmp_path / "chk" / "q"), trigger={"availableNow": True}, heartbeat=beat,
+            emit="upsert")
+        query.awaitTermination()
+        assert query.exception() is None
+
+    run()  # one micro-batch per file
+    write_heartbeat(spark, str(tmp_path / "chk"), END_OF_INPUT)
+    run()  # the flush: every window fires
+
+    static = spark.createDataFrame([tuple(r.values()) for r in rows], SCHEMA)
+    pipeline = pipelines(static)["tumble_early_keyed"]
+    streamed = spark.read.parquet(out)
+    assert streamed.columns == ["window_start", "window_end", "pane", "k", "n", "total", "op"]
+    written = streamed.withColumn("__file", F.input_file_name()).collect()
+    changes = Counter(tuple(r)[:-1] for r in written)
+    assert changes == Counter(tuple(r) for r in pipeline.run_batch(arrival="batch", emit="upsert").main.collect())
+    assert {r["op"] for r in written} == {"+I", "+U"}
+
+    def batch_of(row: Any) -> int:
+        return int(re.search(r"part-b(\d+)-", row["__file"]).group(1))
+
+    key = pipeline.changelog_key()
+    assert key == ("k", "window_start", "window_end", "pane")
+    # a micro-batch names each row's key once: what an upsert sink (apply_changelog) applies
+    assert max(Counter((batch_of(r), *(r[c] for c in key)) for r in written).values()) == 1
+    table = MaterializedTable("upsert", key_names=key, value_names=("n", "total"))
+    for batch in sorted({batch_of(r) for r in written}):
+        table.apply_rows([r.asDict() for r in written if batch_of(r) == batch], batch_id=batch)
+    final: dict[tuple, tuple] = {}  # the append run's last firing of every window
+    for r in pipeline.run_batch(arrival="batch").main.collect():
+        window = (r["k"], r["window_start"], r["window_end"])
+        if window not in final or r["firing_sequence"] > final[window][0]:
+            final[window] = (r["firing_sequence"], r["n"], r["total"])
+    assert sorted((r["k"], r["window_start"], r["window_end"], r["pane"], r["n"], r["total"]) for r in table.rows()) \
+        == sorted((*window, 0, n, total) for window, (_, n, total) in final.items())
+
+
+@pytest.mark.spark
 def test_seed_002_examples_through_start_and_run_batch(spark, tmp_path: Path) -> None:
     """Seed 002: a ReduceFunction summing a field; a ProcessWindowFunction naming the window and counting; an
     incremental reduce (minimum) with a window function; allowed lateness with the late side output."""
@@ -543,8 +674,8 @@ def test_a_pipeline_is_checked_before_any_spark_job(spark) -> None:
         p = pipelines(df)["tumble_early_lateness"]
         with pytest.raises(SpecError, match="comes before the window function"):
             p.evictor(CountEvictor.of(1))
-        with pytest.raises(SpecError, match="'retract' is not an output encoding"):
-            p.streaming(emit="retract")
+        with pytest.raises(SpecError, match="lacks the key column"):
+            p.streaming(emit="upsert")
         with pytest.raises(SpecError, match="start\\(\\) runs a streaming DataFrame"):
             p.streaming()
         return p.run_batch()  # lazy: planned, not run
@@ -575,6 +706,8 @@ def job_config(tmp_path: Path, **changes: Any) -> dict[str, Any]:
     ({"datastream": {"pipeline": "a:b", "window": 1}}, "datastream.window: unknown key"),
     ({"input": {"path": "in", "format": "json", "schema": DDL, "watermark_delay": "1 s"}},
      "input.watermark_delay: a DataStream pipeline names its own watermark"),
+    ({"datastream": {"pipeline": "a:b", "emit": "changes"}},
+     "datastream.emit: expected 'append', 'retract' or 'upsert', got 'changes'"),
 ])
 def test_the_job_config_is_strict(tmp_path: Path, change, message) -> None:
     from timeweave.jobs.config import ConfigError, load_job_config
@@ -590,7 +723,10 @@ def test_the_job_config_selects_the_datastream_operator(tmp_path: Path) -> None:
 
     job = load_job_config(job_config(tmp_path))
     assert isinstance(job, DataStreamJobConfig)
-    assert describe(job).startswith("DataStream window job: pipeline tests.spark.test_datastream:job_pipeline")
+    assert describe(job).startswith("DataStream window job: pipeline tests.spark.test_datastream:job_pipeline;")
+    upsert = load_job_config(job_config(tmp_path, datastream={"pipeline": "m:f", "emit": "Upsert"}))
+    assert upsert.emit.value == "upsert" and describe(upsert).startswith("DataStream window job: pipeline m:f, "
+                                                                           "upsert changelog;")
 
 
 @pytest.mark.spark
@@ -609,3 +745,21 @@ def test_the_streaming_job_runs_the_named_pipeline_and_flushes(spark, tmp_path: 
     got_late = _collect_main(spark.read.parquet(str(late_path))) if late_path.exists() else Counter()
     assert got_late == _collect_main(expected.late)
     assert metrics["rows_in"] == len(rows) and metrics["kind"] == "datastream"
+
+
+@pytest.mark.spark
+def test_the_streaming_job_writes_the_changelog_its_config_asks_for(spark, tmp_path: Path) -> None:
+    from timeweave.jobs.datastream import build_pipeline
+    from timeweave.jobs.streaming import run_streaming
+
+    rows = random_rows(13, n=24, batches=3)
+    _write_batches(tmp_path / "in", rows, [0, 1, 2])
+    config = job_config(tmp_path, datastream={"pipeline": "tests.spark.test_datastream:job_pipeline",
+                                              "emit": "retract"})
+    metrics = run_streaming(config, spark, flush=True)
+    static = spark.createDataFrame([tuple(r.values()) for r in rows], SCHEMA)
+    expected = build_pipeline(config["datastream"]["pipeline"], static).run_batch(arrival="batch", emit="retract")
+    got = spark.read.parquet(str(tmp_path / "out"))
+    assert got.columns == ["window_start", "window_end", "pane", "n", "total", "op"]
+    assert _collect_main(got) == _collect_main(expected.main)
+    assert metrics["emit"] == "retract" and metrics["rows_in"] == len(rows)

@@ -16,6 +16,9 @@ module             what
 ``timers``         a key's event-time or processing-time timers, as state
 ``operator``       ``WindowOperator`` (Flink's ``WindowOperator`` / ``EvictingWindowOperator``: merging windows,
                    allowed lateness, late output, dead letters, ``Firing`` records) and ``window_all``
+``changelog``      ``WindowChangelog``: the firings as a retract / upsert changelog through the one encoder
+                   (:mod:`timeweave.core.updates.encoder`): a window refined by early or late firings updates its
+                   row, a session merge deletes the rows it absorbed, a purge starts a new pane
 =================  ============================================================================================
 
 No pyspark here: a host (the in-memory reference, :func:`timeweave.core.operator.run_keyed`; Spark's
@@ -27,6 +30,7 @@ No pyspark here: a host (the in-memory reference, :func:`timeweave.core.operator
 """
 
 from timeweave.core.datastream.assigners import GLOBAL_WINDOW, Global, Session, Sliding, Tumbling, max_timestamp
+from timeweave.core.datastream.changelog import WindowChangelog
 from timeweave.core.datastream.evictors import Evictor, TimestampedValue
 from timeweave.core.datastream.functions import (
     AggregateFunction,
@@ -68,6 +72,7 @@ __all__ = [
     "TriggerResult",
     "TriggerState",
     "Tumbling",
+    "WindowChangelog",
     "WindowFunction",
     "WindowOperator",
     "aggregate",
