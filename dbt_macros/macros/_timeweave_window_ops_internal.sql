@@ -178,3 +178,121 @@
   {{ return(timeweave.timeweave__window_join_sql(l.sql, left_columns, r.sql, right_columns, pairs, how=kind,
                                                  left_names=left_names, right_names=right_names)) }}
 {%- endmacro %}
+
+{#- The grouping sets of window_aggregate (GroupingSets.of in timeweave.core.windows.grouping: the same forms and
+    messages): a list of sets of column names, or none for plain keys. -#}
+{% macro _window_grouping_sets(keys, grouping_sets, rollup, cube, where='window aggregate') -%}
+  {%- set given = [] -%}
+  {%- for name, value in [('grouping_sets', grouping_sets), ('rollup', rollup), ('cube', cube)] -%}
+    {%- if value is not none -%}{%- do given.append(name) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- if not given -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- if keys is not none -%}
+    {{ timeweave._spec_error(where, 'keys', "give the key columns once: either keys or " ~ given[0] ~ " (whose sets name them)") }}
+  {%- endif -%}
+  {%- if given | length > 1 -%}
+    {{ timeweave._spec_error(where, 'grouping_sets', 'give exactly one of grouping_sets, rollup, cube; got ' ~ given) }}
+  {%- endif -%}
+  {%- if grouping_sets is not none -%}
+    {%- if grouping_sets is string or grouping_sets is mapping or not grouping_sets -%}
+      {{ timeweave._spec_error(where, 'grouping_sets', 'expected a non-empty list of sets (each a list of key columns), got ' ~ grouping_sets) }}
+    {%- endif -%}
+    {%- set sets = [] -%}
+    {%- for s in grouping_sets -%}
+      {%- if s is string -%}
+        {{ timeweave._spec_error(where, 'grouping_sets', 'set ' ~ loop.index ~ ': expected a list of column names, got ' ~ s) }}
+      {%- endif -%}
+      {%- do sets.append(timeweave._names(s | list, 'grouping_sets', where)) -%}
+    {%- endfor -%}
+  {%- else -%}
+    {%- set columns = timeweave._names(rollup if rollup is not none else cube, given[0], where) -%}
+    {%- if not columns -%}
+      {{ timeweave._spec_error(where, given[0], (given[0] | upper) ~ ' needs at least one column') }}
+    {%- endif -%}
+    {%- set sets = [] -%}
+    {%- if rollup is not none -%}
+      {%- for n in range(columns | length, -1, -1) -%}{%- do sets.append(columns[:n]) -%}{%- endfor -%}
+    {%- else -%}
+      {%- if columns | length > 10 -%}
+        {{ timeweave._spec_error(where, 'cube', 'CUBE of ' ~ (columns | length) ~ ' columns is ' ~ (2 ** (columns | length)) ~ ' grouping sets, more than 1024') }}
+      {%- endif -%}
+      {#- every subset, largest first, in column order within a size (itertools.combinations' order) -#}
+      {%- for size in range(columns | length, -1, -1) -%}
+        {%- for mask in range(2 ** (columns | length) - 1, -1, -1) -%}
+          {%- set picked = [] -%}
+          {%- for c in columns -%}
+            {%- if (mask // (2 ** (columns | length - 1 - loop.index0))) % 2 == 1 -%}{%- do picked.append(c) -%}{%- endif -%}
+          {%- endfor -%}
+          {%- if picked | length == size -%}{%- do sets.append(picked) -%}{%- endif -%}
+        {%- endfor -%}
+      {%- endfor -%}
+    {%- endif -%}
+  {%- endif -%}
+  {%- set seen = [] -%}
+  {%- for s in sets -%}
+    {%- set folded = s | map('lower') | sort | list -%}
+    {%- if folded in seen -%}
+      {{ timeweave._spec_error(where, 'grouping_sets', 'set ' ~ loop.index ~ ' ' ~ s ~ ' repeats set ' ~ (seen.index(folded) + 1) ~ ' ' ~ sets[seen.index(folded)] ~ ': each set must differ') }}
+    {%- endif -%}
+    {%- do seen.append(folded) -%}
+  {%- endfor -%}
+  {{ return(sets) }}
+{%- endmacro %}
+
+{#- window_aggregate: the aggregates and key columns checked (names quoted, aggregate texts the model's own SQL),
+    then one GROUP BY over the window TVF's output. -#}
+{% macro _window_aggregate(relation, aggregates, keys, grouping_sets, rollup, cube) -%}
+  {%- set where = 'window aggregate' -%}
+  {%- if aggregates is not mapping or not aggregates -%}
+    {{ timeweave._spec_error(where, 'aggregates', 'expected a mapping of output name -> aggregate SQL text (at least one), got ' ~ aggregates) }}
+  {%- endif -%}
+  {%- set sets = timeweave._window_grouping_sets(keys, grouping_sets, rollup, cube, where) -%}
+  {%- set key_list = [] -%}
+  {%- if sets is none -%}
+    {%- set key_list = timeweave._names(keys, 'keys', where) -%}
+  {%- else -%}
+    {%- for s in sets -%}
+      {%- for k in s -%}
+        {%- if (k | lower) not in (key_list | map('lower') | list) -%}{%- do key_list.append(k) -%}{%- endif -%}
+      {%- endfor -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- set taken = ['window_start', 'window_end', 'window_time'] + (key_list | map('lower') | list) -%}
+  {%- for name, text in aggregates.items() -%}
+    {%- if name is not string or not (name | trim) -%}
+      {{ timeweave._spec_error(where, 'aggregates', 'an output name must be a non-empty string, got ' ~ name) }}
+    {%- endif -%}
+    {%- if text is not string or not (text | trim) -%}
+      {{ timeweave._spec_error(where, 'aggregates', name ~ ": expected the aggregate as SQL text such as 'sum(price)', got " ~ text) }}
+    {%- endif -%}
+    {%- if (name | lower) in taken -%}
+      {{ timeweave._spec_error(where, 'aggregates', "the output name '" ~ name ~ "' is already a window or key column") }}
+    {%- endif -%}
+    {%- do taken.append(name | lower) -%}
+  {%- endfor -%}
+  {%- if not execute -%}
+    {{ return('') }}
+  {%- endif -%}
+  {%- set info = timeweave._window_ops_input(relation, 'relation', where) -%}
+  {{ timeweave._require_columns(info, key_list + ['window_time'], 'keys', where) }}
+  {%- set windows = ['window_start', 'window_end', 'window_time'] -%}
+  {%- set grouped = [] -%}
+  {%- for w in windows -%}{%- do grouped.append(timeweave.timeweave__q(w)) -%}{%- endfor -%}
+  {%- if sets is none -%}
+    {%- for k in key_list -%}{%- do grouped.append(timeweave.timeweave__q(k)) -%}{%- endfor -%}
+  {%- else -%}
+    {%- set rendered = [] -%}
+    {%- for s in sets -%}
+      {%- set quoted = [] -%}
+      {%- for k in s -%}{%- do quoted.append(timeweave.timeweave__q(k)) -%}{%- endfor -%}
+      {%- do rendered.append('(' ~ (quoted | join(', ')) ~ ')') -%}
+    {%- endfor -%}
+    {%- do grouped.append('GROUPING SETS (' ~ (rendered | join(', ')) ~ ')') -%}
+  {%- endif -%}
+  {%- set selected = [] -%}
+  {%- for c in windows + key_list -%}{%- do selected.append(timeweave.timeweave__q(c)) -%}{%- endfor -%}
+  {%- for name, text in aggregates.items() -%}{%- do selected.append('(' ~ text ~ ') AS ' ~ timeweave.timeweave__q(name)) -%}{%- endfor -%}
+  {{ return('SELECT ' ~ (selected | join(', ')) ~ '\nFROM ' ~ info.sql ~ ' __tw_windows\nGROUP BY ' ~ (grouped | join(', '))) }}
+{%- endmacro %}

@@ -276,7 +276,7 @@ def test_dbt_finds_the_macro_docs_matching_the_macros(built: Built) -> None:
     assert set(documented) == {"temporal_join", "versioned_view", "temporal_join_dead_letter", "match_recognize",
                                "default_upsert_ops", "default_delete_ops", "require_session_functions",
                                "tumble", "hop", "cumulate", "session", "window_top_n", "window_deduplicate",
-                               "window_join"}
+                               "window_join", "window_aggregate"}
     assert [(a["name"], a["type"]) for a in documented["hop"]["arguments"]] == [
         ("relation", "any"), ("time", "string"), ("slide", "any"), ("size", "any"), ("offset", "any")]
     assert [(a["name"], a["type"]) for a in documented["match_recognize"]["arguments"]] == [
@@ -312,6 +312,24 @@ def test_window_models_equal_the_dataframe_door(spark, built: Built, model: str,
                                     time="bidtime", window=spec)
     columns = ["window_start", "window_end", *keys, "total_price"]
     assert rows_as_text(df, columns) == table_rows(spark, model, columns)
+
+
+def test_window_aggregate_models_equal_the_dataframe_door(spark, built: Built) -> None:
+    import timeweave
+    from timeweave.core.windows import cumulate, hop
+    from timeweave.core.windows.grouping import GroupingSets
+
+    bids = spark.table(f"{SCHEMA}.win_bid")
+    rolled = timeweave.window_aggregate(
+        bids, {"cnt": "count(*)", "total_price": "sum(price)", "big": "count(*) FILTER (WHERE price > 3)",
+               "g": "grouping(supplier_id)"}, grouping_sets=GroupingSets.of(rollup=["supplier_id", "item"]),
+        time="bidtime", window=hop("5 minutes", "10 minutes"))
+    keyed = timeweave.window_aggregate(bids, {"total_price": "sum(price)", "spread": "max(price) - min(price)"},
+                                       keys="supplier_id", time="bidtime", window=cumulate("2 minutes", "10 minutes"))
+    for model, df in (("win_aggregate_rollup", rolled), ("win_aggregate_keys", keyed)):
+        assert spark.table(f"{SCHEMA}.{model}").columns == df.columns
+        assert df.count() > 0
+        assert rows_as_text(df, df.columns) == table_rows(spark, model, df.columns)
 
 
 @pytest.mark.parametrize("model", ["win_top_n", "win_deduplicate", "win_join"])

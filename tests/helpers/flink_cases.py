@@ -100,4 +100,5 @@ def normalize(value: Any) -> str | None:
 
 
 def rows_as_text(df, columns: list[str]) -> list[tuple]:
-    return sorted(tuple(normalize(r[c]) for c in columns) for r in df.select(*columns).collect())
+    rows = (tuple(normalize(r[c]) for c in columns) for r in df.select(*columns).collect())
+    return sorted(rows, key=lambda row: tuple((v is None, v or "") for v in row))  # NULLs (grouping sets) sort last
