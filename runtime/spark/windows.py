@@ -256,8 +256,61 @@ def window_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], *, k
         spelled = {k.lower(): _find(df.columns, k) for k in key_list}
         windows = [column(c) for c in WINDOW_COLUMNS]
         sets = [[*windows, *(column(spelled[k.lower()]) for k in s)] for s in grouping.sets]
-        return df.groupingSets(sets, *windows, *(column(spelled[k.lower()]) for k in key_list)).agg(*columns)
-    return df.groupBy(*[column(c) for c in (*WINDOW_COLUMNS, *key_list)]).agg(*columns)
+        return _agg(lambda: df.groupingSets(sets, *windows, *(column(spelled[k.lower()]) for k in key_list)),
+                    columns, None)
+    groups = [*WINDOW_COLUMNS, *key_list]
+    return _agg(lambda: df.groupBy(*[column(c) for c in groups]), columns, groups)
+
+
+_PANDAS_PLACEMENT = "INVALID_PANDAS_UDF_PLACEMENT"
+
+
+def _planned(df: DataFrame) -> DataFrame:
+    """``df`` after Spark has planned it (kept: executing it reuses the plan; no job runs), so a refusal made by an
+    optimizer or planner rule surfaces here, not at the first action.  A Spark Connect or streaming DataFrame is
+    returned as it is (planned when it runs)."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is not None and not df.isStreaming:  # a streaming plan is planned by its query
+        jdf.queryExecution().executedPlan()
+    return df
+
+
+def _agg(grouped, columns: list[Column], groups: list[str] | None) -> DataFrame:
+    """``grouped().agg(*columns)``.  Spark aggregates a pandas UDAF only beside other pandas UDAFs
+    (``INVALID_PANDAS_UDF_PLACEMENT``); Flink mixes user and built-in aggregates freely, so with plain GROUP BY
+    columns (``groups``) the pandas ones are aggregated apart and joined back on the group (NULL-safe), in the
+    aggregates' order.  Which ones are pandas UDAFs is Spark's own answer: each beside a COUNT (planning only,
+    no job: Spark checks the placement in analysis or, over some plans, only when planning)."""
+    try:
+        return _planned(grouped().agg(*columns))
+    except Exception as error:
+        if _PANDAS_PLACEMENT not in str(error):
+            raise
+        mixed = error
+    probe = F.count(F.lit(1))
+    pandas = []
+    for c in columns:
+        try:
+            _planned(grouped().agg(c, probe))
+            pandas.append(False)
+        except Exception as error:
+            if _PANDAS_PLACEMENT not in str(error):
+                raise
+            pandas.append(True)
+    names = [grouped().agg(c).columns[-1] for c in columns]
+    if groups is None:
+        raise SpecError("aggregates", f"pandas UDAFs {[n for n, p in zip(names, pandas, strict=True) if p]} beside "
+                        "other aggregates need plain keys: Spark does not mix them, and with grouping sets they "
+                        "cannot be joined back by group; aggregate them in a query of their own",
+                        where="window_aggregate") from mixed
+    plain = grouped().agg(*[c for c, p in zip(columns, pandas, strict=True) if not p])
+    udafs = grouped().agg(*[c for c, p in zip(columns, pandas, strict=True) if p])
+    udafs = udafs.select(*[F.col(render.quote(g)).alias(f"__tw_g{i}") for i, g in enumerate(groups)],
+                         *[F.col(render.quote(n)) for n, p in zip(names, pandas, strict=True) if p])
+    on = [plain[render.quote(g)].eqNullSafe(udafs[f"__tw_g{i}"]) for i, g in enumerate(groups)]
+    joined = plain.join(udafs, on, "inner")  # the same groups on both sides, each once
+    return joined.select(*[plain[render.quote(g)] for g in groups],
+                         *[(udafs if p else plain)[render.quote(n)] for n, p in zip(names, pandas, strict=True)])
 
 
 def grouping_sets_of(grouping_sets: GroupingSets | Sequence[Sequence[str]] | None, keys: Sequence[str],

@@ -35,8 +35,8 @@ from timeweave.spark.windows import window_aggregate, window_tvf
 #: none of these but COUNT(*) is an accumulator the core computes: the windows keep their rows
 AGGREGATES = {"cnt": "COUNT(*)", "sd": "STDDEV_POP(v)", "twice": "SUM(p * 2) FILTER (WHERE v > 2)",
               "ids": "ARRAY_JOIN(ARRAY_SORT(COLLECT_LIST(id)), ',')"}
-#: a pandas UDAF (Spark runs one only beside other pandas UDAFs: INVALID_PANDAS_UDF_PLACEMENT, in every door)
-UDAF = {"med": "tw_median(v)", "med_p": "tw_median(p)"}
+#: pandas UDAFs beside built-ins (Spark refuses the mix, INVALID_PANDAS_UDF_PLACEMENT: the door joins them back)
+UDAF = {"cnt": "COUNT(*)", "med": "tw_median(v)", "sd": "STDDEV_POP(v)", "med_p": "tw_median(p)"}
 FUNCTIONS = {"tw_median": "tests.helpers.window_udafs:median"}
 DELAY = timedelta(minutes=5)
 _EPOCH = datetime(1970, 1, 1)
@@ -193,3 +193,23 @@ def test_the_dataframe_door_takes_grouping_sets_and_grouping_functions(spark) ->
         total = [r for r in window_rows if r["g"] == 1]
         assert len(total) == 1 and total[0]["k"] is None
         assert total[0]["n"] == sum(r["n"] for r in window_rows if r["g"] == 0)
+
+
+def test_pandas_udafs_beside_built_ins_are_joined_back_by_group(spark) -> None:
+    from tests.helpers.window_udafs import median
+
+    spark.udf.register("tw_median", median)
+    df = spark.createDataFrame(random_rows(5), SCHEMA)
+    spec = hop("10 minutes", "20 minutes")
+    mixed = window_aggregate(df, UDAF, keys="k", time="ts", window=spec)
+    assert mixed.columns == ["window_start", "window_end", "window_time", "k", *UDAF]
+    plain = window_aggregate(df, {n: UDAF[n] for n in ("cnt", "sd")}, keys="k", time="ts", window=spec)
+    udafs = window_aggregate(df, {n: UDAF[n] for n in ("med", "med_p")}, keys="k", time="ts", window=spec)
+    groups = ["window_start", "window_end", "window_time", "k"]
+    expected = {tuple(r[g] for g in groups): dict(r.asDict()) for r in plain.collect()}
+    for r in udafs.collect():
+        expected[tuple(r[g] for g in groups)].update(r.asDict())
+    assert len(expected) > 5 and any(key[3] is None for key in expected)  # NULL keys join back too
+    assert _canonical(mixed.collect()) == _canonical(tuple(e[c] for c in mixed.columns) for e in expected.values())
+    with pytest.raises(SpecError, match=r"pandas UDAFs \['med', 'med_p'\] beside other aggregates need plain keys"):
+        window_aggregate(df, UDAF, grouping_sets=[["k"], []], time="ts", window=spec)
