@@ -172,6 +172,13 @@ def test_sql_door_runs_a_hop_aggregation_on_slices(spark) -> None:
     assert plan.count("Aggregate [") == 2  # per key and slice, then per key and window
     # the TVF's rows are never grouped: the whole block is the sliced plan, not a GROUP BY over the TVF
     assert "GROUP BY window_start" not in rendered
+    # TIMESTAMP_NTZ times: the same window types and rows as the TVF path
+    df.withColumn("ts", F.col("ts").cast("timestamp_ntz")).createOrReplaceTempView("tw_sql_slices_hop")
+    sliced, unsliced = timeweave.sql(spark, query), timeweave.sql(spark, query + " HAVING TRUE")
+    assert _sliced(sliced) and not _sliced(unsliced)
+    assert sliced.schema["window_start"].dataType.simpleString() == "timestamp_ntz"
+    assert sliced.schema.simpleString() == unsliced.schema.simpleString()
+    assert _collect(sliced) == _collect(unsliced)
 
 
 @pytest.mark.parametrize("shape", [
