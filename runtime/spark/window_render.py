@@ -14,16 +14,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from timeweave.core.windows.spec import CumulateSpec, HopSpec, SessionSpec, TumbleSpec, WindowSpec
+from timeweave.core.windows.spec import WINDOW_COLUMNS, CumulateSpec, HopSpec, SessionSpec, TumbleSpec, WindowSpec
 from timeweave.spark import render
 
 WINDOW_FILE_NAME = "timeweave_windows_sql.sql"
 #: The window plan's single source, shipped beside this module; the dbt package's ``macros/`` holds a generated
 #: copy (``python -m timeweave.dbt_package.generate``).
 WINDOW_PLAN_FILE = Path(__file__).resolve().parent / WINDOW_FILE_NAME
-
-#: The columns a window TVF adds to its input (Flink's names).
-WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
 
 
 @cache

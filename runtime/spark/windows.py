@@ -28,6 +28,7 @@ from pyspark.sql import types as T
 from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.windows import spec as specs
+from timeweave.core.windows.aggregate_sql import WindowAggregateQuery, window_aggregate_query
 from timeweave.core.windows.grouping import GroupingSets
 from timeweave.core.windows.slicing import SliceAggregate
 from timeweave.core.windows.spec import SessionSpec, WindowSpec
@@ -239,7 +240,7 @@ def window_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], *, k
             # operator, keyed by the grouping keys): the keys are the sessions' partition.
             window = SessionSpec(window.gap, tuple(key_list))
         elif grouping is None:
-            sliced = _sliced_aggregate(df, aggregates, columns, key_list, time, window)
+            sliced = _sliced_aggregate(df, aggregates, key_list, time, window)
             if sliced is not None:
                 return sliced
         df = window_tvf(df, time, window)
@@ -343,13 +344,25 @@ def _exact_partials(function: str, data_type: T.DataType) -> bool:
     return function == "avg" and isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType))
 
 
-def _sliced_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], columns: list[Column],
-                      keys: list[str], time: str, window: WindowSpec) -> DataFrame | None:
-    """The window aggregate of an aligned ``window`` with shared slices (Flink's slicing assigners: one partial
-    per key and slice, a window merges its slices), or None when an aggregate is not mergeable (a Column, SQL
-    text other than COUNT / SUM / MIN / MAX / AVG of one column, an inexact merge): those windows aggregate the
-    TVF's rows.  Nothing here runs a Spark job (the aggregates' types come from analysis)."""
-    parsed = [SliceAggregate.of(name, text) if isinstance(text, str) else None for name, text in aggregates.items()]
+def _sliced_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], keys: list[str], time: str,
+                      window: WindowSpec) -> DataFrame | None:
+    """:func:`_sliced_plan` over ``df`` as a DataFrame, or None when an aggregate is not mergeable (a Column
+    included)."""
+    if not all(isinstance(text, str) for text in aggregates.values()):
+        return None
+    sql = _sliced_plan(df, render.relation("source"), aggregates, keys, time, window)
+    return None if sql is None else df.sparkSession.sql(render.formattable(sql), source=df)
+
+
+def _sliced_plan(df: DataFrame, relation: str, aggregates: Mapping[str, str], keys: list[str], time: str,
+                 window: WindowSpec) -> str | None:
+    """The SQL of the window aggregate of an aligned ``window`` over ``relation`` (whose rows are ``df``'s) with
+    shared slices (Flink's slicing assigners: one partial per key and slice, a window merges its slices), or
+    None when an aggregate is not mergeable (SQL text other than COUNT / SUM / MIN / MAX / AVG of one column, an
+    inexact merge): those windows aggregate the TVF's rows.  The one sliced implementation of both doors
+    (``window_aggregate`` and the SQL door's window aggregations).  Nothing here runs a Spark job (the
+    aggregates' types come from analysis)."""
+    parsed = [SliceAggregate.of(name, text) for name, text in aggregates.items()]
     if any(a is None for a in parsed):
         return None
     time, kind, spec = bind(df.schema, time, window)
@@ -359,7 +372,7 @@ def _sliced_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], col
         if found is None:
             raise SpecError("keys", f"column {name!r} not found; available: {df.columns}", where="window_aggregate")
         spelled_keys.append(found)
-    result_types = df.groupBy().agg(*columns).schema
+    result_types = df.groupBy().agg(*_aggregate_columns(aggregates)).schema
     plan = []
     for call, field in zip(parsed, result_types.fields, strict=True):
         argument = None
@@ -372,9 +385,8 @@ def _sliced_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], col
         plan.append({"name": call.name, "function": call.function,
                      "argument": None if argument is None else render.quote(argument),
                      "type": field.dataType.simpleString()})
-    sql = window_aggregate_sql(spec, render.relation("source"), df.columns, time, spelled_keys, plan, kind=kind,
-                               zone=_zone(df.sparkSession, kind))
-    return df.sparkSession.sql(render.formattable(sql), source=df)
+    return window_aggregate_sql(spec, relation, df.columns, time, spelled_keys, plan, kind=kind,
+                                zone=_zone(df.sparkSession, kind))
 
 
 def window_aggregate_with_rejects(df: DataFrame, aggregates: Mapping[str, str | Column], *,
@@ -436,15 +448,51 @@ def _positioned(call: WindowTvf, argument: str, message: str, query: str, positi
     return error
 
 
+def _sliced_select(spark, query: str, shape: WindowAggregateQuery, relation: str, df: DataFrame,
+                   tvf_sql: str) -> str | None:
+    """The SELECT block ``shape`` of ``query`` computed with shared slices (:func:`_sliced_plan`, the DataFrame
+    door's plan) over the call's input ``relation`` (rows ``df``), or None when the plan declines an aggregate.
+
+    The block's output names and types are those of the block as written over the TVF's rows (``tvf_sql``),
+    taken from Spark's analysis of it (no job runs); a block Spark cannot analyse keeps the TVF path, so the
+    query fails as it did."""
+    call = shape.call
+    unsliced = query[shape.start : call.start] + "(" + tvf_sql + ")" + query[call.end : shape.end]
+    try:
+        names = spark.sql(unsliced).columns
+    except Exception:  # Spark's own error, raised by the whole query on the TVF path
+        return None
+    if len(names) != len(shape.items):
+        return None
+    aggregates = {f"__tw_a{i}": item.aggregate for i, item in enumerate(shape.items) if item.aggregate}
+    plan = _sliced_plan(df, relation, aggregates, list(shape.keys), call.time_column, call.spec)
+    if plan is None:
+        return None
+    selected = [f"{render.quote(item.column or f'__tw_a{i}')} AS {render.quote(name)}"
+                for i, (item, name) in enumerate(zip(shape.items, names, strict=True))]
+    return "SELECT " + ", ".join(selected) + " FROM (" + plan + ") __tw_sliced"
+
+
 def rewrite_window_tvfs(spark, query: str, rewrite) -> str:
     """``query`` with each (outermost) window TVF call replaced by the window plan as a subquery; ``rewrite``
-    is the SQL door's whole rewrite, applied to a call's ``TABLE (<subquery>)`` input (windows cascade)."""
+    is the SQL door's whole rewrite, applied to a call's ``TABLE (<subquery>)`` input (windows cascade).
+
+    A window aggregation over a TUMBLE / HOP / CUMULATE call (the shape of
+    :mod:`timeweave.core.windows.aggregate_sql`) whose aggregates merge exactly is replaced whole by the sliced
+    plan of ``window_aggregate`` (one partial per key and slice, merged per window): the same rows as Spark's
+    GROUP BY over the TVF's rows, which every other shape keeps."""
     calls = _outermost(find_window_tvfs(query))
     replacements = []
     for call in calls:
         relation, df = _input(spark, query, call, rewrite)
         time, kind, spec = bind(df.schema, call.time_column, call.spec)
         sql = window_tvf_sql(spec, relation, df.columns, time, kind=kind, zone=_zone(spark, kind))
+        shape = window_aggregate_query(query, call)
+        if isinstance(shape, WindowAggregateQuery):
+            sliced = _sliced_select(spark, query, shape, relation, df, sql)
+            if sliced is not None:
+                replacements.append((shape.start, shape.end, sliced))
+                continue
         replacements.append((call.start, call.end, f"({sql})"))
     for start, end, text in sorted(replacements, reverse=True):
         query = query[:start] + text + query[end:]

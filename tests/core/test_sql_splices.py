@@ -65,6 +65,14 @@ ALLOWED = {
         "the left relation as the user wrote it in their own query (SQL text by definition)",
     ("runtime/spark/temporal_join_backfill.py", "_run", "reject_reason(spec, 'right')"):
         "the plan's reject-reason macro (names quoted there)",
+    ("runtime/core/windows/aggregate_sql.py", "_recognise", "call.function"):
+        "a reason the SQL door's window aggregation is not sliced (TUMBLE / HOP...), never SQL sent to Spark",
+    ("runtime/core/windows/aggregate_sql.py", "_recognise", "tokens[select + 1].text"):
+        "a reason the SQL door's window aggregation is not sliced (the query's own word), never SQL sent to Spark",
+    ("runtime/spark/windows.py", "_sliced_select", "plan"):
+        "the sliced window plan, rendered under the quoting rule by window_render (names quoted there)",
+    ("runtime/spark/windows.py", "_sliced_select", "', '.join(selected)"):
+        "the select list built from render.quote(column) AS render.quote(name) pairs one line above",
     ("runtime/spark/windows.py", "_input", "relation"):
         "the TVF's data argument as the user wrote it in their own query, or its rewritten subquery",
     ("runtime/spark/windows.py", "window_tvf_dead_letters", "call.relation"):

@@ -28,7 +28,7 @@ from timeweave.core.errors import SpecError
 from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
 from timeweave.jobs.backfill import run_backfill
 from timeweave.jobs.streaming import run_streaming
-from timeweave.spark import render
+from timeweave.spark import render, sql_door
 from timeweave.spark.match_recognize import register_udtf
 from timeweave.spark.match_recognize_backfill import backfill_match_recognize
 from timeweave.spark.registration import versioned_spec
@@ -624,6 +624,10 @@ def test_window_sql_door(spark, secrets) -> None:
                    f"COUNT(DISTINCT {n['id']}) FILTER (WHERE {n['f']}) AS {o['ids']} "
                    f"FROM TABLE(HOP(TABLE {src}, DESCRIPTOR({n['t']}), INTERVAL '5' MINUTES, INTERVAL '10' MINUTES)) "
                    f"GROUP BY window_start, window_end, {n['k']}",
+            # mergeable aggregates, the key and the TVF's alias as qualifier: the sliced plan
+            "hop sliced": f"SELECT w.window_start, {n['k']}, window_end, COUNT(*) AS {o['n']}, SUM(w.{n['v']}) AS "
+                          f"{o['total']}, MAX({n['v']}) {o['top']} FROM TABLE(HOP(TABLE {src}, DESCRIPTOR({n['t']}), INTERVAL '5' "
+                          f"MINUTES, INTERVAL '10' MINUTES)) AS w GROUP BY window_start, window_end, w.{n['k']}",
             "session": f"SELECT * FROM TABLE(SESSION(TABLE {src} PARTITION BY {n['k']}, DESCRIPTOR({n['t']}), "
                        f"INTERVAL '5' MINUTES))",
             "top-n": f"SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, {n['k']} "
@@ -633,8 +637,10 @@ def test_window_sql_door(spark, secrets) -> None:
                     f"ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.{n['k']} = R.{n['k']}",
         }
         for name, query in queries.items():
+            rendered = sql_door.rewrite(spark, query)
             if label == "hostile":
-                assert_inert(timeweave.spark.sql_door.rewrite(spark, query))
+                assert_inert(rendered)
+            assert (" __tw_sliced" in rendered) == (name == "hop sliced"), name
             results[f"{label} {name}"] = timeweave.sql(spark, query).collect()
             results[f"{label} {name} dead"] = timeweave.dead_letters(spark, query).collect()
     for key in [k for k in results if k.startswith("plain ")]:

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import random
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -64,8 +65,12 @@ def test_case_through_dataframe_and_sql_equals_flink_batch(spark, name) -> None:
     df = dataframe(spark, plan.table)
     # SQL door: the case's query as written for Flink
     df.createOrReplaceTempView(plan.tvf.relation)
-    got = [tuple(normalize(r[c]) for c in header) for r in timeweave.sql(spark, case.query).collect()]
+    result = timeweave.sql(spark, case.query)
+    got = [tuple(normalize(r[c]) for c in header) for r in result.collect()]
     assert sorted(got, key=str) == sorted(expected, key=str)
+    # TUMBLE / HOP / CUMULATE without grouping sets run on shared slices (SESSION and GROUPING SETS: the TVF's rows)
+    sliced = re.search(r"\b__tw_se\b", result._jdf.queryExecution().analyzed().toString()) is not None
+    assert sliced == (not isinstance(plan.tvf.spec, SessionSpec) and len(plan.grouping_sets) == 1)
     # DataFrame door: window_aggregate per grouping set
     aggregates = {c.name: f"{type(c.accumulator).__name__.replace('CountStar', 'COUNT').upper()}"
                           f"({'*' if c.argument is None else c.argument})" for c in plan.calls}

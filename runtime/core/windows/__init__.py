@@ -10,6 +10,7 @@ One concept per module:
 * :mod:`~timeweave.core.windows.operator`: the keyed streaming window-aggregate operator (KeyContext contract);
 * :mod:`~timeweave.core.windows.batch`: batch window aggregation (all rows count);
 * :mod:`~timeweave.core.windows.tvf_sql`: the TVF call as Flink's SQL writes it, parsed with positioned errors;
+* :mod:`~timeweave.core.windows.aggregate_sql`: the window aggregation over a TVF the SQL door runs on slices;
 * :mod:`~timeweave.core.windows.zones`: TIMESTAMP_LTZ windows on a session time zone's wall clock.
 """
 

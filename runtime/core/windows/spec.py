@@ -83,6 +83,9 @@ def duration_ms(value: int | timedelta | str, argument: str, *, where: str | Non
                     where=where)
 
 
+#: The columns a window TVF adds to its input, Flink's names (every door's window columns).
+WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
 
@@ -285,6 +288,7 @@ def session(gap: int | timedelta | str, partition_by: str | tuple[str, ...] | li
 
 
 __all__ = [
+    "WINDOW_COLUMNS",
     "AlignedSpec",
     "CumulateSpec",
     "HopSpec",
