@@ -50,7 +50,7 @@ from timeweave.spark.host import backfill as host
 from timeweave.spark.host.backfill import MAIN, Tagged
 from timeweave.spark.schema import column as named
 from timeweave.spark.window_streaming import bind_window_query, result_converter
-from timeweave.spark.window_tagged import arrow_values, session_zone, time_bounds, to_arrow_values
+from timeweave.spark.window_tagged import arrow_values, time_bounds, to_arrow_values
 from timeweave.spark.windows import window_dead_letters
 
 WHERE = "window aggregate backfill"
@@ -67,7 +67,8 @@ class _WindowSlice:
         output = T.StructType.fromJson(json.loads(runner.output_json))
         self.names = schema.names
         self.keys = runner.keys
-        self.output = to_arrow_schema(output, timezone="UTC")  # instants: the zone only labels them
+        # instants: the zone only labels them; a TIMESTAMP_NTZ (no zone) is µs of its own clock, as it came in
+        self.output = to_arrow_schema(output, timezone="UTC")
         self.time = runner.time
         self.carried_from = runner.carried_from
         self._op = WindowAggregateOperator(runner.spec, [a.call() for a in runner.aggregates], time_column=runner.time,
@@ -192,8 +193,7 @@ def backfill_window_aggregate(
     plan, wanted = host.plan_slices(start, end, slices, only, WHERE)
     query = bind_window_query(df, aggregates, keys, time, window, WHERE)
     host.check_reserved(df, WHERE)
-    zone = session_zone(df.sparkSession)
-    time_type = df.schema[query.time].dataType
+    zone, time_type = query.zone, query.time_type
     # Every column nullable: a slice's state rows and dead letters travel in the same Arrow batches, NULL there.
     output_schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in query.schema.fields])
     registration = host.KeyedBackfill(

@@ -33,8 +33,11 @@ writer, :mod:`timeweave.spark.host.writer`):
   JSON), the other doors' shape; a file source's unparsable records join it in the job
   (:mod:`timeweave.jobs.streaming`).
 
-Event time must be a ``TIMESTAMP`` column (Spark's watermark needs one); with a session time zone other than UTC
-its windows follow that zone's wall clock, as the batch doors' do.
+The event time is a ``TIMESTAMP`` or a ``TIMESTAMP_NTZ`` column, as in the DataFrame door: a TIMESTAMP's windows
+follow the session time zone's wall clock (an IANA zone or a fixed offset such as ``+08:00``), a TIMESTAMP_NTZ's
+its own clock, no zone entering (Flink's TIMESTAMP_LTZ(3) and TIMESTAMP(3)).  Spark's watermark needs a TIMESTAMP,
+so an NTZ time travels as the instant a UTC clock shows it at (:func:`timeweave.spark.window_tagged.event_instant`;
+the delay is still "largest event time minus delay") and the window columns come back as NTZ.
 """
 
 from __future__ import annotations
@@ -82,7 +85,9 @@ from timeweave.spark.window_tagged import (
     STATS,
     WATERMARK,
     dead_rows,
+    event_instant,
     late_rows,
+    micros_as,
     rows_decoder,
     session_zone,
     watermark_us_of,
@@ -319,11 +324,15 @@ class StreamingWindows:
         """Main, late and dead-letter DataFrames of one micro-batch of :attr:`stream`."""
         kind = F.col(KIND)
         key_set = set(self.keys)
-        carried = T.StructType([f for f in self.schema.fields if f.name not in key_set])
+        # the window columns travel as µs (T.LongType here) and come back in the event time's type (micros_as)
+        carried = T.StructType([T.StructField(f.name, T.LongType()) if f.name in WINDOW_COLUMNS else f
+                                for f in self.schema.fields if f.name not in key_set])
         keys = dict(zip(self.keys, self.key_values(), strict=True))
         main = batch.where(kind == MAIN).select(from_wire(F.col(OUT), carried).alias("__tw_o"), *keys.values())
-        main = main.select(*[F.col(quote(f.name)) if f.name in key_set else F.col("__tw_o").getField(f.name).alias(f.name)
-                             for f in self.schema.fields])
+        out = F.col("__tw_o")
+        main = main.select(*[F.col(quote(f.name)) if f.name in key_set
+                             else micros_as(out.getField(f.name), f.dataType).alias(f.name) if f.name in WINDOW_COLUMNS
+                             else out.getField(f.name).alias(f.name) for f in self.schema.fields])
         late = late_rows(batch, self.input_schema, self.schema["window_start"].dataType)
         return BatchOutputs(main, late, dead_rows(batch))
 
@@ -340,7 +349,9 @@ def _find(columns: Sequence[str], name: str) -> str | None:
 class WindowQuery:
     """A window aggregation checked against its input (no Spark job): the spec (SESSION partitioned by the keys,
     as the DataFrame door merges sessions), the event-time column, the keys and the aggregates as the input
-    spells them, the aggregates' texts as written and the main output's schema (the DataFrame door's)."""
+    spells them, the aggregates' texts as written, the main output's schema (the DataFrame door's), the event
+    time's type and ``zone`` (the time zone whose wall clock aligns the windows; None: none, for UTC and for a
+    TIMESTAMP_NTZ event time)."""
 
     spec: WindowSpec
     time: str
@@ -348,6 +359,8 @@ class WindowQuery:
     aggregates: tuple[AggregateText, ...]
     texts: Mapping[str, str]
     schema: T.StructType
+    time_type: T.DataType
+    zone: str | None = None
 
 
 def bind_window_query(df: DataFrame, aggregates: Mapping[str, str], keys: str | Sequence[str], time: str,
@@ -360,9 +373,7 @@ def bind_window_query(df: DataFrame, aggregates: Mapping[str, str], keys: str | 
     texts = dict(aggregates) if isinstance(aggregates, Mapping) else aggregates
     parsed = read_aggregates(texts)  # only what the core computes: no expression is evaluated
     time, kind, spec = bind(df.schema, time, window)
-    if kind != "ltz":
-        raise SpecError("time", f"column {time!r} is a TIMESTAMP_NTZ: the streaming and backfill windows need a "
-                        "TIMESTAMP event time (Spark's watermark is on TIMESTAMP); cast it", where=where)
+    zone = session_zone(df.sparkSession, kind)
     columns = df.columns
     key_list = [keys] if isinstance(keys, str) else list(keys)
     spelled_keys = []
@@ -399,7 +410,8 @@ def bind_window_query(df: DataFrame, aggregates: Mapping[str, str], keys: str | 
         spec = SessionSpec(spec.gap, tuple(spelled_keys))
     empty = df.sparkSession.createDataFrame([], df.schema)
     schema = window_aggregate(empty, texts, keys=spelled_keys, time=time, window=window).schema
-    return WindowQuery(spec, time, tuple(spelled_keys), tuple(resolved), texts, schema)
+    return WindowQuery(spec, time, tuple(spelled_keys), tuple(resolved), texts, schema, df.schema[time].dataType,
+                       zone)
 
 
 def window_aggregate_stream(
@@ -441,10 +453,10 @@ def window_aggregate_stream(
     for name in LATE_COLUMNS:
         if _find(df.columns, name) is not None:
             raise SpecError("df", f"column '{name}' is added by the late output; rename the input column", where=WHERE)
-    zone = session_zone(df.sparkSession)
-    internal = keyed_packs(df, query.keys, F.col(quote(query.time)), buckets, heartbeat, watermark)
-    processor = WindowProcessor(query.spec, query.aggregates, query.time, df.schema.json(), query.schema.json(), zone,
-                                end_ms)
+    internal = keyed_packs(df, query.keys, event_instant(F.col(quote(query.time)), query.time_type), buckets,
+                           heartbeat, watermark)
+    processor = WindowProcessor(query.spec, query.aggregates, query.time, df.schema.json(), query.schema.json(),
+                                query.zone, end_ms)
     stream = run_operator(internal, processor, tagged_schema(), event_time=True)
     return StreamingWindows(stream, query.schema, df.schema, query.keys)
 
