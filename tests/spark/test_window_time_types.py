@@ -50,6 +50,7 @@ BASE = {"ntz": datetime(2024, 3, 1, 18, 0), "ltz": datetime(2024, 3, 1, 10, 0)}
 SCHEMAS = {"ntz": SCHEMA.replace("ts TIMESTAMP", "ts TIMESTAMP_NTZ"), "ltz": SCHEMA}
 TYPES = {"ntz": T.TimestampNTZType(), "ltz": T.TimestampType()}
 _EPOCH = datetime(1970, 1, 1)
+MISSED_ON = ["id", "window_start", "window_end"]
 
 
 @contextmanager
@@ -139,11 +140,13 @@ def _check_late(spark, path: str, late: list, kind: str, columns: list[str]) -> 
 
 
 def _missed(spark, late: list, kind: str) -> DataFrame:
-    """(id, window_start) of every window a late row missed, window_start of the event time's type."""
+    """(id, window_start, window_end) of every window a late row missed, of the event time's type (a CUMULATE's
+    windows share their start)."""
     instant = _instant_us(kind)
-    pairs = [(r.row["id"], instant(w.start)) for r in late for w in r.missed] or [("", 0)]
-    return spark.createDataFrame(pairs, "id STRING, ws BIGINT").select(
-        "id", _from_micros(F.col("ws"), TYPES[kind]).alias("window_start"))
+    pairs = [(r.row["id"], instant(w.start), instant(w.end)) for r in late for w in r.missed] or [("", 0, 0)]
+    return spark.createDataFrame(pairs, "id STRING, ws BIGINT, we BIGINT").select(
+        "id", _from_micros(F.col("ws"), TYPES[kind]).alias("window_start"),
+        _from_micros(F.col("we"), TYPES[kind]).alias("window_end"))
 
 
 def _inside(df: DataFrame, kind: str, start: datetime, end: datetime, time: str = "ts") -> DataFrame:
@@ -206,7 +209,7 @@ def test_window_aggregation_streamed_and_backfilled_equals_the_dataframe_door(
             kept = window_aggregate(source.join(missed.select("id"), "id", "left_anti"), AGGREGATES, keys=["k"],
                                     time="ts", window=spec)
         else:
-            windowed = window_tvf(source, "ts", spec).join(missed, ["id", "window_start"], "left_anti")
+            windowed = window_tvf(source, "ts", spec).join(missed, MISSED_ON, "left_anti")
             kept = window_aggregate(windowed, AGGREGATES, keys=["k"])
         expected = _comparable(kept.select(*main.columns))
         assert len(expected) == len(results) > 3 and _comparable(main) == expected
@@ -260,7 +263,7 @@ def test_top_n_and_deduplication_streamed_and_backfilled_equal_the_dataframe_doo
         source = spark.read.schema(SCHEMAS[kind]).json(str(tmp_path / "in"))
         main = spark.read.parquet(config["output"]["path"])
         assert _types(main) == _types(_rank_door(source, op_id, time="ts", window=spec))
-        on_time = window_tvf(source, "ts", spec).join(_missed(spark, late, kind), ["id", "window_start"], "left_anti")
+        on_time = window_tvf(source, "ts", spec).join(_missed(spark, late, kind), MISSED_ON, "left_anti")
         expected = _comparable(_rank_door(on_time, op_id).select(*main.columns))
         assert len(expected) > 5 and _comparable(main) == expected
 
@@ -300,7 +303,7 @@ def test_window_join_streamed_and_backfilled_equals_the_dataframe_door(spark, tm
         assert _dead_ids(spark, f"{tmp_path / 'out'}_dead_letter") == sorted(r["id"] for r in dead)
         tables = {side: spark.read.schema(SCHEMAS[kind]).json(str(tmp_path / side)) for side in sides}
         missed = _missed(spark, late, kind)
-        on_time = {side: window_tvf(df, "ts", spec).join(missed, ["id", "window_start"], "left_anti")
+        on_time = {side: window_tvf(df, "ts", spec).join(missed, MISSED_ON, "left_anti")
                    for side, df in tables.items()}
         expected = timeweave.window_join(on_time["left"], on_time["right"], on="k", how="full", left_prefix="L_",
                                          right_prefix="R_")
