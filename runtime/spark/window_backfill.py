@@ -16,6 +16,10 @@ slice's end of input fires them all.  No row is ever late: a backfill is a batch
 the DataFrame door and Flink's batch mode), and its union over the slices equals
 :func:`timeweave.spark.windows.window_aggregate` over the rows in ``[start, end)``.
 
+**Time types.**  The event time is a TIMESTAMP (its windows on the session time zone's wall clock: an IANA zone
+or a fixed offset) or a TIMESTAMP_NTZ (its own clock, no zone; the slice bounds compare with it as their UTC wall
+clock), as in the DataFrame door; the window columns have its type.
+
 Layout (all overwritten per slice, so re-running slice k from the state of slice k-1 replaces exactly its files):
 
 * ``<output>/slice=<label>/``: the windows emitted in the slice (the DataFrame door's schema);
