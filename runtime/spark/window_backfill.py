@@ -16,6 +16,10 @@ slice's end of input fires them all.  No row is ever late: a backfill is a batch
 the DataFrame door and Flink's batch mode), and its union over the slices equals
 :func:`timeweave.spark.windows.window_aggregate` over the rows in ``[start, end)``.
 
+**Time types.**  The event time is a TIMESTAMP (its windows on the session time zone's wall clock: an IANA zone
+or a fixed offset) or a TIMESTAMP_NTZ (its own clock, no zone; the slice bounds compare with it as their UTC wall
+clock), as in the DataFrame door; the window columns have its type.
+
 Layout (all overwritten per slice, so re-running slice k from the state of slice k-1 replaces exactly its files):
 
 * ``<output>/slice=<label>/``: the windows emitted in the slice (the DataFrame door's schema);
@@ -52,7 +56,7 @@ from timeweave.spark.host import backfill as host
 from timeweave.spark.host.backfill import MAIN, Tagged
 from timeweave.spark.schema import column as named
 from timeweave.spark.window_streaming import bind_window_query, result_converter
-from timeweave.spark.window_tagged import arrow_values, session_zone, time_bounds, to_arrow_values
+from timeweave.spark.window_tagged import arrow_values, time_bounds, to_arrow_values
 from timeweave.spark.windows import window_dead_letters
 
 WHERE = "window aggregate backfill"
@@ -69,7 +73,8 @@ class _WindowSlice:
         output = T.StructType.fromJson(json.loads(runner.output_json))
         self.names = schema.names
         self.keys = runner.keys
-        self.output = to_arrow_schema(output, timezone="UTC")  # instants: the zone only labels them
+        # instants: the zone only labels them; a TIMESTAMP_NTZ (no zone) is µs of its own clock, as it came in
+        self.output = to_arrow_schema(output, timezone="UTC")
         self.time = runner.time
         self.carried_from = runner.carried_from
         self.keep_rows = runner.keep_rows
@@ -208,8 +213,7 @@ def backfill_window_aggregate(
     plan, wanted = host.plan_slices(start, end, slices, only, WHERE)
     query = bind_window_query(df, aggregates, keys, time, window, WHERE, grouping_sets)
     host.check_reserved(df, WHERE)
-    zone = session_zone(df.sparkSession)
-    time_type = df.schema[query.time].dataType
+    zone, time_type = query.zone, query.time_type
     # Every column nullable: a slice's state rows and dead letters travel in the same Arrow batches, NULL there.
     # Keeping rows, the slice operator's output is the fired windows' rows (the TVF's), aggregated before the write.
     output_schema = query.tvf_schema() if query.keep_rows else T.StructType(

@@ -220,7 +220,7 @@ def backfill_window_join(
                                   *(df.schema[k] for k in keys)])
     registration = host.KeyedBackfill(
         name="window_join", where=WHERE, keys=keys, key_order=[named(k).asc_nulls_first() for k in keys],
-        order=[named(TIME_COL).asc()], time=TIME_COL, bounds=partial(time_bounds, T.TimestampType()),
+        order=[named(TIME_COL).asc()], time=TIME_COL, bounds=partial(time_bounds, df.schema[TIME_COL].dataType),
         output=output_schema, runner=partial(_runner, q, tuple(df.columns), output_schema.json()),
         untimed=partial(_untimed, times=q.times), main=q.schema.names,
     )

@@ -21,8 +21,10 @@ the state bridge, packs, heartbeats and the watermark are the host's.
 ``window_time``, the left's then the right's columns with their prefixes; semi / anti: the left's windowed rows),
 append-only once the watermark passes the window's ``window_time``; late: ``side`` (``left`` / ``right``),
 ``row`` (the input row as JSON), ``reason``, ``watermark``, ``missed_windows``; dead letter: ``side``,
-``reason`` (``NULL event time column <time>``), ``row``.  With a session time zone other than UTC the windows
-follow that zone's wall clock, as the batch doors' do.
+``reason`` (``NULL event time column <time>``), ``row``.  Both event times are ``TIMESTAMP`` (windows on the
+session time zone's wall clock: an IANA zone or a fixed offset) or both ``TIMESTAMP_NTZ`` (their own clock, no
+zone; they travel as the instants a UTC clock shows them at, and the window columns come back as NTZ), as in the
+DataFrame door.
 """
 
 from __future__ import annotations
@@ -69,6 +71,9 @@ from timeweave.spark.window_tagged import (
     STATS,
     WATERMARK,
     dead_rows,
+    event_instant,
+    late_times,
+    micros_as,
     session_zone,
     watermark_us_of,
 )
@@ -262,23 +267,20 @@ class StreamingJoinWindows:
         main = batch.where(F.col(KIND) == MAIN).select(
             from_wire(F.col(L_ROW), self.schemas[LEFT]).alias("__tw_l"),
             from_wire(F.col(R_ROW), self.schemas[RIGHT]).alias("__tw_r"), W_START, W_END, W_TIME)
-        windows = {"window_start": F.timestamp_micros(F.col(W_START)).cast(window_type),
-                   "window_end": F.timestamp_micros(F.col(W_END)).cast(window_type),
-                   "window_time": F.timestamp_micros(F.col(W_TIME)).cast(self.schema["window_time"].dataType)}
+        windows = {"window_start": micros_as(F.col(W_START), window_type),
+                   "window_end": micros_as(F.col(W_END), window_type),
+                   "window_time": micros_as(F.col(W_TIME), self.schema["window_time"].dataType)}
         picked = []
         for name, side, source in self.columns:
             value = windows[source] if side is None else F.col(("__tw_l", "__tw_r")[side]).getField(source)
             picked.append(value.cast(self.schema[name].dataType).alias(name))
         main = main.select(*picked)
-        missed = F.from_json(F.col(MISSED), T.ArrayType(T.ArrayType(T.LongType())))
         as_json = [F.to_json(from_wire(F.col(IN_ROW), s), JSON_OPTIONS) for s in self.schemas]
+        watermark, missed = late_times(window_type)
         late = batch.where(F.col(KIND) == LATE).select(
             F.col(SIDE).alias("side"),
             F.when(F.col(SIDE) == F.lit("left"), as_json[LEFT]).otherwise(as_json[RIGHT]).alias("row"),
-            F.col(REASON).alias("reason"), F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
-            F.transform(missed, lambda w: F.struct(
-                F.timestamp_micros(w[0]).cast(window_type).alias("window_start"),
-                F.timestamp_micros(w[1]).cast(window_type).alias("window_end"))).alias("missed_windows"))
+            F.col(REASON).alias("reason"), watermark, missed)
         return BatchOutputs(main, late, dead_rows(batch))
 
 
@@ -305,11 +307,11 @@ def bind_join_query(left: DataFrame, right: DataFrame, *, on: Any, how: str, tim
     """Check a window join for the core operator (streaming, backfill) against the inputs' schemas; errors name
     the argument.  The output schema is the DataFrame door's over empty inputs (analysis only)."""
     from timeweave.spark import window_ops  # the DataFrame door: its checks, its schema
+    from timeweave.spark.windows import time_kind
 
     kind = join_type(how)
     left_spec, right_spec = window if isinstance(window, tuple) else (window, window)
     check_join_windows(left_spec, right_spec)
-    zone = session_zone(left.sparkSession)
     spark = left.sparkSession
     empty = (spark.createDataFrame([], left.schema), spark.createDataFrame([], right.schema))
     schema = window_ops.window_join(*empty, on=on, how=how, time=time, window=window, left_prefix=left_prefix,
@@ -317,10 +319,16 @@ def bind_join_query(left: DataFrame, right: DataFrame, *, on: Any, how: str, tim
     named_times = time if isinstance(time, tuple) else (time, time)
     times = (window_ops._spelled(left.columns, named_times[0], "time", where),
              window_ops._spelled(right.columns, named_times[1], "time", where))
-    for side, df, t in ((LEFT, left, times[0]), (RIGHT, right, times[1])):
-        if not isinstance(df.schema[t].dataType, T.TimestampType):
-            raise SpecError("time", f"{SIDES[side]} column {t!r} is a {df.schema[t].dataType.simpleString()}: the "
-                            "streaming and backfill window join need a TIMESTAMP event time; cast it", where=where)
+    kinds = [time_kind(df.schema, t, f"{where} ({SIDES[side]})")[1]
+             for side, df, t in ((LEFT, left, times[LEFT]), (RIGHT, right, times[RIGHT]))]
+    if kinds[LEFT] != kinds[RIGHT]:
+        # one watermark and one window clock for both inputs: an instant and a zone-less wall clock have no
+        # common clock to wait on
+        named_kinds = ["TIMESTAMP" if k == "ltz" else "TIMESTAMP_NTZ" for k in kinds]
+        raise SpecError("time", f"the left event time {times[LEFT]!r} is a {named_kinds[LEFT]} and the right "
+                        f"{times[RIGHT]!r} a {named_kinds[RIGHT]}: the streaming and backfill window join need both "
+                        "of one type; cast one", where=where)
+    zone = session_zone(spark, kinds[LEFT])
     pairs = window_ops._pairs(on, where)
     left_keys = tuple(window_ops._spelled(left.columns, lk, "on", where) for lk, _ in pairs)
     right_keys = tuple(window_ops._spelled(right.columns, rk, "on", where) for _, rk in pairs)
@@ -348,7 +356,8 @@ def _side_rows(df: DataFrame, keys: Sequence[str], key_types: Sequence[T.DataTyp
     return keyed.select(
         *key_columns(keyed, aliased, buckets, marked=True),
         F.when(dead, F.lit(dead_op)).otherwise(F.lit(op)).cast("tinyint").alias(OP),
-        F.unix_micros(F.when(dead, F.lit(DEAD_TS).cast("timestamp")).otherwise(event)).alias(TIME),
+        F.unix_micros(F.when(dead, F.lit(DEAD_TS).cast("timestamp"))
+                      .otherwise(event_instant(event, df.schema[time].dataType))).alias(TIME),
         F.when(dead, original).otherwise(to_wire(df)).alias(ROW),
     )
 

@@ -23,8 +23,10 @@ main: the DataFrame door's rows (the input columns, ``window_start``, ``window_e
 column); late: the input columns + ``reason`` + ``watermark`` + ``missed_windows``; dead letter: ``side``
 (``input``), ``reason`` (``NULL event time column <time>``), ``row`` (JSON).
 
-Event time must be a ``TIMESTAMP`` column (Spark's watermark needs one); with a session time zone other than UTC
-its windows follow that zone's wall clock, as the batch doors' do.
+The event time is a ``TIMESTAMP`` (windows on the session time zone's wall clock: an IANA zone or a fixed offset)
+or a ``TIMESTAMP_NTZ`` (its own clock, no zone), as in the DataFrame door; an NTZ time travels as the instant a UTC
+clock shows it at (Spark's watermark needs a TIMESTAMP) and the window columns come back as NTZ
+(:mod:`timeweave.spark.window_tagged`).
 """
 
 from __future__ import annotations
@@ -71,7 +73,9 @@ from timeweave.spark.window_tagged import (
     STATS,
     WATERMARK,
     dead_rows,
+    event_instant,
     late_rows,
+    micros_as,
     rows_decoder,
     session_zone,
     watermark_us_of,
@@ -138,8 +142,8 @@ def bind_rank_query(df: DataFrame, *, order_by: Any, ranks: RankRange, partition
     """Check a window Top-N for the core operator (streaming, backfill) against ``df``'s schema; errors name the
     argument.  The output schema is the DataFrame door's over an empty input (analysis only: no Spark job)."""
     from timeweave.spark import window_ops  # the DataFrame door: its checks, its schema
+    from timeweave.spark.windows import time_kind
 
-    zone = session_zone(df.sparkSession)
     empty = df.sparkSession.createDataFrame([], df.schema)
     if keep is not None:
         schema = window_ops.window_deduplicate(empty, time=time, keys=partition_by, keep=keep, window=window,
@@ -148,11 +152,8 @@ def bind_rank_query(df: DataFrame, *, order_by: Any, ranks: RankRange, partition
         schema = window_ops.window_top_n(empty, order_by=order_by, partition_by=partition_by, ranks=ranks,
                                          rank_column=rank_column, time=time, window=window).schema
     columns = df.columns
-    spelled_time = window_ops._spelled(columns, time, "time", where)
-    if not isinstance(df.schema[spelled_time].dataType, T.TimestampType):
-        raise SpecError("time", f"column {spelled_time!r} is a {df.schema[spelled_time].dataType.simpleString()}: the "
-                        "streaming and backfill window Top-N need a TIMESTAMP event time (Spark's watermark is on "
-                        "TIMESTAMP); cast it", where=where)
+    spelled_time, kind = time_kind(df.schema, window_ops._spelled(columns, time, "time", where), where)
+    zone = session_zone(df.sparkSession, kind)
     keys = tuple(window_ops._spelled(columns, k, "partition_by", where)
                  for k in window_ops._names(partition_by, "partition_by", where))
     order = tuple(SortKey(window_ops._spelled(columns, k.column, "order_by", where), k.descending, k.nulls_first)
@@ -243,11 +244,12 @@ class RankProcessor(HostProcessor):
         by_key: dict[str | None, list[int]] = {}
         for i, key in enumerate(keys):
             by_key.setdefault(key, []).append(i)
-        columns = self._columns
+        columns, time = self._columns, self.query.time
         out = []
         for key, positions in by_key.items():
             decoded = self._decode([texts[i] for i in positions])
-            out.append((key, [[times[i], texts[i], *(row[c] for c in columns)]
+            # the event time orders as its µs (a TIMESTAMP_NTZ's wire value is text)
+            out.append((key, [[times[i], texts[i], *(times[i] if c == time else row[c] for c in columns)]
                               for row, i in zip(decoded, positions, strict=True)]))
         return out
 
@@ -340,9 +342,9 @@ class StreamingRanks:
         """Main, late and dead-letter DataFrames of one micro-batch of :attr:`stream`."""
         window_type = self.schema["window_start"].dataType
         computed = {
-            "window_start": F.timestamp_micros(F.col(W_START)).cast(window_type),
-            "window_end": F.timestamp_micros(F.col(W_END)).cast(window_type),
-            "window_time": F.timestamp_micros(F.col(W_TIME)).cast(self.schema["window_time"].dataType),
+            "window_start": micros_as(F.col(W_START), window_type),
+            "window_end": micros_as(F.col(W_END), window_type),
+            "window_time": micros_as(F.col(W_TIME), self.schema["window_time"].dataType),
         }
         if self.rank_column is not None:
             computed[self.rank_column] = F.col(RANK).cast(self.schema[self.rank_column].dataType)
@@ -357,7 +359,8 @@ class StreamingRanks:
 def _stream(df: DataFrame, query: RankQuery, watermark: str | None, heartbeat: DataFrame | None,
             buckets: int) -> StreamingRanks:
     end_ms = end_of_input_ms(delay_ms(watermark, "watermark"))  # type: ignore[arg-type]
-    internal = keyed_packs(df, query.keys, F.col(quote(query.time)), buckets, heartbeat, watermark)  # type: ignore[arg-type]
+    event = event_instant(F.col(quote(query.time)), df.schema[query.time].dataType)
+    internal = keyed_packs(df, query.keys, event, buckets, heartbeat, watermark)  # type: ignore[arg-type]
     processor = RankProcessor(query, df.schema.json(), end_ms)
     stream = run_operator(internal, processor, tagged_schema(), event_time=True)
     return StreamingRanks(stream, query.schema, df.schema, query.rank_column)

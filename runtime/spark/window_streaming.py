@@ -33,8 +33,11 @@ writer, :mod:`timeweave.spark.host.writer`):
   JSON), the other doors' shape; a file source's unparsable records join it in the job
   (:mod:`timeweave.jobs.streaming`).
 
-Event time must be a ``TIMESTAMP`` column (Spark's watermark needs one); with a session time zone other than UTC
-its windows follow that zone's wall clock, as the batch doors' do.
+The event time is a ``TIMESTAMP`` or a ``TIMESTAMP_NTZ`` column, as in the DataFrame door: a TIMESTAMP's windows
+follow the session time zone's wall clock (an IANA zone or a fixed offset such as ``+08:00``), a TIMESTAMP_NTZ's
+its own clock, no zone entering (Flink's TIMESTAMP_LTZ(3) and TIMESTAMP(3)).  Spark's watermark needs a TIMESTAMP,
+so an NTZ time travels as the instant a UTC clock shows it at (:func:`timeweave.spark.window_tagged.event_instant`;
+the delay is still "largest event time minus delay") and the window columns come back as NTZ.
 """
 
 from __future__ import annotations
@@ -84,7 +87,9 @@ from timeweave.spark.window_tagged import (
     STATS,
     WATERMARK,
     dead_rows,
+    event_instant,
     late_rows,
+    micros_as,
     rows_decoder,
     session_zone,
     watermark_us_of,
@@ -336,11 +341,15 @@ class StreamingWindows:
         if self.kept_rows is not None:
             return BatchOutputs(self.kept_rows.aggregate_fired(batch.where(kind == MAIN)), late, dead_rows(batch))
         key_set = set(self.keys)
-        carried = T.StructType([f for f in self.schema.fields if f.name not in key_set])
+        # the window columns travel as µs (T.LongType here) and come back in the event time's type (micros_as)
+        carried = T.StructType([T.StructField(f.name, T.LongType()) if f.name in WINDOW_COLUMNS else f
+                                for f in self.schema.fields if f.name not in key_set])
         keys = dict(zip(self.keys, self.key_values(), strict=True))
         main = batch.where(kind == MAIN).select(from_wire(F.col(OUT), carried).alias("__tw_o"), *keys.values())
-        main = main.select(*[F.col(quote(f.name)) if f.name in key_set else F.col("__tw_o").getField(f.name).alias(f.name)
-                             for f in self.schema.fields])
+        out = F.col("__tw_o")
+        main = main.select(*[F.col(quote(f.name)) if f.name in key_set
+                             else micros_as(out.getField(f.name), f.dataType).alias(f.name) if f.name in WINDOW_COLUMNS
+                             else out.getField(f.name).alias(f.name) for f in self.schema.fields])
         return BatchOutputs(main, late, dead_rows(batch))
 
 
@@ -356,7 +365,9 @@ def _find(columns: Sequence[str], name: str) -> str | None:
 class WindowQuery:
     """A window aggregation checked against its input (no Spark job): the spec (SESSION partitioned by the keys,
     as the DataFrame door merges sessions), the event-time column, the keys and the aggregates as the input
-    spells them, the aggregates as written and the main output's schema (the DataFrame door's).
+    spells them, the aggregates as written, the main output's schema (the DataFrame door's), the event time's
+    type and ``zone`` (the time zone whose wall clock aligns the windows; None: none, for UTC and for a
+    TIMESTAMP_NTZ event time).
 
     Two ways to compute it, one set of windows and one late rule (the core operator's):
 
@@ -375,6 +386,8 @@ class WindowQuery:
     aggregates: tuple[AggregateText, ...]
     texts: Mapping[str, str | Column]
     schema: T.StructType
+    time_type: T.DataType
+    zone: str | None = None
     input_schema: T.StructType | None = None
     grouping: GroupingSets | None = None
     keep_rows: bool = False
@@ -401,12 +414,14 @@ class WindowQuery:
         """:meth:`aggregate_rows` over a streaming micro-batch's main rows (window JSON in ``OUT``, the row's wire
         text in ``IN_ROW``)."""
         tvf = self.tvf_schema()
-        windows = T.StructType([tvf[c] for c in WINDOW_COLUMNS])
+        # the window columns travel as µs and come back in the event time's type (micros_as), as in split
+        windows = T.StructType([T.StructField(c, T.LongType()) for c in WINDOW_COLUMNS])
         assert self.input_schema is not None
         parsed = main.select(from_wire(F.col(IN_ROW), self.input_schema).alias("__tw_r"),
                              from_wire(F.col(OUT), windows).alias("__tw_w"))
         rows = parsed.select(*[F.col("__tw_r").getField(f.name).alias(f.name) for f in self.input_schema.fields],
-                             *[F.col("__tw_w").getField(c).alias(c) for c in WINDOW_COLUMNS])
+                             *[micros_as(F.col("__tw_w").getField(c), tvf[c].dataType).alias(c)
+                               for c in WINDOW_COLUMNS])
         return self.aggregate_rows(rows)
 
 
@@ -430,9 +445,7 @@ def bind_window_query(df: DataFrame, aggregates: Mapping[str, str | Column], key
     keep_rows = grouping is not None or not all(accumulates(t) for t in texts.values())
     parsed = () if keep_rows else read_aggregates(texts)  # only what the core computes: no expression is evaluated
     time, kind, spec = bind(df.schema, time, window)
-    if kind != "ltz":
-        raise SpecError("time", f"column {time!r} is a TIMESTAMP_NTZ: the streaming and backfill windows need a "
-                        "TIMESTAMP event time (Spark's watermark is on TIMESTAMP); cast it", where=where)
+    zone = session_zone(df.sparkSession, kind)
     columns = df.columns
     spelled_keys = []
     for name in key_list:
@@ -480,8 +493,9 @@ def bind_window_query(df: DataFrame, aggregates: Mapping[str, str | Column], key
         grouping = GroupingSets.of([[spelling[k.lower()] for k in s] for s in grouping.sets], where=where)
     schema = _analysed(df, texts, spelled_keys, grouping, time, window, where)
     operator_keys = tuple(grouping.common if grouping is not None else spelled_keys)
-    return WindowQuery(spec, time, tuple(spelled_keys), tuple(resolved), texts, schema, df.schema, grouping,
-                       keep_rows, operator_keys)
+    return WindowQuery(spec, time, tuple(spelled_keys), tuple(resolved), texts, schema,
+                       time_type=df.schema[time].dataType, zone=zone, input_schema=df.schema, grouping=grouping,
+                       keep_rows=keep_rows, operator_keys=operator_keys)
 
 
 def _analysed(df: DataFrame, texts: Mapping[str, str | Column], keys: list[str], grouping: GroupingSets | None,
@@ -554,10 +568,10 @@ def window_aggregate_stream(
     for name in LATE_COLUMNS:
         if _find(df.columns, name) is not None:
             raise SpecError("df", f"column '{name}' is added by the late output; rename the input column", where=WHERE)
-    zone = session_zone(df.sparkSession)
-    internal = keyed_packs(df, query.operator_keys, F.col(quote(query.time)), buckets, heartbeat, watermark)
-    processor = WindowProcessor(query.spec, query.aggregates, query.time, df.schema.json(), query.schema.json(), zone,
-                                end_ms, query.keep_rows)
+    internal = keyed_packs(df, query.operator_keys, event_instant(F.col(quote(query.time)), query.time_type),
+                           buckets, heartbeat, watermark)
+    processor = WindowProcessor(query.spec, query.aggregates, query.time, df.schema.json(), query.schema.json(),
+                                query.zone, end_ms, query.keep_rows)
     stream = run_operator(internal, processor, tagged_schema(), event_time=True)
     return StreamingWindows(stream, query.schema, df.schema, query.keys, query if query.keep_rows else None)
 

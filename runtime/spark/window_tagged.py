@@ -1,6 +1,8 @@
 """What the window registrations share (window aggregation, Top-N / deduplication, join; streaming and backfill):
-the tagged output's common columns and kinds, the late and dead-letter outputs' shapes, the wire values, the
-session time zone that aligns windows, and the backfills' Arrow value format.  Imports no registration: each
+the tagged output's common columns and kinds, the late and dead-letter outputs' shapes, the wire values, how a
+TIMESTAMP or TIMESTAMP_NTZ event time travels (µs, a TIMESTAMP for the watermark) and comes back, the session time
+zone that aligns windows (the batch door's :func:`~timeweave.spark.windows.session_zone`), and the backfills'
+Arrow value format.  Imports no registration: each
 window registration imports this, never another registration.
 """
 
@@ -15,16 +17,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from timeweave.core.errors import SpecError
 from timeweave.core.event_time import watermark_as_time
 from timeweave.core.state import END_OF_TIME, NO_WATERMARK
-from timeweave.core.windows.zones import TimeShift
 from timeweave.spark.host import backfill as host
 from timeweave.spark.host.wire import from_wire
+from timeweave.spark.windows import session_zone
 
 # -- the tagged output's common columns (each registration adds its own) ------------------------------------------
 KIND = "__tw_kind"
@@ -77,16 +78,23 @@ def watermark_us_of(ms: int) -> int:
 
 def late_rows(batch: DataFrame, input_schema: T.StructType, window_type: T.DataType) -> DataFrame:
     """The late output of a window operator's tagged micro-batch (rows of kind :data:`LATE`): the input columns
-    (``input_schema``) + ``reason`` + ``watermark`` (at arrival) + ``missed_windows`` (``window_type`` bounds)."""
-    missed = F.from_json(F.col(MISSED), T.ArrayType(T.ArrayType(T.LongType())))
+    (``input_schema``) + ``reason`` + ``watermark`` (at arrival) + ``missed_windows`` (bounds); the watermark and
+    the bounds have ``window_type``, the event time's (TIMESTAMP_NTZ stays NTZ: see :func:`micros_as`)."""
     return batch.where(F.col(KIND) == LATE).select(
         from_wire(F.col(IN_ROW), input_schema).alias("__tw_in"),
         F.col(REASON).alias("reason"),
-        F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
-        F.transform(missed, lambda w: F.struct(
-            F.timestamp_micros(w[0]).cast(window_type).alias("window_start"),
-            F.timestamp_micros(w[1]).cast(window_type).alias("window_end"))).alias("missed_windows"),
+        *late_times(window_type),
     ).select("__tw_in.*", "reason", "watermark", "missed_windows")
+
+
+def late_times(window_type: T.DataType) -> list[Column]:
+    """A late row's ``watermark`` and ``missed_windows`` (``ARRAY<STRUCT<window_start, window_end>>``) columns, of
+    the event time's type ``window_type``."""
+    missed = F.from_json(F.col(MISSED), T.ArrayType(T.ArrayType(T.LongType())))
+    return [micros_as(F.col(WATERMARK), window_type).alias("watermark"),
+            F.transform(missed, lambda w: F.struct(
+                micros_as(w[0], window_type).alias("window_start"),
+                micros_as(w[1], window_type).alias("window_end"))).alias("missed_windows")]
 
 
 def dead_rows(batch: DataFrame) -> DataFrame:
@@ -96,16 +104,35 @@ def dead_rows(batch: DataFrame) -> DataFrame:
                                                    F.col(IN_ROW).alias("row"))
 
 
-def session_zone(spark: Any) -> str | None:
-    """The session time zone whose wall clock aligns TIMESTAMP windows (None: UTC); a fixed offset such as
-    ``+08:00`` is refused here (the core's shift takes IANA names)."""
-    zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
-    try:
-        shift = TimeShift.of(zone)
-    except SpecError:
-        raise SpecError("spark.sql.session.timeZone", f"the streaming and backfill windows align on an IANA time zone "
-                        f"(e.g. 'Asia/Shanghai'), not {zone!r}", where="window") from None
-    return None if shift is None else shift.zone
+# -- event times: TIMESTAMP or TIMESTAMP_NTZ ------------------------------------------------------------------------
+# Spark's watermark is on a TIMESTAMP column, and the operators count µs since the epoch.  A TIMESTAMP is an
+# instant: its µs as they are (its windows follow the session zone's wall clock, through the core's TimeShift).  A
+# TIMESTAMP_NTZ is a wall clock with no zone: it travels as the instant at which a UTC clock shows it (its µs
+# from 1970-01-01 00:00 on the same clock), the core shifts nothing, and output times are that clock's again.
+# Watermark delays stay "max event time minus delay" on either clock.
+_NTZ_EPOCH = "1970-01-01 00:00:00"
+
+
+def event_micros(time: Column, data_type: T.DataType) -> Column:
+    """An event-time column's µs since the epoch (TIMESTAMP_NTZ: on its own clock, read as UTC; no zone enters)."""
+    if isinstance(data_type, T.TimestampNTZType):
+        return F.timestamp_diff("MICROSECOND", F.lit(_NTZ_EPOCH).cast("timestamp_ntz"), time)
+    return F.unix_micros(time)
+
+
+def event_instant(time: Column, data_type: T.DataType) -> Column:
+    """An event-time column as the TIMESTAMP Spark's watermark is taken on (see :func:`event_micros`)."""
+    if isinstance(data_type, T.TimestampNTZType):
+        return F.timestamp_micros(event_micros(time, data_type))
+    return time
+
+
+def micros_as(micros: Column, data_type: T.DataType) -> Column:
+    """µs since the epoch (the operators' output times) as a value of ``data_type``, the event time's type:
+    TIMESTAMP (an instant) or TIMESTAMP_NTZ (the UTC clock's reading, whatever the session's zone)."""
+    if isinstance(data_type, T.TimestampNTZType):
+        return F.timestamp_add("MICROSECOND", micros, F.lit(_NTZ_EPOCH).cast("timestamp_ntz"))
+    return F.timestamp_micros(micros)
 
 
 def arrow_values(batch: pa.RecordBatch, name: str) -> list[Any]:
@@ -129,14 +156,15 @@ def to_arrow_values(values: list[Any], arrow_type: pa.DataType) -> pa.Array:
 
 
 def time_bounds(data_type: T.DataType, start: datetime, end: datetime) -> tuple[Any, Any]:
-    """Literals for ``start`` and ``end`` comparable with the event-time column (a TIMESTAMP)."""
+    """Literals for ``start`` and ``end`` comparable with the event-time column (a TIMESTAMP: the bounds'
+    instants; a TIMESTAMP_NTZ: their UTC wall clock, the clock :func:`event_micros` reads it on)."""
     bounds = host.time_literals(data_type, start, end)
-    assert bounds is not None  # the window backfills take only a TIMESTAMP event time
+    assert bounds is not None  # the window doors take only TIMESTAMP / TIMESTAMP_NTZ event times
     return bounds
 
 
 __all__ = [
     "DEAD", "IN_ROW", "KIND", "LATE", "LATE_COLUMNS", "MAIN", "MISSED", "N_IN", "REASON", "SIDE", "STATS",
-    "WATERMARK", "arrow_values", "dead_rows", "late_rows", "rows_decoder", "session_zone", "time_bounds",
-    "to_arrow_values", "watermark_us_of",
+    "WATERMARK", "arrow_values", "dead_rows", "event_instant", "event_micros", "late_rows", "late_times", "micros_as",
+    "rows_decoder", "session_zone", "time_bounds", "to_arrow_values", "watermark_us_of",
 ]

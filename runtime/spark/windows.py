@@ -17,7 +17,6 @@ enters, and the window columns are TIMESTAMP_NTZ.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
@@ -65,14 +64,19 @@ def time_kind(schema: T.StructType, time: str, where: str) -> tuple[str, str]:
                     " (parse text times first and decide what an unparsable one means)", where=where)
 
 
-def _zone(spark, kind: str) -> str | None:
-    """The session time zone whose wall clock aligns TIMESTAMP windows (None: UTC, no shift)."""
+def session_zone(spark, kind: str = "ltz") -> str | None:
+    """The time zone whose wall clock aligns windows over a time column of ``kind`` (None: UTC, no shift): the
+    session time zone (``spark.sql.session.timeZone``, an IANA name or a fixed offset such as ``+08:00``, as
+    the name :class:`~timeweave.core.windows.zones.TimeShift` gives it) for TIMESTAMP, none for TIMESTAMP_NTZ
+    (a wall clock already).  A zone the core cannot follow is a :class:`SpecError` naming the setting."""
     if kind != "ltz":
         return None
-    zone = spark.conf.get("spark.sql.session.timeZone")
-    if re.fullmatch(r"[+-]\d{2}:\d{2}", zone or ""):  # a fixed offset (Spark accepts it; ZoneInfo does not)
-        return None if zone in ("+00:00", "-00:00") else zone
-    shift = TimeShift.of(zone)
+    zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    try:
+        shift = TimeShift.of(zone)
+    except SpecError as error:
+        raise SpecError("spark.sql.session.timeZone", error.message,
+                        where="window") from None
     return None if shift is None else shift.zone
 
 
@@ -113,7 +117,7 @@ def window_tvf(df: DataFrame, time: str, spec: WindowSpec) -> DataFrame:
     """
     time, kind, spec = bind(df.schema, time, spec)
     sql = window_tvf_sql(spec, render.relation("source"), df.columns, time, kind=kind,
-                         zone=_zone(df.sparkSession, kind))
+                         zone=session_zone(df.sparkSession, kind))
     return df.sparkSession.sql(render.formattable(sql), source=df)
 
 
@@ -386,7 +390,7 @@ def _sliced_plan(df: DataFrame, relation: str, aggregates: Mapping[str, str], ke
                      "argument": None if argument is None else render.quote(argument),
                      "type": field.dataType.simpleString()})
     return window_aggregate_sql(spec, relation, df.columns, time, spelled_keys, plan, kind=kind,
-                                zone=_zone(df.sparkSession, kind))
+                                zone=session_zone(df.sparkSession, kind))
 
 
 def window_aggregate_with_rejects(df: DataFrame, aggregates: Mapping[str, str | Column], *,
@@ -486,7 +490,7 @@ def rewrite_window_tvfs(spark, query: str, rewrite) -> str:
     for call in calls:
         relation, df = _input(spark, query, call, rewrite)
         time, kind, spec = bind(df.schema, call.time_column, call.spec)
-        sql = window_tvf_sql(spec, relation, df.columns, time, kind=kind, zone=_zone(spark, kind))
+        sql = window_tvf_sql(spec, relation, df.columns, time, kind=kind, zone=session_zone(spark, kind))
         shape = window_aggregate_query(query, call)
         if isinstance(shape, WindowAggregateQuery):
             sliced = _sliced_select(spark, query, shape, relation, df, sql)
@@ -523,6 +527,7 @@ __all__ = [
     "hop",
     "rewrite_window_tvfs",
     "session",
+    "session_zone",
     "time_kind",
     "tumble",
     "window_aggregate",

@@ -43,11 +43,12 @@ def random_rows(seed: int, n: int = 60, null_times: int = 2, late: int = 4) -> l
     return rows
 
 
-def reference_stream(runs: list[list[dict[str, Any]]], spec: WindowSpec, keys: tuple[str, ...], delay: timedelta
-                     ) -> tuple[list[tuple[tuple, WindowRow]], list[LateRow], list[dict[str, Any]]]:
+def reference_stream(runs: list[list[dict[str, Any]]], spec: WindowSpec, keys: tuple[str, ...], delay: timedelta,
+                     time_zone: str | None = None) -> tuple[list[tuple[tuple, WindowRow]], list[LateRow], list[dict[str, Any]]]:
     """The streaming job's outputs for ``runs`` (each one micro-batch), then a flush: (key, window) results,
-    late rows, dead-letter rows."""
-    op = WindowAggregateOperator(spec, parse_aggregates(AGGREGATES), time_column="ts")
+    late rows, dead-letter rows.  ``time_zone``: windows on that zone's wall clock (a TIMESTAMP event time in a
+    session zone); naive times are UTC instants, or a TIMESTAMP_NTZ's wall clock with no zone."""
+    op = WindowAggregateOperator(spec, parse_aggregates(AGGREGATES), time_column="ts", time_zone=time_zone)
     contexts: dict[tuple, InMemoryKeyContext] = {}
     results, late, dead = [], [], []
     watermark, latest = NO_WATERMARK, None

@@ -200,13 +200,15 @@ def test_time_zone_and_ntz(spark) -> None:
     want = sorted((r["id"], shift.instant(w.start), shift.instant(w.end), shift.instant(w.time)) for r, w in core.rows)
     assert got == want
     assert {w.start % 3_600_000 for _, w in core.rows} == {900_000}  # local quarter past (the test aligns on the zone)
-    # a fixed-offset session zone (which zoneinfo does not name): days from local midnight, 16:00 UTC
-    spark.conf.set("spark.sql.session.timeZone", "+08:00")
-    try:
-        starts = {r[1] % 86_400_000 for r in _tvf_rows(window_tvf(df, "ts", tumble("1 day")))}
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", previous)
-    assert starts == {16 * 3_600_000}
+    # a fixed-offset session zone (which zoneinfo does not name), in two of Spark's spellings: days from local
+    # midnight, 16:00 UTC
+    for offset in ("+08:00", "UTC+8"):
+        spark.conf.set("spark.sql.session.timeZone", offset)
+        try:
+            starts = {r[1] % 86_400_000 for r in _tvf_rows(window_tvf(df, "ts", tumble("1 day")))}
+        finally:
+            spark.conf.set("spark.sql.session.timeZone", previous)
+        assert starts == {16 * 3_600_000}, offset
     # TIMESTAMP_NTZ: the wall clock is the value itself; window columns are TIMESTAMP_NTZ
     ntz = spark.createDataFrame(shifted, "id INT, k STRING, v INT, ts TIMESTAMP_NTZ")
     out = window_tvf(ntz, "ts", spec)
