@@ -66,9 +66,16 @@ CASES = {  # window section, the door's spec, grouping (None: keys k), aggregate
     "cumulate-sets": ({"function": "cumulate", "step": "5 minutes", "max_size": "20 minutes",
                        "grouping_sets": [["k"], []]}, cumulate("5 minutes", "20 minutes"),
                       GroupingSets.of([["k"], []]), AGGREGATES),
+    "cumulate-ntz": ({"function": "cumulate", "step": "5 minutes", "max_size": "20 minutes", "keys": ["k"]},
+                     cumulate("5 minutes", "20 minutes"), None, AGGREGATES),
     "session-udaf": ({"tvf": "SESSION(TABLE input PARTITION BY k, DESCRIPTOR(ts), INTERVAL '4' MINUTES)",
                       "keys": ["k"]}, session("4 minutes", "k"), None, UDAF),
 }
+
+
+def _schema(case_id: str) -> str:
+    """The input's DDL: a TIMESTAMP_NTZ event time for the *-ntz cases (its own clock; no zone enters)."""
+    return SCHEMA.replace("ts TIMESTAMP", "ts TIMESTAMP_NTZ") if case_id.endswith("-ntz") else SCHEMA
 
 
 def _door(df, case_id: str, **kwargs):
@@ -82,13 +89,24 @@ def _door(df, case_id: str, **kwargs):
 @pytest.mark.slow  # three streaming runs each
 @pytest.mark.parametrize("case_id", list(CASES))
 def test_the_streaming_job_keeping_rows_equals_the_dataframe_door(spark, tmp_path: Path, case_id: str) -> None:
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    if case_id.endswith("-ntz"):  # an NTZ event time ignores the session zone: a shifted one must change nothing
+        spark.conf.set("spark.sql.session.timeZone", "+08:00")
+    try:
+        _streaming_case(spark, tmp_path, case_id)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+
+
+def _streaming_case(spark, tmp_path: Path, case_id: str) -> None:
     window, spec, grouping, aggregates = CASES[case_id]
     window = {**window, "aggregates": aggregates, "functions": FUNCTIONS}
+    schema = _schema(case_id)
     if "tvf" not in window:
         window["time"] = "ts"
     config = {
         "window": window,
-        "input": {"path": str(tmp_path / "in"), "format": "json", "schema": SCHEMA,
+        "input": {"path": str(tmp_path / "in"), "format": "json", "schema": schema,
                   "watermark_delay": f"{DELAY.seconds} seconds"},
         "output": {"path": str(tmp_path / "out")}, "checkpoint": str(tmp_path / "chk"),
         "trigger": {"available_now": True},
@@ -105,10 +123,11 @@ def test_the_streaming_job_keeping_rows_equals_the_dataframe_door(spark, tmp_pat
     # keys by k: HOP lateness does not depend on the key, sessions are per k in both).
     _, late, dead = reference_stream(runs, spec, ("k",), DELAY)
     assert late, "the random rows must have late ones"
-    source = spark.read.schema(SCHEMA).json(str(tmp_path / "in"))
+    source = spark.read.schema(schema).json(str(tmp_path / "in"))
+    kind = "TIMESTAMP_NTZ" if case_id.endswith("-ntz") else "TIMESTAMP"
     missed = spark.createDataFrame(  # by start and end: a CUMULATE period's windows share their start
         [(r.row["id"], _EPOCH + timedelta(milliseconds=w.start), _EPOCH + timedelta(milliseconds=w.end))
-         for r in late for w in r.missed], "id STRING, window_start TIMESTAMP, window_end TIMESTAMP")
+         for r in late for w in r.missed], f"id STRING, window_start {kind}, window_end {kind}")
     if case_id.startswith("session"):  # a late session row merged with nothing: dropped whole
         expected = _door(source.join(missed.select("id"), "id", "left_anti"), case_id, time="ts", window=spec)
     else:
@@ -135,7 +154,7 @@ def test_the_backfill_keeping_rows_equals_the_dataframe_door(spark, tmp_path: Pa
     spark.udf.register("tw_median", median)
     rows = random_rows(21)
     begin, end = START - timedelta(hours=1), START + timedelta(hours=4)
-    df = spark.createDataFrame(rows, SCHEMA)
+    df = spark.createDataFrame(rows, _schema(case_id))
     inside = df.where(f"ts >= '{begin}' AND ts < '{end}'")
     expected = _canonical(_door(inside, case_id, time="ts", window=spec).collect())
     assert len(expected) > 20
