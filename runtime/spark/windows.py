@@ -29,6 +29,7 @@ from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.windows import spec as specs
 from timeweave.core.windows.aggregate_sql import WindowAggregateQuery, window_aggregate_query
 from timeweave.core.windows.grouping import GroupingSets
+from timeweave.core.windows.legacy_sql import rewrite_group_windows
 from timeweave.core.windows.slicing import SliceAggregate
 from timeweave.core.windows.spec import SessionSpec, WindowSpec
 from timeweave.core.windows.tvf_sql import WindowTvf, find_window_tvfs
@@ -508,12 +509,17 @@ def window_tvf_dead_letters(spark, query: str, sql) -> list[DataFrame]:
     :func:`timeweave.sql`, resolving inputs that are themselves window queries), with ``clause`` naming the call
     (``TUMBLE #1``...)."""
     parts = []
-    for n, call in enumerate(find_window_tvfs(query), start=1):
+    for n, call in enumerate(find_window_tvfs(rewrite_group_windows(query)), start=1):
         source = sql(spark, "SELECT * FROM " + call.relation)
         part = window_dead_letters(source, _find(source.columns, call.time_column) or call.time_column)
         parts.append(part.withColumn("clause", F.lit(f"{call.function} #{n}")))
     return parts
 
+
+# Flink's legacy group windows (GROUP BY TUMBLE(ts, ...)) become window TVF calls first (order 3), which the
+# window ops check (4) and the window TVF rewrite then see as if written so.
+sql_rewrite.register(sql_rewrite.ClauseRewriter("legacy group window", 3,
+                                                lambda spark, query: rewrite_group_windows(query)))
 
 # Window TVFs first (order 5): each call becomes a subquery, which MATCH_RECOGNIZE (10) or a temporal join (20)
 # can then take as its input; a call's own TABLE (<subquery>) input goes through the whole rewrite.

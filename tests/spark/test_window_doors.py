@@ -299,3 +299,52 @@ def test_window_time_renders_like_flink(spark) -> None:
     df = spark.createDataFrame([(datetime(2020, 4, 15, 8, 5, tzinfo=UTC),)], "bidtime TIMESTAMP")
     [row] = timeweave.tumble(df, "bidtime", "10 minutes").collect()
     assert normalize(row["window_time"]) == format_ms(_ms(datetime(2020, 4, 15, 8, 10)) - 1) == "2020-04-15 08:09:59.999"
+
+
+# -- Flink's legacy group windows (GROUP BY TUMBLE(ts, ...)) ---------------------------------------------------
+
+_LEGACY = [
+    ("SELECT k, TUMBLE_START(ts, INTERVAL '10' SECOND) AS s, TUMBLE_END(ts, INTERVAL '10' SECOND) AS e, "
+     "TUMBLE_ROWTIME(ts, INTERVAL '10' SECOND) AS rt, COUNT(*) AS n, SUM(v) AS sv FROM tw_win_random "
+     "GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND)",
+     "SELECT k, window_start AS s, window_end AS e, window_time AS rt, COUNT(*) AS n, SUM(v) AS sv FROM "
+     "TABLE(TUMBLE(TABLE tw_win_random, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end, "
+     "window_time"),
+    ("SELECT r.k, HOP_END(r.ts, INTERVAL '4' SECOND, INTERVAL '12' SECOND) AS e, MAX(r.v) AS mv FROM tw_win_random r "
+     "WHERE r.v > 2 GROUP BY HOP(r.ts, INTERVAL '4' SECOND, INTERVAL '12' SECOND), r.k HAVING COUNT(*) > 1",
+     "SELECT k, window_end AS e, MAX(v) AS mv FROM TABLE(HOP(TABLE tw_win_random, DESCRIPTOR(ts), INTERVAL '4' SECOND, "
+     "INTERVAL '12' SECOND)) WHERE v > 2 GROUP BY window_start, window_end, k HAVING COUNT(*) > 1"),
+    # WHERE before sessionizing: a filtered-out row no longer bridges two sessions
+    ("SELECT k, SESSION_START(ts, INTERVAL '5' SECOND) AS s, SESSION_END(ts, INTERVAL '5' SECOND) AS e, COUNT(*) AS n "
+     "FROM tw_win_random WHERE v <> 5 GROUP BY k, SESSION(ts, INTERVAL '5' SECOND)",
+     "SELECT k, window_start AS s, window_end AS e, COUNT(*) AS n FROM TABLE(SESSION(TABLE (SELECT * FROM "
+     "tw_win_random WHERE v <> 5) PARTITION BY k, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY k, window_start, "
+     "window_end"),
+    # a cascade: a global session over the tumbling windows' time attribute
+    ("SELECT SESSION_START(rt, INTERVAL '15' SECOND) AS s, SUM(n) AS n FROM (SELECT k, TUMBLE_ROWTIME(ts, INTERVAL "
+     "'10' SECOND) AS rt, COUNT(*) AS n FROM tw_win_random GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND)) "
+     "GROUP BY SESSION(rt, INTERVAL '15' SECOND)",
+     "SELECT window_start AS s, SUM(n) AS n FROM TABLE(SESSION(TABLE (SELECT k, window_time AS rt, COUNT(*) AS n FROM "
+     "TABLE(TUMBLE(TABLE tw_win_random, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end, "
+     "window_time), "
+     "DESCRIPTOR(rt), INTERVAL '15' SECOND)) GROUP BY window_start, window_end"),
+]
+
+
+@pytest.mark.parametrize(("legacy", "tvf"), _LEGACY, ids=["tumble", "hop-where-having", "session-where", "cascade"])
+def test_legacy_group_windows_equal_their_window_tvf_form(spark, random_input, legacy, tvf) -> None:
+    got = timeweave.sql(spark, legacy)
+    want = timeweave.sql(spark, tvf)
+    assert got.schema == want.schema
+    rows = sorted(map(tuple, got.collect()), key=str)
+    assert rows and rows == sorted(map(tuple, want.collect()), key=str)
+    # the NULL-time rows of the group window's input reach the SQL door's dead letters, named by the call
+    dead = timeweave.dead_letters(spark, legacy).collect()
+    assert dead and all(r["reason"] == "NULL event time column ts" for r in dead)
+
+
+def test_legacy_group_window_errors_are_positioned_in_the_query_as_written(spark, random_input) -> None:
+    query = "SELECT k, TUMBLE_END(ts, INTERVAL '5' SECOND) FROM tw_win_random GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND)"
+    with pytest.raises(QuerySyntaxError, match="must repeat the arguments") as info:
+        _no_job(spark, lambda: timeweave.sql(spark, query))
+    assert info.value.position == query.index("TUMBLE_END")

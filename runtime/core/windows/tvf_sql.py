@@ -17,7 +17,8 @@ step or offset is reported with its position in the query and the argument's nam
 :meth:`WindowTvf.check_columns` checks DESCRIPTOR and PARTITION BY against the input's columns.
 
 A call is recognised by its first argument (``TABLE ...`` or ``DATA =>``): Flink's legacy group-window
-functions ``TUMBLE(ts, INTERVAL ...)`` in GROUP BY are left alone.
+functions ``TUMBLE(ts, INTERVAL ...)`` in GROUP BY are left alone here; :mod:`timeweave.core.windows.legacy_sql`
+rewrites them to these calls first.
 """
 
 from __future__ import annotations
