@@ -16,6 +16,7 @@ from timeweave.spark import render
 from timeweave.spark.plan import reject_reason
 from timeweave.spark.registration import register_versioned
 from timeweave.spark.schema import schema_kinds
+from timeweave.spark.temp_views import sql_over
 
 _SOURCE_ATTR = "_timeweave_versioned_source"
 
@@ -61,7 +62,7 @@ def versioned_table(
         schema_kinds(df.schema)
     )
     sql = render.versioned_view_sql(spec, render.relation("source"), df.columns, valid_from=valid_from, valid_to=valid_to)
-    history = _session(df).sql(render.formattable(sql), source=df)
+    history = sql_over(_session(df), render.formattable(sql), source=df)
     setattr(history, _SOURCE_ATTR, VersionedSource(df, spec))
     if name:
         register_versioned(_session(df), name, df, spec)
@@ -137,7 +138,7 @@ def temporal_join(
         spec, render.relation("left"), render.relation("right"), left.columns, source.df.columns,
         left_alias=left_alias, right_alias=right_alias,
     )
-    return _session(left).sql(render.formattable(sql), left=left, right=source.df)
+    return sql_over(_session(left), render.formattable(sql), left=left, right=source.df)
 
 
 def temporal_join_with_rejects(left: DataFrame, right: DataFrame, left_time: str, **kwargs) -> tuple[DataFrame, DataFrame]:
@@ -182,7 +183,7 @@ def dead_letters(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, carr
         fields = ", ".join(f"{render.sql_string(c)}, {render.quote(c)}" for c in df.columns if c != carry)
         # A constant false filter for a LEFT join's left side: Spark plans an empty relation, reading nothing.
         output = " AND false" if side == "left" and spec.keeps_unmatchable_left else ""
-        parts.append(session.sql(render.formattable(
+        parts.append(sql_over(session, render.formattable(
             f"SELECT {render.sql_string(side)} AS side, __tw_reason AS reason, to_json(named_struct({fields})) AS row"
             f"{kept} FROM (SELECT *, {reason} AS __tw_reason FROM {render.relation('df')}) "
             f"WHERE __tw_reason IS NOT NULL{output}"),

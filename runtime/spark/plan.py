@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from timeweave.core.spec import TemporalJoinSpec
 from timeweave.spark import render
+from timeweave.spark.temp_views import drop_temp_view
 
 _counter = iter(range(1, 1 << 62))
 
@@ -123,5 +124,5 @@ class Finalizer:
             # ofRows analyzes eagerly: the view's plan (this batch's) is inlined, so the view can go.
             jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(jsession, self._parsed)
         finally:
-            spark.catalog.dropTempView(self._view)
+            drop_temp_view(spark, self._view)  # keeps a cached plan equal to the batch's cached
         return DataFrame(jdf, spark)

@@ -73,6 +73,7 @@ from timeweave.spark.host.writer import STATE_OUTPUT, SliceTarget, SliceWriter
 from timeweave.spark.plan import reject_reason
 from timeweave.spark.schema import column as named
 from timeweave.spark.schema import schema_kinds
+from timeweave.spark.temp_views import sql_over
 
 SEQ = "__tw_seq"
 SLICE = "__tw_slice"  # the intervals' partition column: the index of a slice they overlap
@@ -100,7 +101,7 @@ def _newest(events: DataFrame, v: VersionedTableSpec, group: str | None = None, 
     columns = [c for c in events.columns if c != group]
     sql = render.macro("timeweave__newest_sql", render.relation("events"), columns, list(v.key), v.time, v.sequence,
                        group=group, oldest=oldest)
-    return events.sparkSession.sql(render.formattable(sql), events=events)
+    return sql_over(events.sparkSession, render.formattable(sql), events=events)
 
 
 def _edge_states(
@@ -386,7 +387,7 @@ def _write_untimed_left(left: DataFrame, right: DataFrame, spec: TemporalJoinSpe
     sql = render.formattable(render.temporal_join_sql(
         spec, render.relation("left"), render.relation("right"), left.columns, right.columns,
     ))  # names may hold braces or quotes: the relations are the only format fields (render.formattable)
-    untimed = left.sparkSession.sql(sql, left=left.where(named(spec.left_time).isNull()), right=right.where(F.lit(False)))
+    untimed = sql_over(left.sparkSession, sql, left=left.where(named(spec.left_time).isNull()), right=right.where(F.lit(False)))
     writer.write(untimed, MAIN, NO_SLICE)
     return writer.rows(MAIN, [NO_SLICE])
 
@@ -472,14 +473,14 @@ def _write_slices(
         # versioned side) and would plan shuffles around a broadcast-sized input, so when the versioned side
         # fits a broadcast the hint says what the one-shot plan gets from the input's size.
         hint = F.broadcast if fits_broadcast(spark, right) else (lambda df: df)
-        stats = hint(spark.sql(stats_sql, right=run_events))
-        intervals = hint(spark.sql(intervals_sql, right=run_events, stats=stats))
+        stats = hint(sql_over(spark, stats_sql, right=run_events))
+        intervals = hint(sql_over(spark, intervals_sql, right=run_events, stats=stats))
         present: list[int] = []
     else:
         stats_path, intervals_path = f"{state}/_run_stats", f"{state}/_run_intervals"
-        spark.sql(stats_sql, right=run_events).write.mode("overwrite").parquet(stats_path)
+        sql_over(spark, stats_sql, right=run_events).write.mode("overwrite").parquet(stats_path)
         stats = spark.read.parquet(stats_path)
-        run_intervals = spark.sql(intervals_sql, right=run_events, stats=stats)
+        run_intervals = sql_over(spark, intervals_sql, right=run_events, stats=stats)
         # Each job broadcasts only the intervals overlapping its slices (partition `__tw_slice=<index>`),
         # not all the run's: every slice built the broadcast hash relation of all of them (2 M orders x
         # 100 k versions, 10 slices: 6.0-7.3 -> 3.0-3.7 driver-side JVM CPU-s, 20 % of the run's JVM CPU).
@@ -502,7 +503,7 @@ def _write_slices(
         left_in = (named(spec.left_time) >= at(first.start)) & (named(spec.left_time) < at(last.end))
         overlapping = intervals if len(groups) == 1 else _group_intervals(intervals, group[0], group[-1], present)
         if len(group) == 1:
-            joined = spark.sql(sql, left=left.where(left_in), stats=stats, intervals=overlapping)
+            joined = sql_over(spark, sql, left=left.where(left_in), stats=stats, intervals=overlapping)
             writes.append(partial(writer.write, joined, MAIN, first.label))
             continue
         # The slice of a row inside the group: the last slice starting at or before its time.  Taken from the
@@ -511,7 +512,7 @@ def _write_slices(
         label = F.lit(first.label)
         for i in group[1:]:
             label = F.when(named(spec.left_time) >= at(plan[i].start), F.lit(plan[i].label)).otherwise(label)
-        probed = spark.sql(sql, left=left.where(left_in), stats=stats, intervals=overlapping)
+        probed = sql_over(spark, sql, left=left.where(left_in), stats=stats, intervals=overlapping)
         joined = probed.withColumn(SLICE_COLUMN, label)
         # a slice of the group without rows now must not keep an earlier run's output: the writer clears it
         writes.append(partial(writer.write_slices, joined, MAIN, [plan[i].label for i in group]))

@@ -36,6 +36,7 @@ from timeweave.core.windows.ranking import (
 )
 from timeweave.core.windows.spec import WindowSpec
 from timeweave.spark import render, sql_rewrite
+from timeweave.spark.temp_views import sql_over
 from timeweave.spark.window_ops_render import window_join_sql, window_rank_sql
 from timeweave.spark.window_render import WINDOW_COLUMNS
 from timeweave.spark.windows import window_dead_letters, window_tvf
@@ -86,7 +87,7 @@ def _rank(df: DataFrame, partition_by: str | Sequence[str], order: Sequence[Sort
             raise SpecError("rank_column", f"the input already has a column {rank_column!r}; name the rank "
                             "otherwise (or None to leave it out)", where=where)
     sql = window_rank_sql(render.relation("source"), df.columns, keys, spelled, ranks, rank_column)
-    return df.sparkSession.sql(render.formattable(sql), source=df)
+    return sql_over(df.sparkSession, render.formattable(sql), source=df)
 
 
 def window_top_n(df: DataFrame, n: int | None = None, *, order_by: str | SortKey | Sequence[str | SortKey],
@@ -218,7 +219,7 @@ def window_join(left: DataFrame, right: DataFrame, *, on: str | Sequence[str] | 
     if kind in ("SEMI", "ANTI"):
         sql = window_join_sql(render.relation("left"), left.columns, render.relation("right"), right.columns,
                               on_pairs, kind)
-        return left.sparkSession.sql(render.formattable(sql), left=left, right=right)
+        return sql_over(left.sparkSession, render.formattable(sql), left=left, right=right)
     left_columns = [c for c in left.columns if c.lower() not in windows]
     right_columns = [c for c in right.columns if c.lower() not in windows]
     left_names = [left_prefix + c for c in left_columns]
@@ -233,7 +234,7 @@ def window_join(left: DataFrame, right: DataFrame, *, on: str | Sequence[str] | 
             seen[name.lower()] = side
     sql = window_join_sql(render.relation("left"), left_columns, render.relation("right"), right_columns, on_pairs,
                           kind, left_names, right_names)
-    return left.sparkSession.sql(render.formattable(sql), left=left, right=right)
+    return sql_over(left.sparkSession, render.formattable(sql), left=left, right=right)
 
 
 def window_top_n_with_rejects(df: DataFrame, n: int | None = None, *, time: str, window: WindowSpec,

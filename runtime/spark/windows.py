@@ -36,6 +36,7 @@ from timeweave.core.windows.tvf_sql import WindowTvf, find_window_tvfs
 from timeweave.core.windows.zones import TimeShift
 from timeweave.spark import render, sql_rewrite
 from timeweave.spark.schema import column
+from timeweave.spark.temp_views import sql_over
 from timeweave.spark.window_render import WINDOW_COLUMNS, window_aggregate_sql, window_dead_letter_sql, window_tvf_sql
 
 Duration = int | timedelta | str
@@ -119,7 +120,7 @@ def window_tvf(df: DataFrame, time: str, spec: WindowSpec) -> DataFrame:
     time, kind, spec = bind(df.schema, time, spec)
     sql = window_tvf_sql(spec, render.relation("source"), df.columns, time, kind=kind,
                          zone=session_zone(df.sparkSession, kind))
-    return df.sparkSession.sql(render.formattable(sql), source=df)
+    return sql_over(df.sparkSession, render.formattable(sql), source=df)
 
 
 def tumble(df: DataFrame, time: str, size: Duration, offset: Duration = 0) -> DataFrame:
@@ -180,7 +181,7 @@ def window_dead_letters(df: DataFrame, time: str) -> DataFrame:
     if found is None:
         raise SpecError("time", f"column {time!r} not found; available: {df.columns}", where="window_dead_letters")
     sql = window_dead_letter_sql(render.relation("source"), df.columns, found, null_event_time_reason(found))
-    return df.sparkSession.sql(render.formattable(sql), source=df)
+    return sql_over(df.sparkSession, render.formattable(sql), source=df)
 
 
 def _aggregate_columns(aggregates: Mapping[str, str | Column]) -> list[Column]:
@@ -356,7 +357,7 @@ def _sliced_aggregate(df: DataFrame, aggregates: Mapping[str, str | Column], key
     if not all(isinstance(text, str) for text in aggregates.values()):
         return None
     sql = _sliced_plan(df, render.relation("source"), aggregates, keys, time, window)
-    return None if sql is None else df.sparkSession.sql(render.formattable(sql), source=df)
+    return None if sql is None else sql_over(df.sparkSession, render.formattable(sql), source=df)
 
 
 def _sliced_plan(df: DataFrame, relation: str, aggregates: Mapping[str, str], keys: list[str], time: str,

@@ -35,6 +35,30 @@ _SQLISH = re.compile(
 
 #: Reviewed splices: (file, enclosing function, spliced expression) -> why it cannot carry a name or text.
 ALLOWED = {
+    ("runtime/core/temporal_function_sql.py", "_rewrite_one", "call.time_text"):
+        "the time argument as the user wrote it in their own query (SQL text by definition)",
+    ("runtime/core/temporal_function_sql.py", "_rewrite_one", "call.alias"):
+        "the alias token as the user wrote it in their query (quoted or not, as written); also error messages",
+    ("runtime/core/temporal_function_sql.py", "_rewrite_one", "call.function.text"): "error messages only",
+    ("runtime/core/temporal_function_sql.py", "_rewrite_one", "function.key[0]"): "error messages only",
+    ("runtime/core/temporal_function_sql.py", "_rewrite_one", "kept"):
+        "the user's own WHERE terms, re-joined by AND (SQL text by definition)",
+    ("runtime/core/temporal_function_sql.py", "_rewrite_one", "condition"):
+        "the user's own ON / WHERE terms, re-joined by AND (SQL text by definition)",
+    ("runtime/core/temporal_function_sql.py", "_rewrite_one", "function.table"):
+        "the registry's view name __tw_ttf_<name>, name checked to be an identifier (spark/temporal_functions.py)",
+    ("runtime/core/windows/legacy_sql.py", "_relation", "window"): "one of the fixed names TUMBLE / HOP / SESSION",
+    ("runtime/core/windows/legacy_sql.py", "_relation", "why"): "an error message",
+    ("runtime/core/windows/legacy_sql.py", "_rewrite_block", "window"):
+        "one of the fixed names TUMBLE / HOP / SESSION",
+    ("runtime/core/windows/legacy_sql.py", "_rewrite_block", "relation"):
+        "the FROM relation as the user wrote it in their own query (SQL text by definition)",
+    ("runtime/core/windows/legacy_sql.py", "_rewrite_block", "' ' + alias if alias else ''"):
+        "the relation's alias as the user wrote it",
+    ("runtime/core/windows/legacy_sql.py", "_rewrite_block", "text[tokens[where_at + 1].start:tokens[group - 1].end]"):
+        "the user's own WHERE condition, moved into the TVF's input subquery",
+    ("runtime/core/windows/legacy_sql.py", "_rewrite_block", "tvf"):
+        "the window TVF call built from the user's own arguments and the fixed function name",
     ("runtime/core/windows/calls.py", "<module>", "_NAME"):
         "a regular expression (the aggregate-text reader's name pattern), never SQL sent to Spark",
     ("runtime/core/windows/calls.py", "parse_aggregate", "text"):
