@@ -20,6 +20,7 @@ _LAZY = {
     "sql": "timeweave.spark.sql_door",
     "register": "timeweave.spark.sql_door",
     "register_versioned": "timeweave.spark.registration",
+    "create_temporal_table_function": "timeweave.spark.temporal_functions",
     "tumble": "timeweave.spark.windows",
     "hop": "timeweave.spark.windows",
     "cumulate": "timeweave.spark.windows",

@@ -29,10 +29,11 @@ from timeweave.core.errors import SpecError
 from timeweave.core.match_sql import find_match_recognize
 from timeweave.core.spec import VersionedTableSpec
 from timeweave.core.temporal_sql import find_temporal_joins
-from timeweave.spark import sql_rewrite, window_ops  # noqa: F401 (window_ops registers its SQL checks)
+from timeweave.spark import sql_rewrite, temporal_functions, window_ops  # noqa: F401 (they register rewriters)
 from timeweave.spark.dataframe import dead_letters as side_dead_letters
 from timeweave.spark.match_recognize import match_recognize_with_rejects, register_udtf, rewrite_match_recognize
 from timeweave.spark.subqueries import inline_subqueries
+from timeweave.spark.temp_views import drop_temp_view
 from timeweave.spark.temporal_join_sql import bind_clause
 from timeweave.spark.windows import rewrite_window_tvfs, window_tvf_dead_letters
 
@@ -101,7 +102,7 @@ class _Formatter(string.Formatter):
         # resolves them when it runs, so they stay (session-scoped, uniquely named).
         if hasattr(self._spark, "_jsparkSession"):
             for _, name in self._views:
-                self._spark.catalog.dropTempView(name)
+                drop_temp_view(self._spark, name)  # not catalog.dropTempView: it uncaches the caller's df
 
 
 def _spark_sql_literal(value: str) -> str:
