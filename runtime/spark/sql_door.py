@@ -29,7 +29,7 @@ from timeweave.core.errors import SpecError
 from timeweave.core.match_sql import find_match_recognize
 from timeweave.core.spec import VersionedTableSpec
 from timeweave.core.temporal_sql import find_temporal_joins
-from timeweave.spark import sql_rewrite, window_ops  # noqa: F401 (window_ops registers its SQL checks)
+from timeweave.spark import group_aggregate_sql, sql_rewrite, window_ops  # noqa: F401 (they register SQL checks)
 from timeweave.spark.dataframe import dead_letters as side_dead_letters
 from timeweave.spark.match_recognize import match_recognize_with_rejects, register_udtf, rewrite_match_recognize
 from timeweave.spark.subqueries import inline_subqueries
