@@ -153,7 +153,7 @@ def _spark_name(function: str, argument: str, distinct: bool, condition: str | N
     return name if condition is None else f"{name} FILTER (WHERE {condition})"
 
 
-def _quoted(name: str) -> str:
+def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
@@ -189,7 +189,7 @@ def _aggregate(q: _Query, lo: int, hi: int) -> tuple[str, str] | None:
         if argument is None:
             raise q.fail(f"{q.span(lo, close + 1)}: an aggregate of one column (compute expressions in the input "
                          "first)", inner_lo if inner else close)
-        text = f"{function}({'DISTINCT ' if distinct else ''}{_quoted(argument)})"
+        text = f"{function}({'DISTINCT ' if distinct else ''}{_quote(argument)})"
         name = _spark_name(function, argument, distinct, None)
     j = close + 1
     if q.word(j) == "FILTER":
@@ -201,7 +201,7 @@ def _aggregate(q: _Query, lo: int, hi: int) -> tuple[str, str] | None:
         if condition is None:
             raise q.fail("FILTER (WHERE ...): the condition must be one BOOLEAN column (compute it in the input "
                          "first)", j + 3)
-        text += f" FILTER (WHERE {_quoted(condition)})"
+        text += f" FILTER (WHERE {_quote(condition)})"
         name = f"{name} FILTER (WHERE {condition})"
         j = end + 1
     if j != hi:
