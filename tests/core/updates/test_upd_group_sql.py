@@ -136,3 +136,31 @@ def test_the_job_config_refuses_both_forms_and_bad_queries() -> None:
         GroupAggregateJobConfig.from_dict(_config(keys=["user"]))
     with pytest.raises(ConfigError, match=r"group_aggregate.changelog: an append-only output"):
         GroupAggregateJobConfig.from_dict(_config(query=SEED_003, changelog="append"))
+
+
+@pytest.mark.parametrize("name", ["timeweave.core.updates.group_sql", "timeweave.core.updates.group_aggregate",
+                                  "timeweave.core.event_time"])
+def test_docstring_examples_run(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_forget_idle_drops_a_key_only_once_the_watermark_reached_its_cleanup_time() -> None:
+    from timeweave.core.spec import StateRetention
+    from timeweave.core.state import InMemoryKeyContext
+
+    spec = GroupAggregateSpec(("user",), tuple(a.call() for a in read_aggregates({"n": "COUNT(*)"})),
+                              retention=StateRetention(10, 20))
+    op = GroupAggregateOperator(spec)
+    ctx = InMemoryKeyContext(current_watermark=100)
+    op.process_elements(ctx, [{"user": "Mary"}])
+    assert ctx.get("cleanup-timestamp") == 120
+    ctx.current_watermark = 119
+    assert not op.forget_idle(ctx) and ctx.get("group-accumulators") == [1, 1]
+    ctx.current_watermark = 120
+    assert op.forget_idle(ctx) and ctx.is_empty()
+    assert not op.forget_idle(ctx)  # nothing left to forget
+    assert not GroupAggregateOperator(GroupAggregateSpec(("user",), spec.aggregates)).forget_idle(ctx)
