@@ -161,17 +161,25 @@ class _SliceRunner:
 
 def slice_watermarks(df: DataFrame, plan: Sequence[Slice], index: int, *, time: str, delay: int) -> tuple[int, int]:
     """The watermarks (core µs) of the micro-batches slices ``index - 1`` and ``index`` stand for: Spark's over the
-    rows of ``df`` in the slices before each (one aggregate job; none before the first slice).  ``delay``: ms."""
+    rows of ``df`` in the slices before each (none before the first slice).  ``delay``: ms.  One aggregate job
+    over the two slices before ``index`` (the largest event time so far is in them unless they are empty), a
+    second over every slice before it when one of them is."""
     if index == 0:
         return NO_WATERMARK, NO_WATERMARK
+    data_type = df.schema[time].dataType
     t = named(time)
-    first, _ = time_bounds(df.schema[time].dataType, plan[0].start, plan[0].end)
-    _, previous = time_bounds(df.schema[time].dataType, plan[index - 2].start, plan[index - 1].start) \
-        if index >= 2 else (None, None)
-    _, now = time_bounds(df.schema[time].dataType, plan[index - 1].start, plan[index].start)
-    before = F.lit(None) if previous is None else F.max(F.when(t < previous, F.unix_micros(t)))
-    row = df.where((t >= first) & (t < now)).agg(before.alias("before"), F.max(F.unix_micros(t)).alias("now")).first()
-    return watermark_after(row["before"], delay), watermark_after(row["now"], delay)
+
+    def latest(lo: datetime) -> tuple[Any, Any]:
+        low, before = time_bounds(data_type, lo, plan[index - 1].start)
+        _, now = time_bounds(data_type, lo, plan[index].start)
+        row = df.where((t >= low) & (t < now)).agg(
+            F.max(F.when(t < before, F.unix_micros(t))).alias("before"), F.max(F.unix_micros(t)).alias("now")).first()
+        return row["before"], row["now"]
+
+    before, now = latest(plan[max(index - 2, 0)].start)
+    if now is None or (before is None and index >= 2):
+        before, now = latest(plan[0].start)
+    return watermark_after(before, delay), watermark_after(now, delay)
 
 
 def _runner(keys: tuple[str, ...], aggregates: tuple[AggregateText, ...], changelog: ChangelogMode,

@@ -227,9 +227,13 @@ def test_idle_state_retention_forgets_the_same_keys_in_the_stream_and_the_backfi
     rows = [{**r, "op": "+I"} for r in _updating_rows(13, n) if r["op"] in ("+I", "+U")]
     end = BEGIN + timedelta(seconds=n * 8)
     plan = slices_of(BEGIN, end, 4)
-    # key z: early in slice 1, then in slice 3 (idle for over a slice: forgotten, it starts over with +I)
-    rows += [{"user": "z", "cTime": plan[1].start + timedelta(seconds=2), "url": "u9", "v": 1, "op": "+I"},
-             {"user": "z", "cTime": plan[3].start + timedelta(seconds=3), "url": "u9", "v": 2, "op": "+I"}]
+    # key z: early in slice 1, then in slice 3 (idle for over a slice: forgotten, it starts over with +I); key y:
+    # early in slice 1, then in slice 2, its cleanup time between the two slices' watermarks: the stream takes its
+    # rows before its timer fires (kept, +U), and so does the backfill
+    rows += [{"user": u, "cTime": plan[1].start + timedelta(seconds=2), "url": "u9", "v": 1, "op": "+I"}
+             for u in ("y", "z")]
+    rows += [{"user": "z", "cTime": plan[3].start + timedelta(seconds=3), "url": "u9", "v": 2, "op": "+I"},
+             {"user": "y", "cTime": plan[2].start + timedelta(seconds=3), "url": "u9", "v": 2, "op": "+I"}]
     rows.sort(key=lambda r: r["cTime"])
     config = _config(tmp_path, "r", "upsert", keys=["user"], aggregates=AGGREGATES,
                      retention={"min_idle": "30 seconds", "max_idle": "40 seconds"})
@@ -242,3 +246,5 @@ def test_idle_state_retention_forgets_the_same_keys_in_the_stream_and_the_backfi
     assert sliced == stream
     z = [row for batch in sliced for row in batch if row[0] == "z"]
     assert sorted(z) == [("z", 1, 1, 1, 1, 1, 1, "+I"), ("z", 1, 1, 2, 2, 2, 1, "+I")]
+    y = [row for batch in sliced for row in batch if row[0] == "y"]
+    assert sorted(y) == [("y", 1, 1, 1, 1, 1, 1, "+I"), ("y", 2, 2, 3, 1, 2, 1, "+U")]
