@@ -23,7 +23,9 @@ Spark's ``max(event time) - watermark`` over the rows of the slices before it (n
 :func:`timeweave.core.event_time.watermark_after`), computed on the driver before the slice runs.  As in the
 stream, a key first forgets its state when the watermark of the slice before reached its cleanup time (the stream's
 timer fired in that micro-batch), then takes its rows (which push its cleanup time), so a key idle past its
-retention starts over with ``+I`` in both, and one that comes back in time continues in both.
+retention starts over with ``+I`` in both, and one that comes back in time continues in both.  (Spark also fires
+timers in a batch without data when a stream sits idle after the watermark moved; the backfill is the stream that
+reads its slices back to back, so a key whose cleanup time falls between two slices' watermarks is kept.)
 
 Layout (each slice overwritten whole, so re-running slice k from the state of slice k-1 replaces exactly its
 files; a run killed mid-slice re-runs the slice whole):
