@@ -6,7 +6,9 @@ Each operator's clauses are rewritten by the rewriter its module registers with
 :mod:`timeweave.spark.sql_rewrite` (MATCH_RECOGNIZE: :mod:`timeweave.spark.match_recognize`; ``JOIN r FOR
 SYSTEM_TIME AS OF l.t ON ...``: :mod:`timeweave.spark.temporal_join_sql`; window TVFs:
 :mod:`timeweave.spark.windows`); everything else passes to Spark SQL
-unchanged.  This module imports every operator's module, so all of them are registered here; the operators
+unchanged; a continuous ``GROUP BY`` over a *streaming* relation is refused with a pointer to its job
+(:mod:`timeweave.spark.group_aggregate_sql`: the door starts no streaming query).  This module imports every
+operator's module, so all of them are registered here; the operators
 import only the registry, never this door.  :func:`register` registers the SQL functions the doors call
 (the MATCH_RECOGNIZE UDTF).
 
