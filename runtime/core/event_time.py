@@ -95,6 +95,19 @@ def watermark_us(watermark_ms: int, end_ms: int = END_OF_INPUT_MS) -> int:
     return watermark_ms * 1000
 
 
+def watermark_after(latest_us: int | None, delay_ms: int) -> int:
+    """The core's watermark (µs) of a Spark stream that has read rows up to event time ``latest_us`` (None: no row
+    yet) with a watermark ``delay_ms`` behind: Spark's ``max(event time in ms) - delay``, then :func:`watermark_us`.
+    A backfill slice that stands for one micro-batch takes the watermark its stream would have.
+
+    >>> watermark_after(1577872800123456, 5000), watermark_after(None, 5000) == NO_WATERMARK
+    (1577872795123000, True)
+    """
+    if latest_us is None:
+        return NO_WATERMARK
+    return watermark_us(latest_us // 1000 - delay_ms)
+
+
 def watermark_as_time(watermark: int) -> int:
     """A core watermark as a TIMESTAMP value (µs) for an output column: ``END_OF_TIME`` and ``NO_WATERMARK``
     become TIMESTAMP's last and first value (a late row's ``watermark`` column must be a readable timestamp).
@@ -112,6 +125,7 @@ __all__ = [
     "MIN_TIME_US",
     "end_of_input_ms",
     "spark_timer_ms",
+    "watermark_after",
     "watermark_as_time",
     "watermark_us",
 ]

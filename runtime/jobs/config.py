@@ -88,6 +88,7 @@ from timeweave.core.durations import parse_duration
 from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.pattern import ClauseSpec, MatchBudget, PatternValidationError, RowsPerMatch, parse_clause
 from timeweave.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
+from timeweave.core.updates.group_sql import parse_group_aggregate_query
 from timeweave.core.updates.modes import ChangelogMode
 from timeweave.core.windows import spec as window_specs
 from timeweave.core.windows.calls import read_aggregates
@@ -971,7 +972,7 @@ class WindowJoinJobConfig:
 #: Every key a continuous GROUP BY job config reads.
 GROUP_AGGREGATE_SCHEMA: Mapping[str, Key] = {
     "group_aggregate": Key((dict,), required=True, keys={
-        "keys": _TEXTS, "aggregates": Key((dict,), required=True), "time": Key((str,), required=True),
+        "keys": _TEXTS, "aggregates": Key((dict,)), "query": _TEXT, "time": Key((str,), required=True),
         "changelog": _TEXT, "op_column": _TEXT,
         "retention": Key((dict,), keys={"min_idle": _DURATION_KEY, "max_idle": _DURATION_KEY}),
     }),
@@ -988,7 +989,16 @@ class GroupAggregateJobConfig:
     GROUP BY ``keys``, the ``aggregates`` (output name -> text, as the window job reads them), the event-time
     column ``time`` (the watermark's: ``input.watermark_delay``; the clock of idle-state ``retention``), the
     ``changelog`` encoding of the output (``retract`` or ``upsert``) and, for an updating input, its
-    ``op_column``.
+    ``op_column``.  Instead of ``keys`` and ``aggregates``, ``query`` gives the same as Flink's SQL
+    (``SELECT user, COUNT(url) AS cnt FROM clicks GROUP BY user``, with an optional ``WHERE``:
+    :mod:`timeweave.core.updates.group_sql`); its FROM relation names the job's input.
+
+    >>> q = GroupAggregateJobConfig.from_dict({"group_aggregate": {"time": "cTime", "changelog": "upsert",
+    ...     "query": "SELECT user, COUNT(url) FROM clicks WHERE url <> './home' GROUP BY user"},
+    ...     "input": {"path": "in", "format": "json", "schema": "user STRING, cTime TIMESTAMP, url STRING"},
+    ...     "output": {"path": "out"}})
+    >>> q.keys, q.aggregates, q.where
+    (('user',), {'count(url)': 'COUNT(`url`)'}, "url <> './home'")
 
     >>> job = GroupAggregateJobConfig.from_dict({
     ...     "group_aggregate": {"keys": ["user"], "aggregates": {"cnt": "COUNT(url)"}, "time": "cTime",
@@ -1018,6 +1028,10 @@ class GroupAggregateJobConfig:
     checkpoint: str | None = None
     available_now: bool = True
     processing_time: str | None = None
+    #: the query's WHERE condition as written (None: none, or no ``query``), and the name it qualifies columns by
+    where: str | None = None
+    qualifier: str | None = None
+    query: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -1039,12 +1053,25 @@ class GroupAggregateJobConfig:
                                       "GROUP BY job (a config with a 'group_aggregate' section)")
         check_keys(data, GROUP_AGGREGATE_SCHEMA)
         g = data["group_aggregate"]
-        keys = g.get("keys") or ()
+        parsed = None
+        if g.get("query") is not None:
+            clash = [name for name in ("keys", "aggregates") if g.get(name) is not None]
+            if clash:
+                raise ConfigError(f"group_aggregate.{clash[0]}", "give the GROUP BY either as 'query' (its SQL) or as "
+                                  "'keys' and 'aggregates', not both")
+            try:
+                parsed = parse_group_aggregate_query(g["query"])
+            except QuerySyntaxError as error:
+                raise ConfigError("group_aggregate.query", str(error)) from None
+        keys = parsed.keys if parsed is not None else (g.get("keys") or ())
         keys = (keys,) if isinstance(keys, str) else tuple(keys)
         if not keys:
             raise ConfigError("group_aggregate.keys", "missing key (required): the GROUP BY columns (a global "
-                              "aggregate is not supported)")
-        aggregates = dict(g["aggregates"])
+                              "aggregate is not supported), or give 'query'")
+        if parsed is None and g.get("aggregates") is None:
+            raise ConfigError("group_aggregate.aggregates", "missing key (required): output name -> aggregate text, "
+                              "or give 'query'")
+        aggregates = parsed.aggregate_texts if parsed is not None else dict(g["aggregates"])
         if not aggregates:
             raise ConfigError("group_aggregate.aggregates", "expected one or more aggregates (name -> text)")
         try:
@@ -1073,7 +1100,9 @@ class GroupAggregateJobConfig:
             keys=keys, aggregates=aggregates, time=g["time"], changelog=changelog,
             input=SourceConfig.from_dict(data["input"], "input"), **_output_paths(data),
             op_column=g.get("op_column"), retention=retention, checkpoint=data.get("checkpoint"),
-            available_now=available_now, processing_time=processing_time, raw=dict(data),
+            available_now=available_now, processing_time=processing_time,
+            where=None if parsed is None else parsed.where, qualifier=None if parsed is None else parsed.qualifier,
+            query=None if parsed is None else parsed.text, raw=dict(data),
         )
 
     @classmethod

@@ -316,6 +316,29 @@ def bind_group_aggregate(df: DataFrame, aggregates: Mapping[str, str], keys: str
     return GroupAggregateQuery(tuple(spelled_keys), tuple(resolved), op_column, time, schema)
 
 
+def where_rows(df: DataFrame, condition: str | None, qualifier: str | None = None, where: str = WHERE) -> DataFrame:
+    """The rows of ``df`` that satisfy a continuous GROUP BY query's ``WHERE`` condition (its text as written, which
+    Spark evaluates; columns may be qualified by ``qualifier``, the query's alias or relation name), in ``df``'s
+    columns; ``df`` itself without a condition.  A condition Spark cannot resolve is a
+    :class:`~timeweave.core.errors.SpecError` naming it (no Spark job).
+
+    Example::
+
+        rows = where_rows(clicks, "c.url <> './home'", "c")
+    """
+    if condition is None:
+        return df
+    source = df.alias(qualifier) if qualifier else df
+    try:
+        kept = source.where(F.expr(condition))
+        kept.schema  # noqa: B018 - analyses the condition now
+    except Exception as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise SpecError("query", f"WHERE {condition}: {first}", where=where) from None
+    return kept.select(*[F.col(quote(c)) for c in df.columns]) if not qualifier else kept.select(
+        *[F.col(f"{quote(qualifier)}.{quote(c)}") for c in df.columns])
+
+
 def group_aggregate_stream(
     df: DataFrame,
     aggregates: Mapping[str, str],
@@ -366,4 +389,5 @@ __all__ = [
     "bind_group_aggregate",
     "group_aggregate_stream",
     "tagged_schema",
+    "where_rows",
 ]

@@ -6,7 +6,9 @@ Each operator's clauses are rewritten by the rewriter its module registers with
 :mod:`timeweave.spark.sql_rewrite` (MATCH_RECOGNIZE: :mod:`timeweave.spark.match_recognize`; ``JOIN r FOR
 SYSTEM_TIME AS OF l.t ON ...``: :mod:`timeweave.spark.temporal_join_sql`; window TVFs:
 :mod:`timeweave.spark.windows`); everything else passes to Spark SQL
-unchanged.  This module imports every operator's module, so all of them are registered here; the operators
+unchanged; a continuous ``GROUP BY`` over a *streaming* relation is refused with a pointer to its job
+(:mod:`timeweave.spark.group_aggregate_sql`: the door starts no streaming query).  This module imports every
+operator's module, so all of them are registered here; the operators
 import only the registry, never this door.  :func:`register` registers the SQL functions the doors call
 (the MATCH_RECOGNIZE UDTF).
 
@@ -29,7 +31,12 @@ from timeweave.core.errors import SpecError
 from timeweave.core.match_sql import find_match_recognize
 from timeweave.core.spec import VersionedTableSpec
 from timeweave.core.temporal_sql import find_temporal_joins
-from timeweave.spark import sql_rewrite, temporal_functions, window_ops  # noqa: F401 (they register rewriters)
+from timeweave.spark import (  # noqa: F401 (they register rewriters and SQL checks)
+    group_aggregate_sql,
+    sql_rewrite,
+    temporal_functions,
+    window_ops,
+)
 from timeweave.spark.dataframe import dead_letters as side_dead_letters
 from timeweave.spark.match_recognize import match_recognize_with_rejects, register_udtf, rewrite_match_recognize
 from timeweave.spark.subqueries import inline_subqueries

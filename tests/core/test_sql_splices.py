@@ -99,6 +99,27 @@ ALLOWED = {
         "the select list built from render.quote(column) AS render.quote(name) pairs one line above",
     ("runtime/spark/windows.py", "_input", "relation"):
         "the TVF's data argument as the user wrote it in their own query, or its rewritten subquery",
+    ("runtime/core/updates/group_sql.py", "column", "span[0].text"):
+        "an error message quoting the user's own query (a positioned QuerySyntaxError), never SQL sent to Spark",
+    ("runtime/core/updates/group_sql.py", "column", "span[2].text"): "the same error message",
+    ("runtime/core/updates/group_sql.py", "_spark_name", "name"):
+        "an output column's name (Spark's name for an unnamed aggregate), quoted wherever it reaches SQL",
+    ("runtime/core/updates/group_sql.py", "_spark_name", "condition"): "the same output column name",
+    ("runtime/core/updates/group_sql.py", "_aggregate", "name"): "the same output column name",
+    ("runtime/core/updates/group_sql.py", "_aggregate", "condition"): "the same output column name",
+    ("runtime/core/updates/group_sql.py", "_item", "q.span(lo, hi)"):
+        "an error message quoting the user's own query, never SQL sent to Spark",
+    ("runtime/core/updates/group_sql.py", "_relation", "tok.text"): "an error message quoting the user's own query",
+    ("runtime/core/updates/group_sql.py", "_relation", "found.text"): "an error message quoting the user's own query",
+    ("runtime/core/updates/group_sql.py", "parse_group_aggregate_query", "tokens[1].text"):
+        "an error message quoting the user's own query",
+    ("runtime/core/updates/group_sql.py", "parse_group_aggregate_query", "tokens[j].text"):
+        "an error message quoting the user's own query",
+    ("runtime/jobs/group_aggregate.py", "describe", "job.where"):
+        "the job's one-line description quoting the user's own WHERE condition, never SQL sent to Spark",
+    ("runtime/spark/group_aggregate_streaming.py", "where_rows", "condition"):
+        "an error message quoting the user's own WHERE condition (Spark evaluates the text itself, unspliced)",
+    ("runtime/spark/group_aggregate_streaming.py", "where_rows", "first"): "Spark's error in the same message",
     ("runtime/spark/windows.py", "window_tvf_dead_letters", "call.relation"):
         "the TVF's data argument as the user wrote it in their own query (SQL text by definition)",
 }

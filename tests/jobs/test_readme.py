@@ -268,5 +268,8 @@ def test_the_job_configs_shown_are_valid():
 
     configs = [load_job_config(block) for block in _code_blocks("json")]
     kinds = [type(config) for config in configs]
-    assert len(configs) == 4 and kinds[0] is WindowJobConfig, kinds
+    assert len(configs) == 5 and kinds[0] is WindowJobConfig, kinds
     assert MatchRecognizeJobConfig in kinds and GroupAggregateJobConfig in kinds, kinds
+    # the continuous GROUP BY's two forms: keys / aggregates, and the same as a query (with a WHERE)
+    grouped = [c for c in configs if isinstance(c, GroupAggregateJobConfig)]
+    assert [c.keys for c in grouped] == [("user",), ("user",)] and [c.where for c in grouped] == [None, "url <> './home'"]

@@ -13,6 +13,9 @@ changelog encoding.  The modules, bottom up:
 ``group_aggregate.py``      :class:`GroupAggregateOperator`: a continuous ``GROUP BY`` without a window on the
                             keyed-operator contract, over append-only or updating input, with idle-state
                             retention
+``group_sql.py``            :func:`~timeweave.core.updates.group_sql.parse_group_aggregate_query`: the GROUP BY's
+                            SQL form (``SELECT keys, aggregates FROM t [WHERE ...] GROUP BY keys``) read into
+                            its keys and aggregate texts, anything else a positioned ``QuerySyntaxError``
 ``materialize.py``          :class:`MaterializedTable`: the reference rule for applying a changelog to a table
                             (upsert by key, retract as a multiset, idempotent per micro-batch id)
 ==========================  ===========================================================================

@@ -337,12 +337,20 @@ class GroupAggregateOperator:
         """Idle-state retention only: a key whose cleanup time the watermark reached is forgotten (no output);
         a key that holds state from before the first watermark gets its cleanup time now."""
         retention = self.retention
-        if retention is not None and ctx.get(ACCUMULATORS) is not None:
-            if retention.due(ctx):
-                retention.expire(ctx, self.layout.names, busy=False)
-            elif ctx.get(CLEANUP) is None:
-                retention.touch(ctx)
+        if retention is not None and ctx.get(ACCUMULATORS) is not None and not self.forget_idle(ctx) \
+                and ctx.get(CLEANUP) is None:
+            retention.touch(ctx)
         return iter(())
+
+    def forget_idle(self, ctx: KeyContext) -> bool:
+        """Forget the key (no output) when idle-state retention's cleanup time has come (the watermark reached
+        it); whether it was.  What a stream's timers did before a step, for a host that runs no timers between
+        steps (the backfill: :mod:`timeweave.spark.group_aggregate_backfill`)."""
+        retention = self.retention
+        if retention is None or ctx.get(ACCUMULATORS) is None or not retention.due(ctx):
+            return False
+        retention.expire(ctx, self.layout.names, busy=False)
+        return True
 
 
 class _NotANumber(Exception):

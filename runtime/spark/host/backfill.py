@@ -293,7 +293,10 @@ class KeyedBackfill:
     (calling :func:`run_keyed_slice`); ``untimed(df)``: the dead letters of the rows with a NULL event time;
     ``main``: the output columns written to the main output (None: every one; an operator whose key columns are
     internal, as the window join's, leaves them out); ``finish``: a last step over a slice's main rows before they
-    are written (the window aggregate keeping rows aggregates them there), its rows counted as the slice's out.
+    are written (the window aggregate keeping rows aggregates them there), its rows counted as the slice's out;
+    ``clock(df, plan, index)``: what slice ``index`` must know of the rows before it, computed on the driver before
+    the slice runs and handed to ``runner`` as a fourth argument (the continuous GROUP BY's watermarks: a slice
+    stands for one micro-batch of a stream); None: ``runner`` takes three.
     """
 
     name: str
@@ -304,10 +307,11 @@ class KeyedBackfill:
     time: str
     bounds: Callable[[datetime, datetime], tuple[Column, Column]]
     output: T.StructType
-    runner: Callable[[bool, tuple[Any, ...], str | None], Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]
+    runner: Callable[..., Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]
     untimed: Callable[[DataFrame], DataFrame]
     main: Sequence[str] | None = None
     finish: Callable[[DataFrame], DataFrame] | None = None
+    clock: Callable[[DataFrame, Sequence[Slice], int], Any] | None = None
 
 
 def check_reserved(df: DataFrame, where: str) -> None:
@@ -338,7 +342,8 @@ def run_keyed(
         if index > 0:
             carried_from = writer.target.directory(STATE_OUTPUT, plan[index - 1].label)
             carried = _read_state(df, op, carried_from, s)
-        per_slice.append(_run_keyed_slice(df, op, s, index == len(plan) - 1, carried, carried_from, writer))
+        known = () if op.clock is None else (op.clock(df, plan, index),)
+        per_slice.append(_run_keyed_slice(df, op, s, index == len(plan) - 1, carried, carried_from, writer, known))
         if on_slice is not None:
             on_slice(per_slice[-1])
     writer.write(op.untimed(df), DEAD_LETTER, NO_SLICE)
@@ -379,7 +384,7 @@ def _read_state(df: DataFrame, op: KeyedBackfill, path: str, s: Slice) -> DataFr
 
 def _run_keyed_slice(
     df: DataFrame, op: KeyedBackfill, s: Slice, last: bool, carried: DataFrame | None, carried_from: str | None,
-    writer: SliceWriter,
+    writer: SliceWriter, known: tuple[Any, ...] = (),
 ) -> dict[str, Any]:
     started = clock.perf_counter()
     lo, hi = op.bounds(s.start, s.end)
@@ -396,7 +401,7 @@ def _run_keyed_slice(
     counters = tuple(spark.sparkContext.accumulator(0) for _ in range(3))
     out_schema = T.StructType([*op.output.fields, T.StructField(STATE, T.BinaryType()),
                                T.StructField(REJECT_REASON, T.StringType()), T.StructField(REJECT_ROW, T.StringType())])
-    result = map_in_arrow(arranged, op.runner(last, counters, carried_from), out_schema).persist()
+    result = map_in_arrow(arranged, op.runner(last, counters, carried_from, *known), out_schema).persist()
     reason = F.col(REJECT_REASON)
     try:  # two or three writes of one persisted pass; each replaces the slice's directory, so a re-run replaces exactly its files
         main = result.where(F.col(STATE).isNull() & reason.isNull()).select(
