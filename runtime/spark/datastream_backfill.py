@@ -48,6 +48,7 @@ from functools import partial
 from typing import Any
 
 import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -279,8 +280,13 @@ def backfill_datastream(
         untimed=partial(_untimed, time=pipeline.time, columns=tuple(df.columns)),
         split=partial(_split, outputs),
     )
-    return host.run_keyed(rows, registration, plan, wanted, output, dead_letter or f"{output}_dead_letter",
-                          on_slice, late=late_output or f"{output}_late")
+    # Every slice reads its steps from the rows of the range (the watermark is the whole range's): arranged once.
+    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return host.run_keyed(rows, registration, plan, wanted, output, dead_letter or f"{output}_dead_letter",
+                              on_slice, late=late_output or f"{output}_late")
+    finally:
+        rows.unpersist()
 
 
 def _arrived(df: DataFrame, time: str, step_column: str | None, start: datetime, end: datetime) -> DataFrame:

@@ -438,7 +438,7 @@ def _run_keyed_slice(
             rows_out = writer.rows(MAIN, [s.label])
         if not last:  # the last slice ended the input: no state is left, none is ever read
             writer.write(result.where(F.col(STATE).isNotNull()).select(*keys, F.col(STATE)), STATE_OUTPUT, s.label)
-        rejected = spark.read.parquet(writer.target.directory(DEAD_LETTER, s.label)).count()
+        rejected = writer.rows(DEAD_LETTER, [s.label])  # from the footers: no Spark job
     finally:
         result.unpersist()
     return slice_metrics(s, rows_in=rows_in, rows_out=rows_out, state_keys_out=state_keys, dead_letter=rejected,
