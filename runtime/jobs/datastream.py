@@ -69,7 +69,7 @@ _REFERENCE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 
 @dataclass(frozen=True)
 class DataStreamJobConfig:
-    """A DataStream window streaming job; see the module docstring for the JSON shape.
+    """A DataStream window job (streaming or backfill); see the module docstring for the JSON shape.
 
     >>> job = DataStreamJobConfig.from_dict({"datastream": {"pipeline": "jobs.clicks:pipeline"},
     ...     "input": {"path": "in", "format": "json", "schema": "k STRING, ts TIMESTAMP"}, "output": {"path": "out"}})
