@@ -252,6 +252,29 @@ def test_the_backfill_in_1_3_and_7_slices_writes_the_flushed_streams_and_run_bat
     assert _outputs(spark, out, schema) == streamed
 
 
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_backfill_killed_mid_slice_and_resumed_loses_and_duplicates_nothing(spark, tmp_path: Path) -> None:
+    """``python -m timeweave.jobs backfill`` killed with SIGKILL (its whole session) while slice 1 is written, then
+    resumed from that slice (``--only 1 2``: slice 0's state is there): the outputs are run_batch's rows."""
+    from tests.helpers.chaos import launch
+
+    rows = random_rows(4, n=40, batches=4)
+    _write_batches(tmp_path / "in", rows, [0, 1, 2, 3])
+    out = tmp_path / "bf"
+    config = tmp_path / "job.json"
+    config.write_text(json.dumps(config_of(tmp_path, out)))
+    argv = [sys.executable, "-m", "timeweave.jobs", "backfill", "--config", str(config), "--start",
+            "2026-11-26T11:00", "--end", "2026-11-26T13:00", "--slices", "3"]
+    killed = launch(argv, tmp_path / "run", lambda _: len(list(out.glob("slice=*"))) >= 2, "slice_dirs")
+    assert killed.killed, Path(killed.log).read_text()[-2000:]
+    resumed = launch([*argv, "--only", "1", "2"], tmp_path / "run", None, None)
+    assert resumed.returncode == 0, Path(resumed.log).read_text()[-2000:]
+    pipeline = job_pipeline(spark.createDataFrame([tuple(r.values()) for r in rows], SCHEMA))
+    expected = _as_counters(*pipeline.run_batch(arrival="batch", emit="retract"), pipeline.changelog_schema)
+    assert all(expected) and _outputs(spark, out, pipeline.changelog_schema) == expected
+
+
 def config_of(tmp_path: Path, out: Path) -> dict[str, Any]:
     return job_config(tmp_path, datastream={"pipeline": "tests.spark.test_datastream_backfill:job_pipeline",
                                             "emit": "retract", "arrival": "batch"}, output={"path": str(out)})
