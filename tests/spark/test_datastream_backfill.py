@@ -188,6 +188,15 @@ def test_processing_time_is_refused_naming_it(build, message) -> None:
     assert message in str(caught.value)
 
 
+@pytest.mark.parametrize("name", ["timeweave.spark.datastream_backfill", "timeweave.spark.host.backfill"])
+def test_docstring_examples_run(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0
+
+
 def test_processing_time_parts_finds_nested_triggers() -> None:
     assert DB.processing_time_parts(EventTime().with_early(ProcessingTime())) == ["ProcessingTime"]
     assert DB.processing_time_parts(None) == []
@@ -255,8 +264,9 @@ def test_the_backfill_in_1_3_and_7_slices_writes_the_flushed_streams_and_run_bat
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_backfill_killed_mid_slice_and_resumed_loses_and_duplicates_nothing(spark, tmp_path: Path) -> None:
-    """``python -m timeweave.jobs backfill`` killed with SIGKILL (its whole session) while slice 1 is written, then
-    resumed from that slice (``--only 1 2``: slice 0's state is there): the outputs are run_batch's rows."""
+    """``python -m timeweave.jobs backfill`` in 2 slices killed with SIGKILL (its whole session) while slice 1 is
+    written, then resumed from that slice (``--only 1``: slice 0's state is there): the outputs are run_batch's
+    rows."""
     from tests.helpers.chaos import launch
 
     rows = random_rows(4, n=40, batches=4)
@@ -265,10 +275,10 @@ def test_a_backfill_killed_mid_slice_and_resumed_loses_and_duplicates_nothing(sp
     config = tmp_path / "job.json"
     config.write_text(json.dumps(config_of(tmp_path, out)))
     argv = [sys.executable, "-m", "timeweave.jobs", "backfill", "--config", str(config), "--start",
-            "2026-11-26T11:00", "--end", "2026-11-26T13:00", "--slices", "3"]
+            "2026-11-26T11:00", "--end", "2026-11-26T13:00", "--slices", "2"]
     killed = launch(argv, tmp_path / "run", lambda _: len(list(out.glob("slice=*"))) >= 2, "slice_dirs")
     assert killed.killed, Path(killed.log).read_text()[-2000:]
-    resumed = launch([*argv, "--only", "1", "2"], tmp_path / "run", None, None)
+    resumed = launch([*argv, "--only", "1"], tmp_path / "run", None, None)
     assert resumed.returncode == 0, Path(resumed.log).read_text()[-2000:]
     pipeline = job_pipeline(spark.createDataFrame([tuple(r.values()) for r in rows], SCHEMA))
     expected = _as_counters(*pipeline.run_batch(arrival="batch", emit="retract"), pipeline.changelog_schema)
