@@ -424,8 +424,8 @@ def _run_keyed_slice(
         outputs = {MAIN: main if op.finish is None else op.finish(main)} if op.split is None else op.split(main)
         writer.write(outputs[MAIN], MAIN, s.label)
         late: dict[str, int] = {}
-        if LATE in writer.target.roots:  # written (perhaps empty) whenever the run has a late output
-            writer.write(outputs.get(LATE, main.limit(0)), LATE, s.label)
+        if LATE in writer.target.roots:  # written (perhaps empty) whenever the run has a late output (split gives it)
+            writer.write(outputs[LATE], LATE, s.label)
             late = {"late": writer.rows(LATE, [s.label])}
         rejected_rows = result.where(reason.isNotNull()).select(
             F.lit("input").alias("side"), reason.alias("reason"), F.col(REJECT_ROW).alias("row"))
