@@ -165,6 +165,16 @@ def test_slices_with_carried_state_give_run_batchs_rows(name: str, emit: str, se
         assert _by_slices(pipeline, rows, emit, slices, seed * 10 + slices) == expected, (name, emit, slices)
 
 
+def test_without_arrival_the_range_is_one_step_with_no_late_row() -> None:
+    """No arrival column: every row arrives at once (one step, Flink's batch mode), whose stream time is the range's
+    largest event time: the slices before the last get no row, and the last gives run_batch's rows."""
+    pipeline = pipelines()["session_process"]
+    rows = [{**r, "batch": 0} for r in random_rows(2)]
+    expected = _by_run_batch(pipeline, rows, "append")
+    assert not any(kind == D.LATE for kind, *_ in expected) and expected
+    assert _by_slices(pipeline, rows, "append", 3, seed=5) == expected
+
+
 def test_the_last_step_of_a_batch_waits_for_the_rest_of_its_step() -> None:
     """A changelog changes each window once per arrival step: a step cut by an Arrow batch edge is still one step
     (three rows of one window in one step: one +I, not +I then -U/+U)."""
