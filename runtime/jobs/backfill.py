@@ -6,7 +6,8 @@ backfill registration runs the slices and keeps the state at their edges: a temp
 ``<checkpoint>/backfill_state`` (or ``<output.path>_state``, :mod:`timeweave.jobs.temporal_join`); a
 MATCH_RECOGNIZE job (a config with a ``match_recognize`` section) under ``<output.path>/_state``
 (:mod:`timeweave.spark.match_recognize_backfill`); a window job (a ``window`` section) under
-``<output.path>/_state`` too (:mod:`timeweave.spark.window_backfill`).  Either way a re-run of any slice finds the state at its
+``<output.path>/_state`` too (:mod:`timeweave.spark.window_backfill`), and so does a DataStream window job (a
+``datastream`` section: :mod:`timeweave.spark.datastream_backfill`, late rows under ``<output.late_path>``).  Either way a re-run of any slice finds the state at its
 start edge.  This driver reads the operator's sources, runs its registration and writes the malformed records.
 
 CSV / JSON records that do not fit the source's schema (:mod:`timeweave.spark.sources`) belong to no slice:

@@ -16,8 +16,15 @@ the output is the window results' changelog with an ``op`` column (see
 :meth:`~timeweave.spark.datastream.Pipeline.start`), which
 :func:`timeweave.spark.changelog_sink.apply_changelog` materialises.
 
+``datastream.arrival`` (optional, backfill only): the input column whose order is the rows' arrival order (equal
+values arrive together, as one micro-batch: a file's batch number, an ingestion time); without it the range arrives
+at once (Flink's batch mode: no row is late).
+
 Streaming: the pipeline's tagged stream on the host (:meth:`~timeweave.spark.datastream.Pipeline.streaming`), the
-job's heartbeats (``--flush``: every window fires) unioned in.  Backfill: not yet (a clear error).
+job's heartbeats (``--flush``: every window fires) unioned in.  Backfill (``python -m timeweave.jobs backfill
+--slices N``): :func:`timeweave.spark.datastream_backfill.backfill_datastream`, the pipeline's bounded run
+(``run_batch(arrival=...)``) cut into slices with each key's windows carried across the edges; main, late and
+dead-letter rows under ``<path>/slice=<label>/``.
 """
 
 from __future__ import annotations
@@ -50,7 +57,8 @@ if TYPE_CHECKING:
 
 #: Every key a DataStream job config reads; anything else is an error.
 DATASTREAM_SCHEMA: Mapping[str, Key] = {
-    "datastream": Key((dict,), required=True, keys={"pipeline": Key((str,), required=True), "emit": Key((str,))}),
+    "datastream": Key((dict,), required=True, keys={"pipeline": Key((str,), required=True), "emit": Key((str,)),
+                                                    "arrival": Key((str,))}),
     "input": _SOURCE,
     "output": _OUTPUT,
     "checkpoint": _TEXT,
@@ -61,7 +69,7 @@ _REFERENCE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 
 @dataclass(frozen=True)
 class DataStreamJobConfig:
-    """A DataStream window streaming job; see the module docstring for the JSON shape.
+    """A DataStream window job (streaming or backfill); see the module docstring for the JSON shape.
 
     >>> job = DataStreamJobConfig.from_dict({"datastream": {"pipeline": "jobs.clicks:pipeline"},
     ...     "input": {"path": "in", "format": "json", "schema": "k STRING, ts TIMESTAMP"}, "output": {"path": "out"}})
@@ -88,6 +96,7 @@ class DataStreamJobConfig:
     available_now: bool = True
     processing_time: str | None = None
     emit: ChangelogMode = ChangelogMode.APPEND
+    arrival: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -116,7 +125,7 @@ class DataStreamJobConfig:
         available_now, processing_time = _trigger(data)
         return cls(pipeline=reference, input=SourceConfig.from_dict(data["input"], "input"), **_output_paths(data),
                    checkpoint=data.get("checkpoint"), available_now=available_now, processing_time=processing_time,
-                   emit=emit, raw=dict(data))
+                   emit=emit, arrival=data["datastream"].get("arrival"), raw=dict(data))
 
     @classmethod
     def load(cls, source: Any) -> DataStreamJobConfig:
@@ -180,9 +189,14 @@ def backfill(
     spark: Any, job: DataStreamJobConfig, rows: Mapping[str, Any], start: datetime, end: datetime, slices: int,
     only: Sequence[int] | None, slices_per_job: int | None, on_slice: Callable[[dict], None],
 ) -> dict[str, Any]:
-    """Not yet: a DataStream job runs streaming (or ``Pipeline.run_batch`` in Python)."""
-    raise SpecError("backfill", "a DataStream window job has no sliced backfill yet; run it as a stream, or call "
-                    "Pipeline.run_batch() over the range in Python", where="DataStream job")
+    """The sliced backfill of the job's pipeline over the input's well-formed rows (``slices_per_job`` does not
+    apply: the registry says so before this is called); its metrics."""
+    from timeweave.spark.datastream_backfill import backfill_datastream
+
+    pipeline = build_pipeline(job.pipeline, rows["input"])
+    return backfill_datastream(
+        pipeline, start=start, end=end, slices=slices, output=job.output_path, late_output=job.late_path,
+        dead_letter=job.dead_letter_path, arrival=job.arrival, emit=job.emit.value, only=only, on_slice=on_slice)
 
 
 __all__ = ["DATASTREAM_SCHEMA", "DataStreamJobConfig", "backfill", "build_pipeline", "describe", "sources", "stream"]

@@ -36,7 +36,7 @@ The slicing itself (slices, labels, exact µs, end of input) is :mod:`timeweave.
 from __future__ import annotations
 
 import time as clock
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -71,8 +71,9 @@ MAX_OPEN_SLICE_FILES = 32
 MAX_FOOTER_FILES = 256
 #: Output rows per Arrow batch a keyed slice hands back to Spark.
 OUTPUT_BATCH_ROWS = 4096
-#: The tags of a :class:`SliceOperator`'s outputs (:class:`~timeweave.core.operator.Tag`'s values).
-MAIN, DEAD_LETTER = Tag.MAIN.value, Tag.DEAD_LETTER.value
+#: The tags of a :class:`SliceOperator`'s outputs (:class:`~timeweave.core.operator.Tag`'s values); ``LATE`` is
+#: an output a registration's :attr:`KeyedBackfill.split` may give (the operator's rows still come tagged main).
+MAIN, LATE, DEAD_LETTER = Tag.MAIN.value, Tag.LATE.value, Tag.DEAD_LETTER.value
 #: The label of the rows of no slice (a NULL event time): their directory is ``slice=none``.
 NO_SLICE = "none"
 
@@ -188,6 +189,10 @@ class SliceOperator(Protocol):
         """The key's state as bytes (:mod:`timeweave.core.state_codec`), to carry across the edge."""
         ...
 
+    # Optional: ``key_done(ctx) -> list[Tagged]``, called once a key's rows of the slice have all been given (before
+    # ``end_of_input`` or ``snapshot``): the outputs of rows an operator held back because they belong with rows
+    # an Arrow batch edge may have cut off (the DataStream backfill's arrival steps, each one step of the operator).
+
 
 def run_keyed_slice(
     batches: Iterator[pa.RecordBatch], op: SliceOperator, last: bool, counters: Sequence[Any],
@@ -206,6 +211,7 @@ def run_keyed_slice(
     key_slots = {i: j for j, c in enumerate(op.keys) for i, f in enumerate(op.output) if f.name == c}
     pending: list[_Item] = []
     counts = [0, 0, 0]
+    key_done = getattr(op, "key_done", None)
     ctx: InMemoryKeyContext | None = None
     current: tuple[Any, ...] | None = None
 
@@ -216,6 +222,8 @@ def run_keyed_slice(
     def close() -> Iterator[_Item]:
         if ctx is None:
             return
+        if key_done is not None:
+            yield from tagged(key_done(ctx))
         if last:
             ctx.current_watermark = END_OF_TIME
             yield from tagged(op.end_of_input(ctx))
@@ -297,6 +305,10 @@ class KeyedBackfill:
     ``clock(df, plan, index)``: what slice ``index`` must know of the rows before it, computed on the driver before
     the slice runs and handed to ``runner`` as a fourth argument (the continuous GROUP BY's watermarks: a slice
     stands for one micro-batch of a stream); None: ``runner`` takes three.
+    ``split``: instead, for an operator whose main rows carry several output classes in one shape (the DataStream
+    window's tagged rows), the slice's main rows as each output's rows by tag (:data:`MAIN` required, :data:`LATE`
+    written to the target's late root, :data:`DEAD_LETTER` added to the rejected rows; ``side``, ``reason``,
+    ``row``), main and late counted as written.
     """
 
     name: str
@@ -312,6 +324,7 @@ class KeyedBackfill:
     main: Sequence[str] | None = None
     finish: Callable[[DataFrame], DataFrame] | None = None
     clock: Callable[[DataFrame, Sequence[Slice], int], Any] | None = None
+    split: Callable[[DataFrame], Mapping[str, DataFrame]] | None = None
 
 
 def check_reserved(df: DataFrame, where: str) -> None:
@@ -324,7 +337,7 @@ def check_reserved(df: DataFrame, where: str) -> None:
 
 def run_keyed(
     df: DataFrame, op: KeyedBackfill, plan: Sequence[Slice], wanted: Sequence[int], output: str, dead_letter: str,
-    on_slice: Callable[[dict[str, Any]], None] | None = None,
+    on_slice: Callable[[dict[str, Any]], None] | None = None, late: str | None = None,
 ) -> dict[str, Any]:
     """Run the ``wanted`` slices of ``plan`` in order through the keyed operator ``op``; returns the metrics.
 
@@ -332,9 +345,11 @@ def run_keyed(
     ``only=[k]`` says which slice to run first).  Metrics: ``rows_in`` / ``rows_out`` / ``state_keys_out`` /
     ``dead_letter`` / ``seconds`` per slice under ``per_slice`` (``on_slice(one)`` gets each as it is
     written), their totals, ``state_keys_carried`` (keys handed across the last edge run), ``watermark``.
+    ``late``: the late output's root (``<late>/slice=<label>/``), for a registration whose ``split`` gives late
+    rows; its slices' rows are counted in ``late`` (per slice and in total).
     """
     started = clock.perf_counter()
-    writer = SliceWriter(df.sparkSession, keyed_target(output, dead_letter))
+    writer = SliceWriter(df.sparkSession, keyed_target(output, dead_letter, late))
     per_slice: list[dict[str, Any]] = []
     for index in wanted:
         s = plan[index]
@@ -348,23 +363,28 @@ def run_keyed(
             on_slice(per_slice[-1])
     writer.write(op.untimed(df), DEAD_LETTER, NO_SLICE)
     untimed = df.sparkSession.read.parquet(writer.target.directory(DEAD_LETTER, NO_SLICE)).count()
+    late_rows = {"late": sum(m["late"] for m in per_slice)} if late is not None else {}
     return {
         "kind": "backfill", "job": op.name, "slices": len(per_slice), "per_slice": per_slice,
         "rows_in": sum(m["rows_in"] for m in per_slice), "rows_out": sum(m["rows_out"] for m in per_slice),
+        **late_rows,
         "state_keys_carried": per_slice[-1]["state_keys_out"] if per_slice else 0,
         "dead_letter": untimed + sum(m["dead_letter"] for m in per_slice),
         "watermark": plan[-1].end.isoformat(), "seconds": round(clock.perf_counter() - started, 3),
     }
 
 
-def keyed_target(output: str, dead_letter: str) -> SliceTarget:
+def keyed_target(output: str, dead_letter: str, late: str | None = None) -> SliceTarget:
     """A keyed run's slice directories: main ``<output>/slice=<label>``, dead letters ``<dead_letter>/slice=<label>``,
-    carried state ``<output>/_state/slice=<label>``.
+    carried state ``<output>/_state/slice=<label>``; late rows ``<late>/slice=<label>`` when ``late`` is given.
 
     >>> keyed_target("out", "dead").directory("state", "2020-01-01T00-00-00")
     'out/_state/slice=2020-01-01T00-00-00'
+    >>> keyed_target("out", "dead", "out_late").directory("late", "x")
+    'out_late/slice=x'
     """
-    return SliceTarget({MAIN: output, DEAD_LETTER: dead_letter, STATE_OUTPUT: f"{output}/{STATE_DIR}"})
+    roots = {MAIN: output, DEAD_LETTER: dead_letter, STATE_OUTPUT: f"{output}/{STATE_DIR}"}
+    return SliceTarget(roots if late is None else {**roots, LATE: late})
 
 
 def _state_schema(df: DataFrame, op: KeyedBackfill) -> T.StructType:
@@ -403,24 +423,31 @@ def _run_keyed_slice(
                                T.StructField(REJECT_REASON, T.StringType()), T.StructField(REJECT_ROW, T.StringType())])
     result = map_in_arrow(arranged, op.runner(last, counters, carried_from, *known), out_schema).persist()
     reason = F.col(REJECT_REASON)
-    try:  # two or three writes of one persisted pass; each replaces the slice's directory, so a re-run replaces exactly its files
+    try:  # two to four writes of one persisted pass; each replaces the slice's directory, so a re-run replaces exactly its files
         main = result.where(F.col(STATE).isNull() & reason.isNull()).select(
             *[named(n) for n in (op.main if op.main is not None else op.output.names)])
-        writer.write(main if op.finish is None else op.finish(main), MAIN, s.label)
-        writer.write(result.where(reason.isNotNull()).select(
-            F.lit("input").alias("side"), reason.alias("reason"), F.col(REJECT_ROW).alias("row"),
-        ), DEAD_LETTER, s.label)
+        outputs = {MAIN: main if op.finish is None else op.finish(main)} if op.split is None else op.split(main)
+        writer.write(outputs[MAIN], MAIN, s.label)
+        late: dict[str, int] = {}
+        if LATE in writer.target.roots:  # written (perhaps empty) whenever the run has a late output (split gives it)
+            writer.write(outputs[LATE], LATE, s.label)
+            late = {"late": writer.rows(LATE, [s.label])}
+        rejected_rows = result.where(reason.isNotNull()).select(
+            F.lit("input").alias("side"), reason.alias("reason"), F.col(REJECT_ROW).alias("row"))
+        if DEAD_LETTER in outputs:
+            rejected_rows = rejected_rows.unionByName(outputs[DEAD_LETTER])
+        writer.write(rejected_rows, DEAD_LETTER, s.label)
         # Read now: the write above ran every task once (counted only by successful attempts).
         rows_in, rows_out, state_keys = (c.value for c in counters)
-        if op.finish is not None:  # the operator's rows were finished into others: count what was written
+        if op.finish is not None or op.split is not None:  # the operator's rows became others: count what was written
             rows_out = writer.rows(MAIN, [s.label])
         if not last:  # the last slice ended the input: no state is left, none is ever read
             writer.write(result.where(F.col(STATE).isNotNull()).select(*keys, F.col(STATE)), STATE_OUTPUT, s.label)
-        rejected = spark.read.parquet(writer.target.directory(DEAD_LETTER, s.label)).count()
+        rejected = writer.rows(DEAD_LETTER, [s.label])  # from the footers: no Spark job
     finally:
         result.unpersist()
     return slice_metrics(s, rows_in=rows_in, rows_out=rows_out, state_keys_out=state_keys, dead_letter=rejected,
-                         seconds=round(clock.perf_counter() - started, 3))
+                         **late, seconds=round(clock.perf_counter() - started, 3))
 
 
 # -- set-based runs: Spark helpers --------------------------------------------------------------------------------
@@ -521,6 +548,7 @@ def parquet_scan_files(df: DataFrame, columns: Sequence[str]) -> list[str] | Non
 
 __all__ = [
     "DEAD_LETTER",
+    "LATE",
     "MAIN",
     "NO_SLICE",
     "REJECT_REASON",
