@@ -35,7 +35,7 @@ from decimal import Decimal
 from typing import Any
 
 from timeweave.core.pattern import expr as E
-from timeweave.core.pattern.aggregates import AGGREGATE_FUNCTIONS
+from timeweave.core.pattern.aggregates import aggregate_function
 from timeweave.core.pattern.errors import PatternValidationError
 from timeweave.core.pattern.functions import SCALAR_FUNCTIONS
 from timeweave.core.pattern.spec import ClauseSpec
@@ -256,14 +256,18 @@ class _Typer:
 
     def _aggregate(self, node: E.Aggregate) -> str:
         arg = self.type_of(node.arg) if node.arg is not None else None
-        if node.key is not None:
-            self.type_of(node.key)
-        function = AGGREGATE_FUNCTIONS.get(node.func)
+        key = self.type_of(node.key) if node.key is not None else None
+        function = aggregate_function(node.func, node.parameters)
         if function is not None:
-            if function.result_type in _FIXED:
-                return function.result_type
+            rule = function.result_type
+            if rule in _FIXED:
+                return rule
             assert arg is not None
-            return arg if function.result_type == "argument" else f"array<{_nullable(arg)}>"
+            if rule == "map":  # MAP_AGG(k, v)
+                return f"map<{arg},{_nullable(key or NULL_TYPE)}>"
+            if rule == "multimap":  # MULTIMAP_AGG(k, v)
+                return f"map<{arg},array<{_nullable(key or NULL_TYPE)}>>"
+            return arg if rule == "argument" else f"array<{_nullable(arg)}>"  # array, by_array: of x
         if node.func == "COUNT":
             return "bigint"
         decimal = decimal_precision(arg) if arg is not None else None
