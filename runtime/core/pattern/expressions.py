@@ -595,7 +595,12 @@ class ExpressionCompiler:
 
             return do_cast
         if isinstance(node, E.Func):
-            function = SCALAR_FUNCTIONS[node.name]
+            function = SCALAR_FUNCTIONS.get(node.name)
+            if function is None:  # an engine function: only the engine computes it (row_functions)
+                raise PatternValidationError(
+                    f"{node} has no engine-free implementation: Spark computes it for each input row before "
+                    "matching (timeweave.match_recognize, timeweave.sql, streaming, backfill)", text=self.text,
+                    position=node.start)
             args = [sub(a) for a in node.args]
             impl = function.impl
             source = str(node)

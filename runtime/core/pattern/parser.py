@@ -31,6 +31,7 @@ from timeweave.core.pattern import ir
 from timeweave.core.pattern.aggregates import AGGREGATE_FUNCTIONS, ALL_AGGREGATES, PARAMETERIZED
 from timeweave.core.pattern.functions import SCALAR_FUNCTIONS, TYPE_NAMES
 from timeweave.core.pattern.lexer import Token, TokenType, tokenize
+from timeweave.core.pattern.row_functions import NOT_ROW_FUNCTIONS, check_computable
 from timeweave.core.pattern.spec import (
     AfterMatchSkip,
     ClauseSpec,
@@ -745,14 +746,19 @@ class Parser:
                 self.expect_op(")")
                 return E.Cast(operand, type_name, token.start)
             function = SCALAR_FUNCTIONS.get(name)
-            if function is None:
-                raise QuerySyntaxError(f"unknown function {token.text}", text=self.text, position=token.start)
+            if function is None and name in NOT_ROW_FUNCTIONS:
+                raise QuerySyntaxError(
+                    f"{token.text} is not supported in MATCH_RECOGNIZE: an aggregate without a fold over a match, a "
+                    "window or generator function, or a nondeterministic one (see the README's list of aggregates)",
+                    text=self.text, position=token.start)
             args: list[E.Expr] = []
             if not self.tok.is_op(")"):
                 args.append(self.expression())
                 while self.accept_op(","):
                     args.append(self.expression())
             close = self.expect_op(")")
+            if function is None:  # any other Spark function: the engine computes it (row_functions)
+                return E.Func(name, tuple(args), token.start)
             if len(args) < function.min_args or (function.max_args is not None and len(args) > function.max_args):
                 expected = str(function.min_args) if function.max_args == function.min_args else (
                     f"{function.min_args} or more" if function.max_args is None
@@ -838,6 +844,7 @@ def parse_clause(text: str) -> ClauseSpec:
 
     spec = Parser(text).clause()
     validate(spec)
+    check_computable(spec)
     return spec
 
 
