@@ -230,7 +230,7 @@ def _try_element_at(container: Any, key: Any) -> Any:
     map's value of ``key`` (NULL when absent).  A map arrives as a dict or as Arrow's (key, value) pairs."""
     if isinstance(container, dict):
         return container.get(key)
-    if container and isinstance(container[0], tuple) and not isinstance(key, int):
+    if not isinstance(key, Integral) or (container and isinstance(container[0], tuple)):  # map pairs
         return next((value for k, value in container if k == key), None)
     return _element_at(container, key)
 
