@@ -131,7 +131,7 @@ def _same(a: Any, b: Any) -> bool:
         return (math.isnan(a) and math.isnan(b)) or a == b
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return a == b and type(a) is type(b) or (a is None and b is None)
+    return (a == b and type(a) is type(b)) or (a is None and b is None)
 
 
 def test_core_implementations_of_spark_functions_agree_with_spark(spark) -> None:
