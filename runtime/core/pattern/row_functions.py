@@ -66,7 +66,7 @@ class SplitClause:
         >>> split_row_functions(parse_clause("MEASURES array_max(A.a) AS m PATTERN (A)")).check_input(["a"], "the UDTF")
         Traceback (most recent call last):
         ...
-        timeweave.core.pattern.errors.PatternValidationError: array_max(A.a) is computed by Spark for each input row before matching, which the UDTF does not do; compute it in the input relation (SELECT *, ARRAY_MAX(a) AS c ...) or use timeweave.sql / timeweave.match_recognize (line 1, col 10)
+        timeweave.core.pattern.errors.PatternValidationError: array_max(A.a) is computed by Spark for each input row before matching, which the UDTF does not do; add ARRAY_MAX(a) as a column of the input relation and read that column, or use timeweave.sql / timeweave.match_recognize (line 1, col 10)
         MEASURES array_max(A.a) AS m PATTERN (A)
                  ^
         """
@@ -76,8 +76,8 @@ class SplitClause:
                 written = _written(self.spec, function.start)
                 raise PatternValidationError(
                     f"{written} is computed by Spark for each input row before matching, which {door} does not "
-                    f"do; compute it in the input relation (SELECT *, {function.expr} AS c ...) or use timeweave.sql"
-                    " / timeweave.match_recognize", text=self.spec.text, position=function.start)
+                    f"do; add {function.expr} as a column of the input relation and read that column, or use "
+                    "timeweave.sql / timeweave.match_recognize", text=self.spec.text, position=function.start)
 
 
 def engine_evaluated(name: str) -> bool:
