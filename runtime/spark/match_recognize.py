@@ -288,7 +288,7 @@ def rejected_rows(df: DataFrame, bound: MatchPlan) -> DataFrame:
     return df.where(named(time).isNull()).select(
         F.lit("input").alias("side"),
         F.lit(null_event_time_reason(time)).alias("reason"),
-        F.to_json(F.struct(*[named(c) for c in df.columns])).alias("row"),
+        F.to_json(F.struct(*[named(c) for c in visible_columns(df.columns)])).alias("row"),  # no hidden column
     )
 
 
