@@ -38,7 +38,7 @@ from timeweave.core.pattern import expr as E
 from timeweave.core.pattern.aggregates import aggregate_function
 from timeweave.core.pattern.errors import PatternValidationError
 from timeweave.core.pattern.functions import SCALAR_FUNCTIONS
-from timeweave.core.pattern.row_functions import is_hidden, not_computable
+from timeweave.core.pattern.row_functions import is_hidden
 from timeweave.core.pattern.spec import ClauseSpec
 
 #: Spark's widest DECIMAL (``DecimalType.MAX_PRECISION`` / ``MAX_SCALE``).
@@ -254,8 +254,9 @@ class _Typer:
 
     def _function(self, node: E.Func) -> str:
         args = [self.type_of(a) for a in node.args]
-        if node.name not in SCALAR_FUNCTIONS:  # an engine function row_functions could not compute per row
-            raise not_computable(self.spec, node)
+        if node.name not in SCALAR_FUNCTIONS:  # parse_clause refused the others: a per-row call, not split
+            raise _fail(self.spec, f"{node} has no engine-free implementation: Spark computes it for each input "
+                        "row before matching (split_row_functions gives the column it reads)", node.start)
         rule = SCALAR_FUNCTIONS[node.name].returns
         if rule in _FIXED:
             return rule
