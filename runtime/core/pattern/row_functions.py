@@ -11,9 +11,12 @@ everything (operators included) is the engine's: ``array_max(array(A.x / 2))`` d
 
 A call that reads navigated or aggregated values (``array_max(LAST(A.arr))``, ``div(A.x, PREV(A.y))``)
 stays in Python when the evaluator implements it (:data:`.functions.SCALAR_FUNCTIONS`, entries with
-``engine_first``, checked against Spark by a property test); any other is an error naming the function
-and its position.  When the variable a computed column is read through matched no row (``f(B.x)`` in
-MEASURES with no B row), the value is NULL, as the column would be, whatever ``f`` gives for NULL.
+``engine_first``, checked against Spark by a property test).  Any other call whose arguments are constants
+and one same navigation of one row (``sha2(LAST(A.s), 256)``, ``f(PREV(A.x), PREV(A.y))``) reads one row
+too: it becomes that navigation of the per-row call (``LAST(A.__tw_fn_0)``).  Any other call is an error
+naming the function and its position.  When the row a computed column is read on does not exist
+(``f(B.x)`` in MEASURES with no B row, a navigation beyond the partition), the value is NULL, as the
+column would be, whatever ``f`` gives for NULL.
 
 >>> from timeweave.core.pattern.parser import parse_clause
 >>> split = split_row_functions(parse_clause(
@@ -103,6 +106,33 @@ def _per_row_var(node: E.Expr) -> tuple[bool, str | None]:
     return True, next(iter(variables), None)
 
 
+def _navigated_row(node: E.Func) -> tuple[E.Navigation, E.Func, str | None] | None:
+    """For a call without an implementation here whose arguments are constants and one same navigation of
+    one row (``sha2(LAST(A.s), 256)``): that navigation, the call over the row, the row's variable."""
+    if node.name in SCALAR_FUNCTIONS:
+        return None  # the evaluator computes it over the navigated values, exactly
+    shape: tuple[Any, ...] | None = None
+    navigation: E.Navigation | None = None
+    args: list[E.Expr] = []
+    for arg in node.args:
+        if isinstance(arg, E.Navigation):
+            per_row, var = _per_row_var(arg.arg)
+            if not per_row:
+                return None
+            here = (arg.kind, arg.offset, arg.semantics, var)
+            if shape is not None and here != shape:
+                return None
+            shape, navigation = here, arg
+            args.append(arg.arg)
+        elif any(isinstance(inner, _NOT_PER_ROW + (E.Column,)) for inner in arg.walk()):
+            return None  # a column outside the navigation reads another row
+        else:
+            args.append(arg)
+    if navigation is None or shape is None:
+        return None
+    return navigation, dataclasses.replace(node, args=tuple(args)), shape[3]
+
+
 def _unqualified(node: E.Expr) -> Any:
     return _rewrite(node, lambda n: E.Column(None, n.name, n.start) if isinstance(n, E.Column) else None)
 
@@ -149,18 +179,25 @@ def split_row_functions(spec: ClauseSpec) -> SplitClause:
     columns: dict[E.Expr, str] = {}
     functions: list[RowFunction] = []
 
-    def hoist(node: E.Expr) -> E.Expr | None:
-        if not (isinstance(node, E.Func) and engine_evaluated(node.name)):
-            return None
-        per_row, var = _per_row_var(node)
-        if not per_row:
-            return None
+    def column(node: E.Func, var: str | None) -> E.Column:
         expression = _unqualified(node)
         name = columns.get(expression)
         if name is None:
             name = columns[expression] = f"{HIDDEN_PREFIX}{len(functions)}"
             functions.append(RowFunction(name, expression, node.start))
         return E.Column(var, name, node.start)
+
+    def hoist(node: E.Expr) -> E.Expr | None:
+        if not (isinstance(node, E.Func) and engine_evaluated(node.name)):
+            return None
+        per_row, var = _per_row_var(node)
+        if per_row:
+            return column(node, var)
+        pulled = _navigated_row(node)
+        if pulled is not None:  # f(LAST(A.x), LAST(A.y)) reads one row: LAST(f(A.x, A.y))
+            navigation, inner, var = pulled
+            return dataclasses.replace(navigation, arg=column(inner, var))
+        return None
 
     measures = tuple(dataclasses.replace(m, expr=_rewrite(m.expr, hoist)) for m in spec.measures)
     definitions = tuple(dataclasses.replace(d, condition=_rewrite(d.condition, hoist)) for d in spec.definitions)
@@ -173,10 +210,10 @@ def not_computable(spec: ClauseSpec, node: E.Func) -> PatternValidationError:
     """The error for a call neither the engine (it reads several rows) nor the evaluator computes."""
     computed = ", ".join(sorted(name for name, f in SCALAR_FUNCTIONS.items() if f.engine_first))
     return PatternValidationError(
-        f"{_written(spec, node.start)} reads navigated or aggregated values (or the columns of different "
-        f"pattern variables), which Spark cannot compute per row, and {node.name} has no implementation over "
-        f"such values (Spark functions computed over them: {computed}); put the navigation around the call "
-        "(LAST(f(A.x)), not f(LAST(A.x)))", text=spec.text, position=node.start)
+        f"{_written(spec, node.start)} reads several rows (navigations or aggregates, or the columns of "
+        f"different pattern variables), which Spark cannot compute per row, and {node.name} has no "
+        f"implementation over such values (Spark functions computed over them: {computed}); compute it per row "
+        "and navigate its value (LAST(f(A.x)) - PREV(f(A.x)), not f(LAST(A.x) - PREV(A.x)))", text=spec.text, position=node.start)
 
 
 #: Spark aggregates (and window and generator functions) that have no meaning per row or no fold here: a
@@ -198,11 +235,11 @@ def check_computable(spec: ClauseSpec) -> None:
     """Raise for the first engine function the engine cannot compute per row and the evaluator lacks.
 
     >>> from timeweave.core.pattern.parser import parse_clause
-    >>> parse_clause("MEASURES sha2(LAST(A.x), 256) AS h PATTERN (A)")
+    >>> parse_clause("MEASURES sha2(LAST(A.x) || FIRST(A.x), 256) AS h PATTERN (A)")
     Traceback (most recent call last):
     ...
-    timeweave.core.pattern.errors.PatternValidationError: sha2(LAST(A.x), 256) reads navigated or aggregated values (or the columns of different pattern variables), which Spark cannot compute per row, and SHA2 has no implementation over such values (Spark functions computed over them: ARRAY_DISTINCT, ARRAY_MAX, ARRAY_MIN, ARRAY_POSITION, ARRAY_SIZE, DIV, IFNULL, NVL, SIGN, SIGNUM, TRY_ELEMENT_AT); put the navigation around the call (LAST(f(A.x)), not f(LAST(A.x))) (line 1, col 10)
-    MEASURES sha2(LAST(A.x), 256) AS h PATTERN (A)
+    timeweave.core.pattern.errors.PatternValidationError: sha2(LAST(A.x) || FIRST(A.x), 256) reads several rows (navigations or aggregates, or the columns of different pattern variables), which Spark cannot compute per row, and SHA2 has no implementation over such values (Spark functions computed over them: ARRAY_DISTINCT, ARRAY_MAX, ARRAY_MIN, ARRAY_POSITION, ARRAY_SIZE, DIV, IFNULL, NVL, SIGN, SIGNUM, TRY_ELEMENT_AT); compute it per row and navigate its value (LAST(f(A.x)) - PREV(f(A.x)), not f(LAST(A.x) - PREV(A.x))) (line 1, col 10)
+    MEASURES sha2(LAST(A.x) || FIRST(A.x), 256) AS h PATTERN (A)
              ^
     """
     split = split_row_functions(spec)

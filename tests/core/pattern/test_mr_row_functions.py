@@ -79,8 +79,25 @@ def test_the_engine_free_doors_name_the_function_they_cannot_compute() -> None:
 
 def test_a_call_over_navigations_without_a_python_implementation_is_an_error_at_parse() -> None:
     with pytest.raises(PatternValidationError, match="SHA2 has no implementation over such values") as caught:
-        parse_clause("MEASURES x AS x PATTERN (A) DEFINE A AS sha2(PREV(A.s), 256) = 'x'")
+        parse_clause("MEASURES x AS x PATTERN (A) DEFINE A AS sha2(PREV(A.s) || A.s, 256) = 'x'")
     assert "col 41" in str(caught.value)
+
+
+@pytest.mark.parametrize(("call", "column", "measure"), [
+    ("sha2(LAST(A.s), 256)", "SHA2(s, 256)", "LAST(A.__tw_fn_0, 0)"),
+    ("levenshtein(PREV(A.s, 2), PREV(A.t, 2))", "LEVENSHTEIN(s, t)", "PREV(A.__tw_fn_0, 2)"),
+    ("bit_count(FINAL FIRST(A.x, 1))", "BIT_COUNT(x)", "FINAL FIRST(A.__tw_fn_0, 1)"),
+])
+def test_a_call_over_one_navigated_row_navigates_the_per_row_call(call: str, column: str, measure: str) -> None:
+    functions, expressions = _split(f"MEASURES {call} AS m PATTERN (A+)")
+    assert (functions, expressions) == ([("__tw_fn_0", column)], [measure])
+
+
+@pytest.mark.parametrize("call", ["sha2(PREV(A.s), A.s)", "levenshtein(PREV(A.s), LAST(A.s))",
+                                  "levenshtein(LAST(A.s), LAST(B.s))", "levenshtein(PREV(LAST(A.s)), 'x')"])
+def test_navigations_of_different_rows_are_refused(call: str) -> None:
+    with pytest.raises(PatternValidationError, match="has no implementation over such values"):
+        parse_clause(f"MEASURES {call} AS m PATTERN (A B)")
 
 
 def test_aggregates_window_and_generator_functions_are_refused_by_name() -> None:
