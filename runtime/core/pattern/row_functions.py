@@ -124,7 +124,7 @@ def _navigated_row(node: E.Func) -> tuple[E.Navigation, E.Func, str | None] | No
                 return None
             shape, navigation = here, arg
             args.append(arg.arg)
-        elif any(isinstance(inner, _NOT_PER_ROW + (E.Column,)) for inner in arg.walk()):
+        elif any(isinstance(inner, (*_NOT_PER_ROW, E.Column)) for inner in arg.walk()):
             return None  # a column outside the navigation reads another row
         else:
             args.append(arg)
