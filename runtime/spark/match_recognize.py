@@ -58,6 +58,7 @@ from timeweave.core.pattern import (
 from timeweave.core.pattern import expr as E
 from timeweave.core.pattern.fast import dict_rows
 from timeweave.core.pattern.partition import OutputBlock, as_dicts, null_event_time_reason
+from timeweave.core.pattern.row_functions import split_row_functions
 from timeweave.core.pattern.schema import (
     INTERVAL,
     NULL_TYPE,
@@ -70,6 +71,7 @@ from timeweave.spark import sql_rewrite
 from timeweave.spark import temporal_join_sql as _temporal_join_sql  # noqa: F401 - its rewriter: an input relation may join
 from timeweave.spark.environment import ensure_worker_python
 from timeweave.spark.host.backfill import REJECT_REASON, REJECT_ROW  # the rejects' columns: the driver's names
+from timeweave.spark.match_recognize_functions import visible_columns, with_row_functions
 from timeweave.spark.render import quote
 from timeweave.spark.render import sql_string as render_sql_string
 from timeweave.spark.schema import column as named
@@ -130,8 +132,8 @@ def spark_type(type_name: str, inputs: dict[str, T.DataType]) -> T.DataType:
     """The Spark type of a core type name (:mod:`timeweave.core.pattern.schema`): an input's own type, a
     computed type, ``decimal(p,s)`` or ``array<...>`` of those.
 
-    >>> spark_type("array<decimal(14,6)>", {})
-    ArrayType(DecimalType(14,6), True)
+    >>> spark_type("array<decimal(14,6)>", {}), spark_type("map<string,array<bigint>>", {})
+    (ArrayType(DecimalType(14,6), True), MapType(StringType(), ArrayType(LongType(), True), True))
     """
     if type_name in inputs:
         return inputs[type_name]
@@ -143,6 +145,12 @@ def spark_type(type_name: str, inputs: dict[str, T.DataType]) -> T.DataType:
         return T.DecimalType(*decimal)
     if name.startswith("array<") and name.endswith(">"):
         return T.ArrayType(spark_type(type_name.strip()[len("array<"):-1], inputs), True)
+    if name.startswith("map<") and name.endswith(">"):  # MAP_AGG, MULTIMAP_AGG: map<key,value>
+        inner, depth = type_name.strip()[len("map<"):-1], 0
+        for i, char in enumerate(inner):
+            depth += (char == "<") - (char == ">")
+            if char == "," and depth == 0:
+                return T.MapType(spark_type(inner[:i], inputs), spark_type(inner[i + 1:], inputs), True)
     raise TypeError(f"no Spark type for the MATCH_RECOGNIZE type {type_name!r}")
 
 
@@ -163,6 +171,10 @@ def plan(spec: ClauseSpec | str, schema: T.StructType) -> MatchPlan:
     if isinstance(spec, str):
         spec = parse_clause(spec)
     subqueries.reject(spec, "this door")  # timeweave.sql and timeweave.match_recognize inline them first
+    # per-row function calls read the hidden columns the door added (match_recognize_functions)
+    split = split_row_functions(spec)
+    split.check_input(schema.fieldNames(), "the UDTF timeweave_match_recognize (dbt, or SQL over a CTE)")
+    spec = split.spec
     inputs: dict[str, T.DataType] = {}
     for f in schema.fields:
         _input_types(f.dataType, inputs)
@@ -210,10 +222,13 @@ def _match(df: DataFrame, clause: str | ClauseSpec, budget: MatchBudget, *, reje
     """The door's plan; with ``rejects``, two more columns: :data:`REJECT_REASON` (NULL on a match) and
     :data:`REJECT_ROW` (a budget-rejected row's ``to_json``; the door's columns are NULL on such a row)."""
     ensure_worker_python(df.sparkSession)  # before the mapInArrow function is wrapped: it takes the executable
-    bound = plan(inline_subqueries(df.sparkSession, clause), df.schema)
+    spec = inline_subqueries(df.sparkSession, clause)
+    df = with_row_functions(df, spec)  # Spark computes the per-row function calls as hidden columns
+    bound = plan(spec, df.schema)
     if bound.order_columns:  # a NULL event time is matched by no door (core event_time_column): a dead letter
         df = df.where(named(bound.order_columns[0][0]).isNotNull())
-    original = F.to_json(F.struct(*[named(c) for c in df.columns]))  # the dead-letter shape (rejected_rows)
+    # the dead-letter shape (rejected_rows): the input's own columns
+    original = F.to_json(F.struct(*[named(c) for c in visible_columns(df.columns)]))
     needed = _needed_columns(bound)
     if len(needed) < len(df.columns):  # ONE ROW PER MATCH reads few columns: ship only those to Python
         if rejects:
@@ -256,7 +271,7 @@ def match_recognize_with_rejects(df: DataFrame, clause: str | ClauseSpec, *,
         rejected.show()
     """
     spec = inline_subqueries(df.sparkSession, clause)
-    bound = plan(spec, df.schema)
+    bound = plan(spec, with_row_functions(df, spec).schema)
     combined = _match(df, spec, MatchBudget.from_mapping(budget, "budget"), rejects=True)
     reason = named(REJECT_REASON)
     matches = combined.where(reason.isNull()).select(*[named(f.name) for f in bound.schema.fields])
@@ -273,7 +288,7 @@ def rejected_rows(df: DataFrame, bound: MatchPlan) -> DataFrame:
     return df.where(named(time).isNull()).select(
         F.lit("input").alias("side"),
         F.lit(null_event_time_reason(time)).alias("reason"),
-        F.to_json(F.struct(*[named(c) for c in df.columns])).alias("row"),
+        F.to_json(F.struct(*[named(c) for c in visible_columns(df.columns)])).alias("row"),  # no hidden column
     )
 
 
@@ -325,7 +340,7 @@ def rewrite_match_recognize(spark: Any, query: str) -> str:
         prefix = "SELECT * FROM "
         try:
             source = sql_rewrite.run(spark, prefix + found.relation)
-            schema = source.schema  # resolves the relation now
+            source.schema  # noqa: B018 - resolves the relation now
         except QuerySyntaxError as error:  # a MATCH_RECOGNIZE or temporal join inside the relation
             raise reposition(error, query, found.start - len(prefix)) from None
         except Exception:  # not resolvable alone (a CTE, an outer reference): the UDTF resolves it in place
@@ -336,7 +351,7 @@ def rewrite_match_recognize(spark: Any, query: str) -> str:
             raise reposition(error, query, found.clause_start) from None
         try:
             if source is not None:
-                plan(spec, schema)
+                plan(spec, with_row_functions(source, spec).schema)
         except PatternValidationError as error:
             if spec is not found.spec:
                 raise  # positioned in the clause as printed with the subqueries' values

@@ -66,6 +66,7 @@ from timeweave.spark.match_recognize import (
     plan,
     rejected_rows,
 )
+from timeweave.spark.match_recognize_functions import with_row_functions
 from timeweave.spark.subqueries import inline_subqueries
 
 _WHERE = "match_recognize backfill"
@@ -251,7 +252,9 @@ def backfill_match_recognize(
     if not output:
         raise SpecError("output", "an output path is required", where=_WHERE)
     slices_plan, wanted = host.plan_slices(start, end, slices, only, _WHERE)
-    bound = plan(inline_subqueries(df.sparkSession, clause), df.schema)  # subqueries run once, for every slice
+    spec = inline_subqueries(df.sparkSession, clause)  # subqueries run once, for every slice
+    df = with_row_functions(df, spec)  # Spark computes the per-row function calls as hidden columns
+    bound = plan(spec, df.schema)
     host.check_reserved(df, _WHERE)
     time_column, time_type = _event_time(bound)
     time_bounds(time_type, slices_plan[0].start, slices_plan[-1].end, time_column)  # the type check, before any job

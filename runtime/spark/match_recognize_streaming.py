@@ -89,6 +89,7 @@ from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, delay_ms, keyed_
 from timeweave.spark.host.wire import from_wire
 from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
+from timeweave.spark.match_recognize_functions import visible_columns, with_row_functions
 from timeweave.spark.render import quote
 from timeweave.spark.subqueries import inline_subqueries
 
@@ -559,13 +560,15 @@ class StreamingMatch:
         main = batch.where(kind == MATCHED).select(*[
             F.col(f"{COLUMN}{i}").alias(f.name) for i, f in enumerate(self.plan.schema.fields)
         ])
+        own = visible_columns(self.plan.input_schema.fieldNames())  # no computed function's hidden column
         late = batch.where(kind == LATE).select(
             from_wire(F.col(IN_ROW), self.plan.input_schema).alias("__tw_in"),
             F.col(REASON).alias("reason"),
             F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
-        ).select("__tw_in.*", "reason", "watermark")
+        ).select(*[F.col("__tw_in")[name].alias(name) for name in own], "reason", "watermark")
         # a budget-rejected row travels as wire text: its dead letter is the input row's to_json, as for the others
-        as_json = F.to_json(from_wire(F.col(IN_ROW), self.plan.input_schema))
+        row = from_wire(F.col(IN_ROW), self.plan.input_schema)
+        as_json = F.to_json(F.struct(*[row[name].alias(name) for name in own]))
         dead = batch.where(kind.isin(DEAD, BUDGET_DEAD)).select(
             F.col(SIDE).alias("side"), F.col(REASON).alias("reason"),
             F.when(kind == BUDGET_DEAD, as_json).otherwise(F.col(IN_ROW)).alias("row"),
@@ -606,8 +609,9 @@ def match_recognize_stream(
     # Uncorrelated subqueries run once, now (each start of the job runs them again), as in the batch doors.
     spec = inline_subqueries(df.sparkSession, clause)
     check_buckets(buckets, "match_recognize")
+    df = with_row_functions(df, spec)  # Spark computes the per-row function calls as hidden columns
     bound = plan(spec, df.schema)
-    MatchRecognizeOperator(spec)  # the core's own checks: ORDER BY present, event time ascending
+    MatchRecognizeOperator(bound.spec)  # the core's own checks: ORDER BY present, event time ascending
     time_column, _, _ = bound.order_columns[0]
     time_type = df.schema[time_column].dataType
     if not isinstance(time_type, _TIME_TYPES):

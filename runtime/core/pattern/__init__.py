@@ -21,7 +21,11 @@ TRIM/REPLACE, arrays (``ARRAY[...]``, CARDINALITY/SIZE, ELEMENT_AT, ARRAY_CONTAI
 ``functions``), PREV/NEXT/FIRST/LAST with offsets and FIRST/LAST nested in PREV/NEXT, RUNNING/FINAL,
 CLASSIFIER([v]), MATCH_NUMBER(), aggregates running in DEFINE: COUNT(*)/COUNT()/COUNT(v.*)/COUNT/SUM/
 AVG/MIN/MAX and ARRAY_AGG, MAX_BY/MIN_BY, COUNT_IF, BOOL_AND/EVERY/BOOL_OR, ARBITRARY/ANY_VALUE,
-STDDEV/VARIANCE families (``aggregates``), MATCH_ROWTIME([col]).
+STDDEV/VARIANCE families, Trino's MIN/MAX(x, n) and MIN_BY/MAX_BY(x, y, n), MAP_AGG, MULTIMAP_AGG, MAP_UNION,
+APPROX_DISTINCT, LISTAGG/STRING_AGG and Spark's COLLECT_LIST/SET, BIT_*, MEDIAN, MODE, PRODUCT, COVAR/CORR
+(``aggregates``), MATCH_ROWTIME([col]).  Any other function call over one row's columns is computed by the
+engine before matching, as a hidden column (``row_functions``); a few Spark functions (ARRAY_MAX, DIV, ...)
+also run here over navigated values.
 
 Not supported: DISTINCT aggregates, MATCH_PROCTIME(), PREV/NEXT inside aggregates, window functions
 over matches, subqueries, ORDER BY expressions (columns only).

@@ -301,7 +301,8 @@ class Aggregate(Expr):
     """An aggregate (``COUNT``, ``SUM``, ``ARRAY_AGG``, ... see ``aggregates``) over the rows of one variable (or all rows).
 
     ``arg`` None is ``COUNT(*)`` / ``COUNT(A.*)``; ``star_var`` names the variable of ``A.*``.
-    ``key`` is the second argument of a two-argument aggregate (``MAX_BY(x, key)``).
+    ``key`` is the second argument of a two-argument aggregate (``MAX_BY(x, key)``); ``parameters`` are
+    the constant arguments after those (``MAX_BY(x, key, n)``, ``MIN(x, n)``, ``LISTAGG(x, ', ')``), as values.
     """
 
     func: str
@@ -310,6 +311,7 @@ class Aggregate(Expr):
     semantics: str | None = None
     start: int = field(default=0, compare=False)
     key: Expr | None = None
+    parameters: tuple[Any, ...] = ()
 
     def children(self) -> tuple[Expr, ...]:
         return tuple(child for child in (self.arg, self.key) if child is not None)
@@ -320,6 +322,8 @@ class Aggregate(Expr):
         inner = str(self.arg) if self.arg is not None else star
         if self.key is not None:
             inner += f", {self.key}"
+        for parameter in self.parameters:
+            inner += f", {_sql_literal(parameter)}"
         return f"{prefix}{self.func}({inner})"
 
 

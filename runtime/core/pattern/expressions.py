@@ -33,7 +33,7 @@ from numbers import Integral
 from typing import Any
 
 from timeweave.core.pattern import expr as E
-from timeweave.core.pattern.aggregates import AGGREGATE_FUNCTIONS, AggregateFunction
+from timeweave.core.pattern.aggregates import AggregateFunction, aggregate_function
 from timeweave.core.pattern.errors import MatchRuntimeError, PatternValidationError
 from timeweave.core.pattern.functions import SCALAR_FUNCTIONS, cast, sql_arith, sql_compare
 
@@ -447,7 +447,8 @@ class ExpressionCompiler:
         plain = isinstance(node.arg, E.Column) and node.key is None
         getter = self._column_getter(node.arg) if plain else None  # type: ignore[arg-type]
         index = len(self.aggregates)
-        self.aggregates.append(AggregateSpec(node.func, labels, arg, getter, AGGREGATE_FUNCTIONS.get(node.func)))
+        self.aggregates.append(AggregateSpec(node.func, labels, arg, getter,
+                                             aggregate_function(node.func, node.parameters)))
         self.deps.aggregates.add(index)
         final = node.semantics == "FINAL"
         return lambda ctx: ctx.aggregate(index, final)
@@ -594,7 +595,12 @@ class ExpressionCompiler:
 
             return do_cast
         if isinstance(node, E.Func):
-            function = SCALAR_FUNCTIONS[node.name]
+            function = SCALAR_FUNCTIONS.get(node.name)
+            if function is None:  # an engine function: only the engine computes it (row_functions)
+                raise PatternValidationError(
+                    f"{node} has no engine-free implementation: Spark computes it for each input row before "
+                    "matching (timeweave.match_recognize, timeweave.sql, streaming, backfill)", text=self.text,
+                    position=node.start)
             args = [sub(a) for a in node.args]
             impl = function.impl
             source = str(node)

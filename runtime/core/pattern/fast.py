@@ -343,7 +343,7 @@ class FastCompiler(ExpressionCompiler):
         return physical
 
     def _aggregate(self, node: E.Aggregate) -> FastFn:  # type: ignore[override]
-        if node.func not in CORE_AGGREGATES:  # the other folds (aggregates.py) run in the general evaluator
+        if node.func not in CORE_AGGREGATES or node.parameters:  # the other folds (aggregates.py) run in the general evaluator
             raise Unsupported(str(node))
         if node.arg is None:
             labels = self.label_sets[node.star_var] if node.star_var else None
@@ -1112,7 +1112,7 @@ class MeasureCompiler(ExpressionCompiler):
         return lambda v: get(v.rows[v.shift + o[offset]]) if len(o := v.offsets[slot]) > offset else None
 
     def _aggregate(self, node: E.Aggregate) -> MeasureFn:  # type: ignore[override]
-        if node.func not in CORE_AGGREGATES:  # the other folds (aggregates.py) run in the general evaluator
+        if node.func not in CORE_AGGREGATES or node.parameters:  # the other folds (aggregates.py) run in the general evaluator
             raise Unsupported(str(node))
         if node.arg is None:  # COUNT(*) / COUNT(v.*)
             labels = self.label_sets[node.star_var] if node.star_var else None
@@ -1147,7 +1147,7 @@ class MeasureCompiler(ExpressionCompiler):
             return self._batch_read(True, self.label_sets[node.var], 0, node)
         if isinstance(node, E.Navigation) and node.kind in ("FIRST", "LAST") and isinstance(node.arg, E.Column):
             return self._batch_read(node.kind == "LAST", self.label_sets[node.arg.var], node.offset, node.arg)
-        if isinstance(node, E.Aggregate) and node.func in _REDUCE:
+        if isinstance(node, E.Aggregate) and node.func in _REDUCE and not node.parameters:
             if node.arg is None:  # COUNT(*) / COUNT(v.*)
                 labels = self.label_sets[node.star_var] if node.star_var else None
                 if labels is None:

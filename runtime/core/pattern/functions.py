@@ -27,7 +27,9 @@ class ScalarFunction:
     that is not a NULL literal), ``"common"`` (the common type of all arguments), a fixed type
     (``"string"``, ``"bigint"``, ``"double"``, ``"boolean"``), ``"array"`` (an array of the arguments'
     common type), ``"element"`` (the element type of the first argument, an array) or ``"branches"``
-    (the common type of the arguments after the first: ``IF``).
+    (the common type of the arguments after the first: ``IF``).  ``engine_first``: a Spark function the
+    engine computes when its call reads one row (:mod:`.row_functions`); this implementation runs only
+    over navigated or aggregated values, and a property test holds it to Spark's results.
     """
 
     min_args: int
@@ -35,6 +37,7 @@ class ScalarFunction:
     impl: Callable[..., Any]
     null_safe: bool = False  # True: the function itself handles NULL arguments (COALESCE)
     returns: str = "common"
+    engine_first: bool = False
 
 
 def _strict(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -194,6 +197,78 @@ def _equal_null(a: Any, b: Any) -> bool:
     return sql_compare("=", a, b) is True
 
 
+def _spark_max(values: list[Any]) -> Any:
+    """Spark's ordering of numbers: NaN above every other value."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    if any(isinstance(v, float) and math.isnan(v) for v in present):
+        return math.nan
+    return max(present)
+
+
+def _spark_min(values: list[Any]) -> Any:
+    present = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    if not present:
+        return math.nan if any(v is not None for v in values) else None
+    return min(present)
+
+
+def _div(a: Any, b: Any) -> int | None:
+    """Spark's ``a div b``: the quotient truncated toward zero, BIGINT; division by zero gives NULL (the
+    core's rule for ``/`` and ``%``: Spark under ANSI mode raises)."""
+    if b == 0:
+        return None
+    if isinstance(a, Integral) and isinstance(b, Integral):
+        quotient = abs(int(a)) // abs(int(b))
+        return quotient if (a >= 0) == (b >= 0) else -quotient
+    return int(Decimal(str(a)) / Decimal(str(b)))  # int() truncates toward zero
+
+
+def _try_element_at(container: Any, key: Any) -> Any:
+    """Spark's ``try_element_at``: an array's 1-based element (NULL beyond either end, an error at 0) or a
+    map's value of ``key`` (NULL when absent).  A map arrives as a dict or as Arrow's (key, value) pairs."""
+    if isinstance(container, dict):
+        return container.get(key)
+    if not isinstance(key, Integral) or (container and isinstance(container[0], tuple)):  # map pairs
+        return next((value for k, value in container if k == key), None)
+    return _element_at(container, key)
+
+
+def _array_position(array: list[Any], value: Any) -> int:
+    """Spark's ``array_position``: the 1-based position of the first ``value``, 0 when absent."""
+    return next((i + 1 for i, element in enumerate(array) if element is not None and element == value), 0)
+
+
+def _array_distinct(array: list[Any]) -> list[Any]:
+    """Spark's ``array_distinct``: first occurrences in order, one NULL kept."""
+    out: list[Any] = []
+    for element in array:
+        if element not in out:
+            out.append(element)
+    return out
+
+
+def _signum(x: Any) -> float:
+    value = float(x)
+    return value if math.isnan(value) else float((value > 0) - (value < 0))
+
+
+#: Spark functions the engine computes per row (``engine_first``), implemented here for navigated values.
+_SPARK_FUNCTIONS: dict[str, ScalarFunction] = {
+    "ARRAY_MAX": ScalarFunction(1, 1, _strict(_spark_max), returns="element", engine_first=True),
+    "ARRAY_MIN": ScalarFunction(1, 1, _strict(_spark_min), returns="element", engine_first=True),
+    "DIV": ScalarFunction(2, 2, _strict(_div), returns="bigint", engine_first=True),
+    "TRY_ELEMENT_AT": ScalarFunction(2, 2, _strict(_try_element_at), returns="element", engine_first=True),
+    "ARRAY_POSITION": ScalarFunction(2, 2, _strict(_array_position), returns="bigint", engine_first=True),
+    "ARRAY_DISTINCT": ScalarFunction(1, 1, _strict(_array_distinct), returns="argument", engine_first=True),
+    "ARRAY_SIZE": ScalarFunction(1, 1, _strict(len), returns="bigint", engine_first=True),
+    "SIGNUM": ScalarFunction(1, 1, _strict(_signum), returns="double", engine_first=True),
+    "SIGN": ScalarFunction(1, 1, _strict(_signum), returns="double", engine_first=True),
+    "NVL": ScalarFunction(2, 2, _coalesce, null_safe=True, engine_first=True),
+    "IFNULL": ScalarFunction(2, 2, _coalesce, null_safe=True, engine_first=True),
+}
+
 SCALAR_FUNCTIONS: dict[str, ScalarFunction] = {
     "COALESCE": ScalarFunction(1, None, _coalesce, null_safe=True),
     "NULLIF": ScalarFunction(2, 2, _nullif, null_safe=True, returns="argument"),
@@ -231,6 +306,7 @@ SCALAR_FUNCTIONS: dict[str, ScalarFunction] = {
     "LIKE": ScalarFunction(2, 3, _strict(_like), returns="boolean"),  # also ``a [NOT] LIKE p [ESCAPE e]``
     "IF": ScalarFunction(2, 3, _if, null_safe=True, returns="branches"),
     "EQUAL_NULL": ScalarFunction(2, 2, _equal_null, null_safe=True, returns="boolean"),  # IS [NOT] DISTINCT FROM
+    **_SPARK_FUNCTIONS,
 }
 
 #: CAST target spellings → the normalized type name stored in the AST.

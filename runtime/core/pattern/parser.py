@@ -23,13 +23,15 @@ import math
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from timeweave.core.errors import QuerySyntaxError
 from timeweave.core.pattern import expr as E
 from timeweave.core.pattern import ir
-from timeweave.core.pattern.aggregates import AGGREGATE_FUNCTIONS, ALL_AGGREGATES
+from timeweave.core.pattern.aggregates import AGGREGATE_FUNCTIONS, ALL_AGGREGATES, PARAMETERIZED
 from timeweave.core.pattern.functions import SCALAR_FUNCTIONS, TYPE_NAMES
 from timeweave.core.pattern.lexer import Token, TokenType, tokenize
+from timeweave.core.pattern.row_functions import NOT_ROW_FUNCTIONS, check_computable
 from timeweave.core.pattern.spec import (
     AfterMatchSkip,
     ClauseSpec,
@@ -744,14 +746,19 @@ class Parser:
                 self.expect_op(")")
                 return E.Cast(operand, type_name, token.start)
             function = SCALAR_FUNCTIONS.get(name)
-            if function is None:
-                raise QuerySyntaxError(f"unknown function {token.text}", text=self.text, position=token.start)
+            if function is None and name in NOT_ROW_FUNCTIONS:
+                raise QuerySyntaxError(
+                    f"{token.text} is not supported in MATCH_RECOGNIZE: an aggregate without a fold over a match, a "
+                    "window or generator function, or a nondeterministic one (see the README's list of aggregates)",
+                    text=self.text, position=token.start)
             args: list[E.Expr] = []
             if not self.tok.is_op(")"):
                 args.append(self.expression())
                 while self.accept_op(","):
                     args.append(self.expression())
             close = self.expect_op(")")
+            if function is None:  # any other Spark function: the engine computes it (row_functions)
+                return E.Func(name, tuple(args), token.start)
             if len(args) < function.min_args or (function.max_args is not None and len(args) > function.max_args):
                 expected = str(function.min_args) if function.max_args == function.min_args else (
                     f"{function.min_args} or more" if function.max_args is None
@@ -797,10 +804,30 @@ class Parser:
         if function is not None and function.arity == 2:
             self.expect_op(",")
             key = self.expression()
-        elif self.tok.is_op(","):
-            raise self.error(f"{token.value} takes one argument")
+        parameterized = PARAMETERIZED.get(token.value)
+        parameters: list[Any] = []
+        while parameterized is not None and len(parameters) < len(parameterized.kinds) and self.accept_op(","):
+            parameters.append(self.aggregate_parameter(token.value, parameterized.kinds[len(parameters)]))
+        if self.tok.is_op(","):
+            most = 1 + (key is not None) + (len(parameterized.kinds) if parameterized else 0)
+            counts = {1: "one argument", 2: "two arguments"}
+            raise self.error(f"{token.value} takes {'at most ' if parameterized else ''}"
+                             f"{counts.get(most, f'{most} arguments')}")
         self.expect_op(")")
-        return E.Aggregate(token.value, arg, None, semantics, start, key)
+        return E.Aggregate(token.value, arg, None, semantics, start, key, tuple(parameters))
+
+    def aggregate_parameter(self, name: str, kind: str) -> Any:
+        """A constant argument of an aggregate (``n`` of ``MAX_BY(x, y, n)``, the separator of ``LISTAGG``)."""
+        token = self.tok
+        value = self.expression()
+        constant = value.value if isinstance(value, E.Literal) else None
+        if kind == "count" and not (isinstance(constant, int) and not isinstance(constant, bool) and constant > 0):
+            raise self.error(f"the count argument of {name} must be a positive integer constant", token)
+        if kind == "text" and not isinstance(constant, str):
+            raise self.error(f"the separator of {name} must be a string constant", token)
+        if kind == "number" and not (isinstance(constant, int | float | Decimal) and not isinstance(constant, bool)):
+            raise self.error(f"the error bound of {name} must be a number constant", token)
+        return constant
 
 
 def parse_clause(text: str) -> ClauseSpec:
@@ -817,6 +844,7 @@ def parse_clause(text: str) -> ClauseSpec:
 
     spec = Parser(text).clause()
     validate(spec)
+    check_computable(spec)
     return spec
 
 

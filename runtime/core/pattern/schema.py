@@ -35,9 +35,10 @@ from decimal import Decimal
 from typing import Any
 
 from timeweave.core.pattern import expr as E
-from timeweave.core.pattern.aggregates import AGGREGATE_FUNCTIONS
+from timeweave.core.pattern.aggregates import aggregate_function
 from timeweave.core.pattern.errors import PatternValidationError
 from timeweave.core.pattern.functions import SCALAR_FUNCTIONS
+from timeweave.core.pattern.row_functions import is_hidden
 from timeweave.core.pattern.spec import ClauseSpec
 
 #: Spark's widest DECIMAL (``DecimalType.MAX_PRECISION`` / ``MAX_SCALE``).
@@ -151,6 +152,20 @@ def _element(type_name: str) -> str | None:
     return name[len("array<"):-1] if name.lower().startswith("array<") and name.endswith(">") else None
 
 
+def _map_value(type_name: str) -> str | None:
+    """The value type of ``map<k,v>`` (the comma after the key at nesting depth zero)."""
+    name = type_name.strip()
+    if not (name.lower().startswith("map<") and name.endswith(">")):
+        return None
+    inner, depth = name[len("map<"):-1], 0
+    for i, char in enumerate(inner):
+        depth += char == "<"
+        depth -= char == ">"
+        if char == "," and depth == 0:
+            return inner[i + 1:]
+    return None
+
+
 def _fail(spec: ClauseSpec, message: str, position: int) -> PatternValidationError:
     return PatternValidationError(message, text=spec.text, position=max(position, 0))
 
@@ -239,6 +254,9 @@ class _Typer:
 
     def _function(self, node: E.Func) -> str:
         args = [self.type_of(a) for a in node.args]
+        if node.name not in SCALAR_FUNCTIONS:  # parse_clause refused the others: a per-row call, not split
+            raise _fail(self.spec, f"{node} has no engine-free implementation: Spark computes it for each input "
+                        "row before matching (split_row_functions gives the column it reads)", node.start)
         rule = SCALAR_FUNCTIONS[node.name].returns
         if rule in _FIXED:
             return rule
@@ -248,22 +266,26 @@ class _Typer:
             return args[0]
         if rule == "array":
             return f"array<{_nullable(common_type(args))}>"
-        if rule == "element":
-            return _element(args[0]) or "string"
+        if rule == "element":  # of an array, or a map's value (TRY_ELEMENT_AT)
+            return _element(args[0]) or _map_value(args[0]) or "string"
         if rule == "branches":
             return common_type(args[1:])  # IF
         return common_type(args)  # COALESCE, GREATEST, LEAST
 
     def _aggregate(self, node: E.Aggregate) -> str:
         arg = self.type_of(node.arg) if node.arg is not None else None
-        if node.key is not None:
-            self.type_of(node.key)
-        function = AGGREGATE_FUNCTIONS.get(node.func)
+        key = self.type_of(node.key) if node.key is not None else None
+        function = aggregate_function(node.func, node.parameters)
         if function is not None:
-            if function.result_type in _FIXED:
-                return function.result_type
+            rule = function.result_type
+            if rule in _FIXED:
+                return rule
             assert arg is not None
-            return arg if function.result_type == "argument" else f"array<{_nullable(arg)}>"
+            if rule == "map":  # MAP_AGG(k, v)
+                return f"map<{arg},{_nullable(key or NULL_TYPE)}>"
+            if rule == "multimap":  # MULTIMAP_AGG(k, v)
+                return f"map<{arg},array<{_nullable(key or NULL_TYPE)}>>"
+            return arg if rule == "argument" else f"array<{_nullable(arg)}>"  # array, by_array: of x
         if node.func == "COUNT":
             return "bigint"
         decimal = decimal_precision(arg) if arg is not None else None
@@ -355,7 +377,7 @@ def output_schema(spec: ClauseSpec, input_types: Mapping[str, str] | Sequence[tu
         add(measure.name, type_name, measure.name)
     if spec.rows_per_match.all_rows:
         for name, type_name in inputs:
-            if name.lower() not in taken:
+            if name.lower() not in taken and not is_hidden(name):  # computed functions are never output
                 add(name, type_name, name)
     order_columns = tuple(
         (name, k.descending, k.nulls_first if k.nulls_first is not None else k.descending)

@@ -50,6 +50,7 @@ from pyspark.sql import types as T
 
 from timeweave.core.errors import SpecError
 from timeweave.core.operator import Tag
+from timeweave.core.pattern.row_functions import is_hidden
 from timeweave.core.state import END_OF_TIME, InMemoryKeyContext, KeyContext
 from timeweave.core.time import Slice, consecutive_runs, micros, naive_utc, slices_of, wanted_slices
 from timeweave.spark.hadoop import HadoopFiles
@@ -409,7 +410,8 @@ def _run_keyed_slice(
     started = clock.perf_counter()
     lo, hi = op.bounds(s.start, s.end)
     event_time = named(op.time)
-    original = F.to_json(F.struct(*[named(c) for c in df.columns]))  # the dead letter's `row`
+    # the dead letter's `row`: the input's own columns (not MATCH_RECOGNIZE's computed functions)
+    original = F.to_json(F.struct(*[named(c) for c in df.columns if not is_hidden(c)]))
     rows = df.where((event_time >= lo) & (event_time < hi)).withColumn(STATE, F.lit(None).cast("binary")) \
         .withColumn(REJECT_ROW, original)
     if carried is not None:

@@ -15,6 +15,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
 from timeweave.core.durations import parse_duration
+from timeweave.core.pattern.row_functions import is_hidden
 from timeweave.spark.host.packs import PACK, PACK_TIME, PACKS_WITH_TIME_SCHEMA, packs_with_latest_time
 from timeweave.spark.host.schema import BUCKET, DEAD_TS, HEARTBEAT, OP, ROW, TIME, TS
 from timeweave.spark.host.wire import key_columns, to_wire
@@ -96,7 +97,8 @@ def keyed_packs(df: DataFrame, keys: list[str] | tuple[str, ...], event_ts: Colu
     is part of a checkpoint: its shape must not change.
     """
     dead = event_ts.isNull()
-    original = F.to_json(F.struct(*[F.col(quote(c)) for c in df.columns]))
+    # the input's own columns (not MATCH_RECOGNIZE's computed functions: core.pattern.row_functions)
+    original = F.to_json(F.struct(*[F.col(quote(c)) for c in df.columns if not is_hidden(c)]))
     rows = df.select(
         *key_columns(df, keys, buckets, marked=True),
         F.when(dead, F.lit(DEAD_ROW)).otherwise(F.lit(DATA_ROW)).cast("tinyint").alias(OP),

@@ -178,7 +178,8 @@ def test_syntax_error_points_at_the_token() -> None:
         ("PATTERN (A{0})", "quantifier upper bound must be greater than 0", 11),
         ("PATTERN (A) DEFINE A AS PREV(A.x, -1) > 0", "expected a navigation offset (a non-negative integer), found '-'",
          35),
-        ("PATTERN (A) DEFINE A AS FOO(A.x)", "unknown function FOO", 25),
+        ("PATTERN (A) DEFINE A AS PERCENTILE_APPROX(A.x, 0.5)", "PERCENTILE_APPROX is not supported in MATCH_RECOGNIZE: an aggregate without a fold over a match, "
+         "a window or generator function, or a nondeterministic one (see the README's list of aggregates)", 25),
         ("MEASURES A.x PATTERN (A)", "expected AS <name> after the measure expression (every measure needs a name), "
                                      "found 'PATTERN'", 14),
         ("PATTERN (A) DEFINE A AS a < b < c", "comparisons cannot be chained; use AND, found '<'", 31),
