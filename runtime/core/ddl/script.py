@@ -37,7 +37,8 @@ class Statement:
         True
         """
         head = self.tokens[: len(words)]
-        return len(head) == len(words) and all(t.type is TokenType.WORD and t.upper == w for t, w in zip(head, words))
+        return len(head) == len(words) and all(
+            t.type is TokenType.WORD and t.upper == w for t, w in zip(head, words, strict=True))
 
 
 def split_statements(script: str) -> tuple[Statement, ...]:
