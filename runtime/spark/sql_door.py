@@ -24,12 +24,16 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from timeweave.core.errors import SpecError
+from timeweave.core.ddl.script import Statement, split_statements
+from timeweave.core.ddl.table import is_create_table, parse_create_table
+from timeweave.core.ddl.view import is_create_view, parse_create_view
+from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.match_sql import find_match_recognize
 from timeweave.core.spec import VersionedTableSpec
 from timeweave.core.temporal_sql import find_temporal_joins
-from timeweave.spark import sql_rewrite, window_ops  # noqa: F401 (window_ops registers its SQL checks)
+from timeweave.spark import ddl, sql_rewrite, window_ops  # noqa: F401 (window_ops registers its SQL checks)
 from timeweave.spark.dataframe import dead_letters as side_dead_letters
 from timeweave.spark.match_recognize import match_recognize_with_rejects, register_udtf, rewrite_match_recognize
 from timeweave.spark.subqueries import inline_subqueries
@@ -66,12 +70,40 @@ def sql(spark, query: str, **kwargs) -> DataFrame:
             ON o.currency = r.currency''')
     """
     if not kwargs:
-        return spark.sql(rewrite(spark, query))
+        return _run_script(spark, query)
     formatter = _Formatter(spark)
     try:
-        return spark.sql(rewrite(spark, formatter.format(query, **kwargs)))
+        return _run_script(spark, formatter.format(query, **kwargs))
     finally:
         formatter.clear()
+
+
+def _run_script(spark, script: str) -> DataFrame:
+    """Each statement of ``script`` in order (Flink's DDL registered, the rest rewritten and run); the last one's
+    DataFrame.  A single statement that is not Flink DDL runs as written, its positions those of ``script``."""
+    statements = split_statements(script)
+    if len(statements) == 1 and not _is_flink_ddl(statements[0]):
+        return spark.sql(rewrite(spark, script))
+    if not statements:
+        raise QuerySyntaxError("the query has no statement", text=script, position=0)
+    result: DataFrame | None = None
+    for statement in statements:
+        if is_create_table(statement):
+            result = ddl.create_table(spark, parse_create_table(statement))
+        elif is_create_view(statement):
+            result = ddl.create_view(spark, parse_create_view(statement))
+        else:
+            result = spark.sql(rewrite(spark, statement.text))
+    # a DDL statement's result, as spark.sql gives for its own CREATE VIEW: no rows, no columns
+    return result if _is_query(statements[-1]) else spark.createDataFrame([], T.StructType([]))
+
+
+def _is_flink_ddl(statement: Statement) -> bool:
+    return is_create_table(statement) or is_create_view(statement)
+
+
+def _is_query(statement: Statement) -> bool:
+    return not _is_flink_ddl(statement)
 
 
 class _Formatter(string.Formatter):

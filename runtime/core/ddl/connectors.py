@@ -37,12 +37,18 @@ CHANGELOG_METADATA = {
 }
 
 
+#: Flink's filesystem metadata keys (every format) -> fields of Spark's hidden ``_metadata`` file column.
+FILE_METADATA = {"file.path": "file_path", "file.name": "file_name", "file.size": "file_size",
+                 "file.modification-time": "file_modification_time"}
+
+
 @dataclass(frozen=True)
 class FileSource:
     """``'connector' = 'filesystem'``: what Spark reads and how.
 
     ``reader_options`` go to ``spark.read.options``; ``changelog`` is the changelog format or None;
-    ``metadata`` maps each metadata column to the JSON field holding it (changelog formats).
+    ``metadata`` maps each metadata column to where it is read: ``("file", <_metadata field>)`` or
+    ``("envelope", <dotted JSON field of the changelog record>)``.
     """
 
     path: str
@@ -53,7 +59,7 @@ class FileSource:
     schema_include: bool = False
     database_include: str | None = None
     table_include: str | None = None
-    metadata: tuple[tuple[str, str], ...] = ()
+    metadata: tuple[tuple[str, tuple[str, str]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,17 +162,21 @@ def _translated(table: CreateTable, option: Option, name: str) -> str | None:
     return value
 
 
-def _changelog_metadata(table: CreateTable, fmt: str) -> tuple[tuple[str, str], ...]:
+def _changelog_metadata(table: CreateTable, fmt: str) -> tuple[tuple[str, tuple[str, str]], ...]:
     fields = CHANGELOG_METADATA.get(fmt, {})
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, tuple[str, str]]] = []
     for column in table.columns:
         if not isinstance(column, MetadataColumn):
             continue
         key = column.key.removeprefix("value.")
-        if key not in fields:
-            raise table.error(f"metadata key '{column.key}' is not readable with format '{fmt}'"
-                              + (f" (readable: {sorted(fields)})" if fields else ""), column.position)
-        out.append((column.name, fields[key]))
+        if column.key in FILE_METADATA:
+            out.append((column.name, ("file", FILE_METADATA[column.key])))
+        elif key in fields:
+            out.append((column.name, ("envelope", fields[key])))
+        else:
+            readable = sorted([*FILE_METADATA, *fields])
+            raise table.error(f"metadata key '{column.key}' is not readable with format '{fmt}' (readable: "
+                              f"{', '.join(readable)})", column.position)
     return tuple(out)
 
 
@@ -288,5 +298,5 @@ def _unsupported(option: Option, what: str, known: list[str]) -> str:
     return f"option '{option.key}' is not supported for {what} (supported: {', '.join(known)})"
 
 
-__all__ = ["CHANGELOG_FORMATS", "CHANGELOG_METADATA", "FILE_FORMATS", "KAFKA_OPTIONS", "FileSource", "KafkaSource",
+__all__ = ["CHANGELOG_FORMATS", "CHANGELOG_METADATA", "FILE_FORMATS", "FILE_METADATA", "KAFKA_OPTIONS", "FileSource", "KafkaSource",
            "source_of"]
