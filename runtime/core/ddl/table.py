@@ -361,10 +361,34 @@ def _options(cursor: Cursor) -> tuple[Option, ...]:
     return tuple(options)
 
 
+#: Backslash escapes in option strings (Java's, which Flink's CSV format unescapes its delimiters with).
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "0": "\0"}
+
+
 def _string(token: Token) -> str:
-    """A string literal's value: Flink's quoting ('' for a quote), backslashes kept as written."""
+    r"""A string literal's value: ``''`` is a quote (Flink's rule); a backslash escapes the next character (the
+    shared tokenizer reads strings so): ``'\t'`` is a tab, ``'\\'`` one backslash, as Flink's CSV options read them.
+
+    >>> from timeweave.core.sql_tokens import tokenize
+    >>> [_string(t) for t in tokenize(r"'it''s' '\\' '\t' '\|'")]
+    ["it's", '\\', '\t', '|']
+    """
     quote = token.text[0]
-    return token.text[1:-1].replace(quote * 2, quote)
+    body = token.text[1:-1]
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            out.append(_ESCAPES.get(body[i + 1], body[i + 1]))
+            i += 2
+        elif c == quote and body[i + 1 : i + 2] == quote:
+            out.append(quote)
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 def _check(table: CreateTable) -> None:
