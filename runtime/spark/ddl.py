@@ -39,9 +39,6 @@ ROW_KIND = "row_kind"
 #: Debezium's op codes and Canal's types as Flink's row kinds (an update is its new row, a delete its old one).
 _DEBEZIUM_KINDS = {"c": "+I", "r": "+I", "u": "+U", "d": "-D"}
 _CANAL_KINDS = {"INSERT": "+I", "UPDATE": "+U", "DELETE": "-D"}
-#: Flink's Kafka metadata keys -> columns of Spark's Kafka source.
-_KAFKA_METADATA = {"topic": "topic", "partition": "partition", "offset": "offset", "timestamp": "timestamp",
-                   "timestamp-type": "timestampType", "headers": "headers"}
 
 
 def create_table(spark: Any, table: CreateTable) -> DataFrame | None:
@@ -254,13 +251,10 @@ def decode_kafka(records: DataFrame, table: CreateTable, source: KafkaSource) ->
         key = _decode(F.col("key").cast("string"), source.key_format, stripped)
         for c, s in zip(key_columns, stripped, strict=True):
             base[c.name] = key.getField(s.name)
+    fields = dict(source.metadata)
     for c in table.columns:
         if isinstance(c, MetadataColumn):
-            field = _KAFKA_METADATA.get(c.key)
-            if field is None:
-                raise table.error(f"metadata key '{c.key}' is not readable from Kafka here (readable: "
-                                  f"{sorted(_KAFKA_METADATA)})", c.position)
-            base[c.name] = F.col(field).cast(c.type.spark)
+            base[c.name] = F.col(fields[c.name]).cast(c.type.spark)
     rows = records
     if source.upsert:
         rows = records.withColumn(ROW_KIND, F.when(F.col("value").isNull(), F.lit("-D")).otherwise(F.lit("+U")))

@@ -354,3 +354,18 @@ def test_views_spark_spells_its_own_way_pass_to_spark_and_head_errors_are_positi
 def test_a_tab_delimiter_is_written_as_flink_writes_it():
     source = source_of(_table(f"CREATE TABLE t (a INT) WITH ({FS}, 'format' = 'csv', 'csv.field-delimiter' = '\\t')"))
     assert dict(source.reader_options)["sep"] == "\t"
+
+
+def test_kafka_metadata_columns_and_headers():
+    source = source_of(_table(f"CREATE TABLE t (a INT, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp', h MAP<STRING, "
+                              f"BYTES> METADATA FROM 'headers') WITH ({KAFKA})"))
+    assert source.metadata == (("ts", "timestamp"), ("h", "headers")) and dict(source.options)["includeHeaders"] == "true"
+    _fails(f"CREATE TABLE t (a INT, m STRING METADATA FROM 'file.path') WITH ({KAFKA})",
+           "metadata key 'file.path' is not readable from Kafka", "m STRING")
+
+
+def test_a_primary_key_on_a_computed_column_is_refused_at_the_column():
+    text = f"CREATE TABLE t (a INT, c AS a + 1, PRIMARY KEY (c) NOT ENFORCED) WITH ({FS}, 'format' = 'csv')"
+    with pytest.raises(QuerySyntaxError, match="not a physical column") as error:
+        _table(text)
+    assert error.value.position == text.index("c AS")

@@ -281,3 +281,19 @@ def test_unsupported_connector_and_option_fail_at_their_position(spark) -> None:
     with pytest.raises(QuerySyntaxError, match=r"option 'csv\.header' is not supported") as error:
         timeweave.sql(spark, text)
     assert error.value.position == text.index("'csv.header'")
+
+
+def test_a_scripts_dead_letters_are_its_last_querys_and_unknown_ops_are_there(spark, tmp_path) -> None:
+    path = tmp_path / "debezium_bad"
+    path.mkdir()
+    records = [{"op": "c", "after": {"k": "a", "v": 1, "ts": "2020-01-01 09:00:00"}},
+               {"op": "t", "after": {"k": "a", "v": 2, "ts": "2020-01-01 10:00:00"}}]  # a truncate: no row kind
+    (path / "part-0.json").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    name = _name("cdc_bad")
+    script = f"""CREATE TABLE {name} (k STRING, v INT, ts TIMESTAMP(3), PRIMARY KEY (k) NOT ENFORCED,
+        WATERMARK FOR ts AS ts) WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'debezium-json');
+        SELECT p.k, r.v FROM (SELECT 'a' AS k, TIMESTAMP_NTZ '2020-01-01 11:00:00' AS t) AS p
+        JOIN {name} FOR SYSTEM_TIME AS OF p.t AS r ON p.k = r.k"""
+    assert [(r.k, r.v) for r in timeweave.sql(spark, script).collect()] == [("a", 1)]
+    rejected = timeweave.dead_letters(spark, script).collect()  # the DDL is not run again (its name is taken)
+    assert [(r.side, r.reason) for r in rejected] == [("right", "unknown op t in column row_kind")]

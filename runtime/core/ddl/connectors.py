@@ -64,7 +64,8 @@ class FileSource:
 
 @dataclass(frozen=True)
 class KafkaSource:
-    """``'connector' = 'kafka' | 'upsert-kafka'``: Spark's Kafka source options and how values decode."""
+    """``'connector' = 'kafka' | 'upsert-kafka'``: Spark's Kafka source options and how values decode;
+    ``metadata`` maps each metadata column to the Kafka source's column holding it."""
 
     options: tuple[tuple[str, str], ...]
     value_format: str
@@ -73,6 +74,7 @@ class KafkaSource:
     key_fields_prefix: str
     value_fields_include: str
     upsert: bool
+    metadata: tuple[tuple[str, str], ...] = ()
 
 
 def source_of(table: CreateTable) -> FileSource | KafkaSource:
@@ -180,6 +182,9 @@ def _changelog_metadata(table: CreateTable, fmt: str) -> tuple[tuple[str, tuple[
     return tuple(out)
 
 
+#: Flink's Kafka metadata keys -> columns of Spark's Kafka source (``headers`` needs ``includeHeaders``).
+KAFKA_METADATA = {"topic": "topic", "partition": "partition", "offset": "offset", "timestamp": "timestamp",
+                  "timestamp-type": "timestampType", "headers": "headers"}
 #: Flink Kafka option -> Spark Kafka source option, for options that map one to one.
 KAFKA_OPTIONS = {"topic": "subscribe", "topic-pattern": "subscribePattern"}
 #: ``scan.startup.mode`` / ``scan.bounded.mode`` values -> Spark's starting / ending offsets.
@@ -251,9 +256,18 @@ def _kafka_source(table: CreateTable, upsert: bool) -> KafkaSource:
     if include_value not in ("ALL", "EXCEPT_KEY"):
         raise table.error(f"'value.fields-include' takes 'ALL' or 'EXCEPT_KEY', not '{include_value}'",
                           include.value_position)
+    metadata: list[tuple[str, str]] = []
+    for column in table.columns:
+        if isinstance(column, MetadataColumn):
+            if column.key not in KAFKA_METADATA:
+                raise table.error(f"metadata key '{column.key}' is not readable from Kafka (readable: "
+                                  f"{', '.join(sorted(KAFKA_METADATA))})", column.position)
+            metadata.append((column.name, KAFKA_METADATA[column.key]))
+            if column.key == "headers":
+                spark["includeHeaders"] = "true"
     prefix = by_key.get("key.fields-prefix")
     return KafkaSource(tuple(spark.items()), value_format.value, key_format.value if key_format else None,
-                       key_fields, prefix.value if prefix else "", include_value, upsert)
+                       key_fields, prefix.value if prefix else "", include_value, upsert, tuple(metadata))
 
 
 def _startup(table: CreateTable, option: Option, by_key: dict[str, Option], side: str) -> dict[str, str]:
@@ -298,5 +312,5 @@ def _unsupported(option: Option, what: str, known: list[str]) -> str:
     return f"option '{option.key}' is not supported for {what} (supported: {', '.join(known)})"
 
 
-__all__ = ["CHANGELOG_FORMATS", "CHANGELOG_METADATA", "FILE_FORMATS", "FILE_METADATA", "KAFKA_OPTIONS", "FileSource", "KafkaSource",
+__all__ = ["CHANGELOG_FORMATS", "CHANGELOG_METADATA", "FILE_FORMATS", "FILE_METADATA", "KAFKA_METADATA", "KAFKA_OPTIONS", "FileSource", "KafkaSource",
            "source_of"]

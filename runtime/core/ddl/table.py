@@ -397,6 +397,9 @@ def _check(table: CreateTable) -> None:
         column = table.column(key)
         if column is None:
             raise table.error(f"PRIMARY KEY column {key!r} is not a column; columns: {sorted(names)}", table.position)
+        if not isinstance(column, PhysicalColumn):
+            raise table.error(f"PRIMARY KEY column {key!r} is not a physical column (Flink declares keys on "
+                              "physical columns only)", column.position)
     if table.watermark is not None:
         column = table.column(table.watermark.column)
         if column is None:
