@@ -167,7 +167,8 @@ def _changelog_rows(reader, table: CreateTable, source: FileSource, physical: li
             df = df.where(F.col("table").rlike(f"^(?:{source.table_include})$"))
         kind = F.coalesce(*[F.when(F.col("type") == t, F.lit(k)) for t, k in _CANAL_KINDS.items()], F.col("type"))
         rows = df.withColumn(ROW_KIND, kind).withColumn("__tw_image", F.explode("data"))
-    base = {c.name: _typed(F.col("__tw_image").getField(c.name), c) for c in physical}
+    lenient = dict(source.reader_options).get("mode") == "PERMISSIVE"
+    base = {c.name: _typed(F.col("__tw_image").getField(c.name), c, lenient) for c in physical}
     return rows, base
 
 
@@ -179,11 +180,12 @@ def _debezium_schema(image: str, schema_include: bool) -> str:
     return ", ".join(f"{n} {t}" for n, t in fields)
 
 
-def _typed(value: Column, c: PhysicalColumn) -> Column:
-    """A changelog field read as text, cast to its declared type (Flink's JSON reads "1.5" into a DECIMAL too)."""
+def _typed(value: Column, c: PhysicalColumn, lenient: bool) -> Column:
+    """A changelog field read as text, cast to its declared type (Flink's JSON reads "1.5" into a DECIMAL too);
+    ``lenient`` (``ignore-parse-errors``): a value that does not cast is NULL, as Spark's PERMISSIVE mode reads."""
     if _read_type(c, True) != "STRING" or c.type.spark == "STRING":
         return value
-    return value.cast(c.type.spark)
+    return value.try_cast(c.type.spark) if lenient else value.cast(c.type.spark)
 
 
 def _metadata_value(table: CreateTable, source: FileSource, c: MetadataColumn) -> Column:

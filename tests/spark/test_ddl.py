@@ -174,6 +174,13 @@ def test_canal_json_changelog_with_table_filter_and_event_timestamp(spark, tmp_p
     rows = sorted((r.id, r.price, r.changed.hour, r.row_kind) for r in spark.table(name).collect())
     assert rows == [(1, Decimal("1.50"), 9, "+I"), (1, Decimal("1.75"), 10, "+U"), (2, Decimal("2.00"), 9, "+I"),
                     (2, Decimal("2.00"), 11, "-D")]
+    bad = tmp_path / "canal_bad"
+    bad.mkdir()
+    (bad / "part-0.json").write_text(json.dumps({"data": [{"id": "x", "price": "1"}], "type": "INSERT"}) + "\n")
+    lenient = _name("canal_lenient")
+    timeweave.sql(spark, f"""CREATE TABLE {lenient} (id BIGINT, price DECIMAL(10, 2)) WITH ('connector' = 'filesystem',
+        'path' = '{bad}', 'format' = 'canal-json', 'canal-json.ignore-parse-errors' = 'true')""")
+    assert [(r.id, r.price) for r in spark.table(lenient).collect()] == [(None, Decimal("1.00"))]
     probes = spark.createDataFrame([(1, datetime(2020, 1, 1, 10, 30)), (2, datetime(2020, 1, 1, 10, 30)),
                                     (2, datetime(2020, 1, 1, 11, 30))], "id BIGINT, t TIMESTAMP")
     got = timeweave.sql(spark, f"SELECT p.id, p.t, v.price FROM {{probes}} AS p LEFT JOIN {name} FOR SYSTEM_TIME AS OF "
