@@ -10,6 +10,7 @@ tables can declare the same through table properties ``timeweave.key`` (comma-se
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -20,11 +21,14 @@ from timeweave.spark import render
 _CONF_PREFIX = "timeweave.versioned."
 
 
-def _spec_to_json(spec: VersionedTableSpec) -> str:
-    return json.dumps({
+def _spec_to_json(spec: VersionedTableSpec, relation: str | None = None) -> str:
+    data = {
         "key": list(spec.key), "time": spec.time, "format": spec.format.value, "op": spec.op,
         "delete_flag": spec.delete_flag, "sequence": spec.sequence,
-    })
+    }
+    if relation:
+        data["relation"] = relation
+    return json.dumps(data)
 
 
 def _spec_from_mapping(data: dict[str, Any], where: str) -> VersionedTableSpec:
@@ -49,6 +53,55 @@ def register_versioned(spark, name: str, df, spec: VersionedTableSpec) -> None:
     """
     df.createOrReplaceTempView(name)
     spark.conf.set(_CONF_PREFIX + name.lower(), _spec_to_json(spec))
+
+
+def register_versioned_view(spark, name: str, view, history, spec: VersionedTableSpec) -> str:
+    """Register ``name`` as a versioned view: ``SELECT * FROM name`` reads ``view`` (what Flink's view shows,
+    e.g. each key's latest row), ``FOR SYSTEM_TIME AS OF`` joins read the versions in ``history``.
+
+    The history is the temporary view :func:`history_view_name` of ``name``; returns that name.
+
+    Example::
+
+        register_versioned_view(spark, "versioned_rates", latest_df, every_row_df,
+                                VersionedTableSpec("currency", "update_time"))
+    """
+    hidden = history_view_name(name)
+    history.createOrReplaceTempView(hidden)
+    view.createOrReplaceTempView(name)
+    spark.conf.set(_CONF_PREFIX + name.lower(), _spec_to_json(spec, relation=hidden))
+    return hidden
+
+
+def history_view_name(name: str) -> str:
+    """The temporary view holding the versions of versioned view ``name`` (a name of letters, digits and ``_``).
+
+    >>> history_view_name("versioned_rates") == history_view_name("VERSIONED_RATES")
+    True
+    """
+    return "__tw_versions_" + hashlib.sha256(name.lower().encode()).hexdigest()[:16]
+
+
+def unregister_versioned(spark, name: str) -> None:
+    """Forget the versioned spec of ``name`` (a view re-created as a plain view); nothing if it had none.
+
+    Example::
+
+        unregister_versioned(spark, "rates")
+    """
+    spark.conf.unset(_CONF_PREFIX + name.lower())
+
+
+def versioned_relation(spark, name: str) -> str | None:
+    """The relation holding the versions of versioned table ``name``: a versioned view's history view, or None
+    (the table itself holds them).
+
+    Example::
+
+        versioned_relation(spark, "versioned_rates")   # '__tw_versions_...'
+    """
+    stored = spark.conf.get(_CONF_PREFIX + name.lower(), None)
+    return json.loads(stored).get("relation") if stored else None
 
 
 def versioned_spec(spark, name: str) -> VersionedTableSpec | None:
@@ -79,4 +132,5 @@ def versioned_spec(spark, name: str) -> VersionedTableSpec | None:
     return _spec_from_mapping(data, where=name)
 
 
-__all__ = ["register_versioned", "versioned_spec"]
+__all__ = ["history_view_name", "register_versioned", "register_versioned_view", "unregister_versioned",
+           "versioned_relation", "versioned_spec"]

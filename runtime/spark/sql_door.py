@@ -1,6 +1,7 @@
 """The SQL door: ``timeweave.sql(spark, query)`` runs Spark SQL extended with Flink's temporal-join syntax,
 MATCH_RECOGNIZE and Flink's window TVFs (``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' MINUTES))``...,
-each replaced by the window plan as a subquery: :mod:`timeweave.spark.windows`).
+each replaced by the window plan as a subquery: :mod:`timeweave.spark.windows`), as a script of statements
+with Flink's ``CREATE TABLE`` / ``CREATE VIEW`` DDL (:mod:`timeweave.spark.ddl`).
 
 Each operator's clauses are rewritten by the rewriter its module registers with
 :mod:`timeweave.spark.sql_rewrite` (MATCH_RECOGNIZE: :mod:`timeweave.spark.match_recognize`; ``JOIN r FOR
@@ -26,12 +27,17 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from timeweave.core.errors import SpecError
+from timeweave.core.ddl.script import Statement, split_statements
+from timeweave.core.ddl.table import is_create_table, parse_create_table
+from timeweave.core.ddl.view import is_create_view, parse_create_view
+from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.match_sql import find_match_recognize
 from timeweave.core.spec import VersionedTableSpec
 from timeweave.core.temporal_sql import find_temporal_joins
 from timeweave.spark import (  # noqa: F401 (they register rewriters and SQL checks)
+    ddl,
     group_aggregate_sql,
     sql_rewrite,
     temporal_functions,
@@ -58,6 +64,11 @@ def rewrite(spark, query: str) -> str:
 def sql(spark, query: str, **kwargs) -> DataFrame:
     """Run ``query`` — Spark SQL plus ``FOR SYSTEM_TIME AS OF`` temporal joins — and return a DataFrame.
 
+    ``query`` may be a script of ``;``-separated statements, run in order; the last one's DataFrame is returned.
+    Flink's ``CREATE [TEMPORARY] TABLE ... WITH (...)`` and ``CREATE [TEMPORARY] VIEW`` register temporary views
+    (versioned ones with a PRIMARY KEY and a WATERMARK, or of Flink's versioned-view shape:
+    :mod:`timeweave.spark.ddl`).
+
     The versioned table must be registered (:func:`timeweave.versioned_table` with ``name=``,
     :func:`timeweave.register_versioned`) or carry ``timeweave.*`` table properties.  Keyword arguments
     work as in ``spark.sql``: ``{name}`` placeholders take DataFrames (as temporary views), strings (as
@@ -72,14 +83,57 @@ def sql(spark, query: str, **kwargs) -> DataFrame:
             FROM orders AS o
             LEFT JOIN currency_rates FOR SYSTEM_TIME AS OF o.order_time AS r
             ON o.currency = r.currency''')
+
+        timeweave.sql(spark, '''
+            CREATE TABLE rates (currency STRING, rate DOUBLE, ts TIMESTAMP(3), PRIMARY KEY (currency) NOT ENFORCED,
+                                WATERMARK FOR ts AS ts)
+            WITH ('connector' = 'filesystem', 'path' = '/data/rates', 'format' = 'debezium-json');
+            SELECT * FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.order_time AS r ON o.currency = r.currency''')
     """
     if not kwargs:
-        return spark.sql(rewrite(spark, query))
+        return _run_script(spark, query)
     formatter = _Formatter(spark)
     try:
-        return spark.sql(rewrite(spark, formatter.format(query, **kwargs)))
+        return _run_script(spark, formatter.format(query, **kwargs))
     finally:
         formatter.clear()
+
+
+def _run_script(spark, script: str) -> DataFrame:
+    """Each statement of ``script`` in order (Flink's DDL registered, the rest rewritten and run); the last one's
+    DataFrame.  A single statement that is not Flink DDL runs as written, its positions those of ``script``."""
+    statements = split_statements(script)
+    if len(statements) == 1 and not _is_flink_ddl(statements[0]):
+        return spark.sql(rewrite(spark, script))
+    if not statements:
+        raise QuerySyntaxError("the query has no statement", text=script, position=0)
+    result: DataFrame | None = None
+    for statement in statements:
+        if is_create_table(statement):
+            result = ddl.create_table(spark, parse_create_table(statement))
+        elif is_create_view(statement):
+            result = ddl.create_view(spark, parse_create_view(statement))
+        else:
+            result = spark.sql(rewrite(spark, statement.text))
+    # a DDL statement's result, as spark.sql gives for its own CREATE VIEW: no rows, no columns
+    return result if _is_query(statements[-1]) else spark.createDataFrame([], T.StructType([]))
+
+
+def _last_query(script: str) -> str:
+    """The text of a script's last statement (the whole text when it has one statement: positions kept)."""
+    statements = split_statements(script)
+    if len(statements) <= 1:
+        return script
+    last = statements[-1]
+    return "SELECT 1 WHERE false" if _is_flink_ddl(last) else last.text
+
+
+def _is_flink_ddl(statement: Statement) -> bool:
+    return is_create_table(statement) or is_create_view(statement)
+
+
+def _is_query(statement: Statement) -> bool:
+    return not _is_flink_ddl(statement)
 
 
 class _Formatter(string.Formatter):
@@ -135,7 +189,8 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
     ``right``; ``input`` for MATCH_RECOGNIZE), ``reason``, ``row`` (the original row as JSON) and ``clause``
     (``temporal join #<n> (<table> AS <alias>)``, as the door's error messages name it, or
     ``MATCH_RECOGNIZE #<n>``).  Takes the query text and the placeholders exactly as :func:`sql` does; a
-    query with neither gives no rows.
+    query with neither gives no rows.  Of a script, the last statement's dead letters, against the tables and
+    views the script registered (run it with :func:`sql` first; its DDL is not run again).
 
     Example::
 
@@ -146,7 +201,7 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
     """
     formatter = _Formatter(spark)
     try:
-        text = formatter.format(query, **kwargs) if kwargs else query
+        text = _last_query(formatter.format(query, **kwargs) if kwargs else query)
         parts = []
         for n, found in enumerate(find_match_recognize(text), start=1):
             try:

@@ -19,7 +19,7 @@ from timeweave.core.errors import SpecError
 from timeweave.core.spec import TemporalJoinSpec
 from timeweave.core.temporal_sql import TemporalJoinClause, find_temporal_joins
 from timeweave.spark import render, sql_rewrite
-from timeweave.spark.registration import versioned_spec
+from timeweave.spark.registration import versioned_relation, versioned_spec
 from timeweave.spark.schema import schema_kinds
 
 
@@ -67,9 +67,15 @@ def bind_clause(spark: Any, clause: TemporalJoinClause, n: int) -> tuple[Tempora
         predicate=clause.predicate, where=where,
     )
     left_df = spark.sql(f"SELECT * FROM {clause.left_relation} AS __tw_probe")
-    right_df = spark.table(clause.right_name)
+    right_df = spark.table(_versions_of(spark, clause))
     spec.bind(schema_kinds(left_df.schema), schema_kinds(right_df.schema))
     return spec, left_df, right_df
+
+
+def _versions_of(spark: Any, clause: TemporalJoinClause) -> str:
+    """The relation holding the right side's versions: a versioned view's history, else the table as written."""
+    history = versioned_relation(spark, clause.right_name)
+    return render.quote(history) if history else clause.right_name
 
 
 def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
@@ -83,7 +89,7 @@ def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
         predicate=spec.predicate, where=where,
     )
     body = render.temporal_join_sql(
-        spec, f"{clause.left_relation} AS __tw_left{n}", clause.right_name, left_df.columns, right_columns,
+        spec, f"{clause.left_relation} AS __tw_left{n}", _versions_of(spark, clause), left_df.columns, right_columns,
         left_alias=clause.left_alias, right_alias=clause.right_alias, nested=True,
     )
     return f"({body}) AS __tw_join{n}"

@@ -122,6 +122,23 @@ ALLOWED = {
     ("runtime/spark/group_aggregate_streaming.py", "where_rows", "first"): "Spark's error in the same message",
     ("runtime/spark/windows.py", "window_tvf_dead_letters", "call.relation"):
         "the TVF's data argument as the user wrote it in their own query (SQL text by definition)",
+    ("runtime/core/ddl/table.py", "error", "self.name"):
+        "an error message naming the DDL table (CREATE TABLE <name>: ...), never SQL sent to Spark",
+    ("runtime/core/ddl/table.py", "error", "message"): "the error message's text, never SQL sent to Spark",
+    ("runtime/core/ddl/table.py", "parse_create_table", "name"): "an error message naming the DDL table",
+    ("runtime/core/ddl/table.py", "parse_create_table", "clause"): "an error message naming PARTITIONED BY / LIKE",
+    ("runtime/core/ddl/table.py", "parse_create_table", "cursor.describe()"):
+        "an error message quoting the token found (repr), never SQL sent to Spark",
+    ("runtime/core/ddl/view.py", "parse_create_view", "name"): "an error message naming the DDL view",
+    ("runtime/spark/ddl.py", "create_table", "name"): "the spec's where= label (CREATE TABLE <name>), never SQL",
+    ("runtime/spark/ddl.py", "create_view", "name"): "the spec's where= label (CREATE VIEW <name>), never SQL",
+    ("runtime/spark/ddl.py", "_view_error", "view.name"): "an error message naming the DDL view",
+    ("runtime/spark/ddl.py", "_view_error", "message"): "the error message's text, never SQL sent to Spark",
+    ("runtime/spark/ddl.py", "_exists", "name"): "an error message naming the taken view name",
+    ("runtime/spark/ddl.py", "_changelog_rows", "source.database_include"):
+        "canal-json's database.include regular expression, anchored for Column.rlike (a regex, not SQL text)",
+    ("runtime/spark/ddl.py", "_changelog_rows", "source.table_include"):
+        "canal-json's table.include regular expression, anchored for Column.rlike (a regex, not SQL text)",
 }
 
 
