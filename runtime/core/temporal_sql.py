@@ -4,15 +4,22 @@ Supported shape (Flink's, restricted to what has one meaning)::
 
     FROM <table or (subquery)> [AS] l
     [LEFT [OUTER] | INNER] JOIN <versioned table> FOR SYSTEM_TIME AS OF l.<time column> [AS] r
-    ON l.k1 = r.k1 [AND l.k2 = r.k2 ...] [AND <extra predicate>]
+    ON <left expression> = r.k1 [AND <left expression> = r.k2 ...] [AND <extra predicate>]
 
-Equalities between a left and a right column are the join keys; every other conjunct is the extra
-predicate, applied to the version found.  The left side must be one table or subquery directly after
+An equality between a key column of the versioned side (``r.<column>``) and an expression over the left side
+is a join key (:class:`KeyEquality`): ``o.currency``, and, as in Flink, any deterministic expression reading
+``o.`` columns (``o.nested.currency``, ``o.attrs['currency']``, ``upper(o.cur)``, ``CASE ... END``).  The SQL
+door computes such an expression as a hidden key column of the left side before the join.  Every other
+conjunct is the extra predicate, applied to the version found.  Refused with the position: a key expression
+that calls a non-deterministic function (``rand()``, ``current_timestamp``...: the key would change between
+doors and re-runs) or also reads the versioned side, and an expression on the versioned side (``upper(r.k)``:
+Flink looks versions up by the primary key itself).  The left side must be one table or subquery directly after
 FROM (wrap earlier joins in a subquery); errors say so with the position.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from timeweave.core.errors import QuerySyntaxError
@@ -24,6 +31,40 @@ _END_WORDS = {
     "MATCH_RECOGNIZE",
 }
 _NOT_ALIAS = _END_WORDS | {"ON", "USING", "FOR", "AS", "SELECT", "FROM"}
+#: Functions whose value is not a function of the row (Spark's and Flink's names): a join key computed with one
+#: would differ between doors, slices and re-runs, so the finder refuses them in key expressions.
+NON_DETERMINISTIC_FUNCTIONS = frozenset({
+    "RAND", "RANDN", "RANDOM", "UNIFORM", "RANDSTR", "RAND_INTEGER", "UUID", "SHUFFLE", "MONOTONICALLY_INCREASING_ID",
+    "SPARK_PARTITION_ID", "INPUT_FILE_NAME", "INPUT_FILE_BLOCK_START", "INPUT_FILE_BLOCK_LENGTH", "CURRENT_TIMESTAMP",
+    "CURRENT_DATE", "CURRENT_TIME", "NOW", "LOCALTIMESTAMP", "LOCALTIME", "CURDATE", "PROCTIME",
+    "CURRENT_ROW_TIMESTAMP", "UNIX_TIMESTAMP", "REFLECT", "JAVA_METHOD", "TRY_REFLECT",
+})
+
+
+@dataclass(frozen=True)
+class KeyEquality:
+    """One key conjunct of the ON condition: ``<left> = r.<right>``.
+
+    ``left_column`` is set when the left side is a plain ``o.<column>``; otherwise ``left_expression`` is the
+    expression as written (over the left alias), which the SQL door computes as a hidden column named
+    :attr:`left_name`.  ``position`` is where the conjunct starts in the query text.
+
+    >>> KeyEquality("cur", None, "upper(o.cur)", 0).left_name
+    'upper(o.cur)'
+    """
+
+    right: str
+    left_column: str | None
+    left_expression: str | None
+    position: int
+
+    @property
+    def left_name(self) -> str:
+        """The left column the join keys on: the column itself, or the hidden column holding the expression."""
+        if self.left_column is not None:
+            return self.left_column
+        assert self.left_expression is not None
+        return re.sub(r"\s+", " ", self.left_expression)
 
 
 @dataclass(frozen=True)
@@ -38,11 +79,25 @@ class TemporalJoinClause:
     right_alias: str
     how: str
     left_time: str
-    key_pairs: tuple[tuple[str, str], ...]
+    keys: tuple[KeyEquality, ...]
     predicate: str | None
     #: text positions of bare ``*`` items in the select list of the query block holding the join; the
     #: SQL door turns them into ``* EXCEPT (<aliases>)`` so its alias struct columns stay out of ``SELECT *``
     select_stars: tuple[int, ...] = ()
+
+    @property
+    def key_pairs(self) -> tuple[tuple[str, str], ...]:
+        """(left column, right key column) per key; an expression's left column is its hidden column."""
+        return tuple((k.left_name, k.right) for k in self.keys)
+
+    @property
+    def key_expressions(self) -> tuple[KeyEquality, ...]:
+        """The keys whose left side is an expression (computed as hidden columns), first occurrence per text."""
+        seen: dict[str, KeyEquality] = {}
+        for k in self.keys:
+            if k.left_expression is not None:
+                seen.setdefault(k.left_name, k)
+        return tuple(seen.values())
 
 
 def _is_ident(tok: Token) -> bool:
@@ -173,17 +228,26 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
     if k == cond_start:
         raise _fail("empty ON condition", text, tokens[i])
     conjuncts = _split_and(tokens[cond_start:k])
-    key_pairs: list[tuple[str, str]] = []
+    keys: list[KeyEquality] = []
     rest: list[str] = []
+    refused: Token | None = None  # an equality with an expression on the versioned side, for the error
     for conj in conjuncts:
-        pair = _key_pair(conj, left_alias, right_alias)
-        if pair:
-            key_pairs.append(pair)
+        key = _key_equality(text, conj, left_alias, right_alias)
+        if isinstance(key, KeyEquality):
+            keys.append(key)
         else:
+            refused = refused or key
             rest.append(text[conj[0].start : conj[-1].end])
-    if not key_pairs:
+    if not keys:
+        if refused is not None:
+            raise _fail(
+                f"the versioned side of a key equality must be a key column {right_alias}.<key>, not an expression: "
+                f"Flink looks versions up by the versioned table's primary key (compute on the left side instead)",
+                text, refused,
+            )
         raise _fail(
-            f"the ON condition needs at least one equality {left_alias}.<key> = {right_alias}.<key>",
+            f"the ON condition needs at least one equality {left_alias}.<key> = {right_alias}.<key> (the left side "
+            f"may be any deterministic expression over {left_alias}.<columns>)",
             text, tokens[cond_start],
         )
     return TemporalJoinClause(
@@ -195,7 +259,7 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
         right_alias=right_alias,
         how=how,
         left_time=left_time,
-        key_pairs=tuple(key_pairs),
+        keys=tuple(keys),
         predicate=" AND ".join(f"({r})" if len(rest) > 1 else r for r in rest) or None,
         select_stars=select_stars,
     )
@@ -256,12 +320,86 @@ def _split_and(tokens: list[Token]) -> list[list[Token]]:
     return [p for p in parts if p]
 
 
-def _key_pair(conj: list[Token], left_alias: str, right_alias: str) -> tuple[str, str] | None:
-    if len(conj) != 7 or conj[3].text != "=" or conj[1].text != "." or conj[5].text != ".":
+def _key_equality(text: str, conj: list[Token], left_alias: str, right_alias: str) -> KeyEquality | Token | None:
+    """The conjunct as a join key; otherwise None (it belongs to the predicate), or, for an equality between
+    the left side and an expression over the versioned side, that expression's first token (a refused key
+    when no other conjunct is a key).  Raises for a key expression that cannot be one."""
+    sides = _equality_sides(conj)
+    if sides is None:
         return None
-    a, b = (conj[0].name, conj[2].name), (conj[4].name, conj[6].name)
-    if a[0] == left_alias and b[0] == right_alias:
-        return a[1], b[1]
-    if a[0] == right_alias and b[0] == left_alias:
-        return b[1], a[1]
+    a, b = sides
+    for right, left in ((a, b), (b, a)):
+        column = _right_column(right, right_alias)
+        if column is None:
+            continue
+        reads_left, mixed = _reference(left, left_alias), _reference(left, right_alias)
+        if reads_left is not None and mixed is not None:
+            raise _fail(
+                f"a key expression cannot read the versioned side ({right_alias}.{mixed[1].name}): the key picks "
+                "the version, so it is computed from the left row alone",
+                text, mixed[0],
+            )
+        if mixed is None:
+            for i, tok in enumerate(left):
+                called = tok.type is TokenType.WORD and tok.upper in NON_DETERMINISTIC_FUNCTIONS
+                qualified = (i > 0 and left[i - 1].text == ".") or (i + 1 < len(left) and left[i + 1].text == ".")
+                if called and not qualified:
+                    raise _fail(
+                        f"a key expression must be deterministic; {tok.text} gives another value at every call, "
+                        "so the version a row finds would change between runs and doors",
+                        text, tok,
+                    )
+        if reads_left is None:
+            continue
+        if len(left) == 3 and left[1].text == "." and left[0].name == left_alias:
+            return KeyEquality(column, left[2].name, None, conj[0].start)
+        return KeyEquality(column, None, text[left[0].start : left[-1].end], conj[0].start)
+    for right, left in ((a, b), (b, a)):
+        found = _reference(right, right_alias)
+        if found is not None and _reference(right, left_alias) is None and _reference(left, left_alias) is not None \
+                and _reference(left, right_alias) is None:
+            return right[0]
     return None
+
+
+_OPEN_WORDS, _CLOSE_WORDS = {"CASE"}, {"END"}
+
+
+def _equality_sides(conj: list[Token]) -> tuple[list[Token], list[Token]] | None:
+    """``(a, b)`` when the conjunct is ``a = b`` with one ``=`` outside parentheses, brackets and CASE."""
+    depth, at = 0, []
+    for i, t in enumerate(conj):
+        if t.type is TokenType.LPAREN or t.text == "[" or (t.type is TokenType.WORD and t.upper in _OPEN_WORDS):
+            depth += 1
+        elif t.type is TokenType.RPAREN or t.text == "]" or (t.type is TokenType.WORD and t.upper in _CLOSE_WORDS):
+            depth -= 1
+        elif depth == 0 and t.type is TokenType.SYMBOL and t.text in ("=", "=="):
+            at.append(i)
+        elif depth == 0 and t.type is TokenType.SYMBOL and t.text in ("<", ">", "<=", ">=", "<>", "!=", "<=>"):
+            return None
+        elif depth == 0 and t.type is TokenType.WORD and t.upper in ("OR", "AND", "NOT", "IS", "IN", "LIKE"):
+            return None
+    if len(at) != 1 or at[0] == 0 or at[0] == len(conj) - 1:
+        return None
+    return conj[: at[0]], conj[at[0] + 1 :]
+
+
+def _right_column(side: list[Token], right_alias: str) -> str | None:
+    """``c`` when ``side`` is exactly ``<right alias>.c``."""
+    if len(side) == 3 and side[1].text == "." and side[0].name == right_alias and _is_name(side[0]) \
+            and _is_name(side[2]):
+        return side[2].name
+    return None
+
+
+def _reference(side: list[Token], alias: str) -> tuple[Token, Token] | None:
+    """The first ``<alias>.<name>`` in ``side`` (not itself a field of something): the alias and name tokens."""
+    for i in range(len(side) - 2):
+        if _is_name(side[i]) and side[i].name == alias and side[i + 1].text == "." and _is_name(side[i + 2]) \
+                and (i == 0 or side[i - 1].text != "."):
+            return side[i], side[i + 2]
+    return None
+
+
+def _is_name(tok: Token) -> bool:
+    return tok.type in (TokenType.WORD, TokenType.QUOTED)

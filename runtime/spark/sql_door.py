@@ -33,7 +33,7 @@ from timeweave.spark import sql_rewrite, window_ops  # noqa: F401 (window_ops re
 from timeweave.spark.dataframe import dead_letters as side_dead_letters
 from timeweave.spark.match_recognize import match_recognize_with_rejects, register_udtf, rewrite_match_recognize
 from timeweave.spark.subqueries import inline_subqueries
-from timeweave.spark.temporal_join_sql import bind_clause
+from timeweave.spark.temporal_join_sql import bind_clause, hidden_columns
 from timeweave.spark.windows import rewrite_window_tvfs, window_tvf_dead_letters
 
 
@@ -157,7 +157,8 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
         text = rewrite_match_recognize(spark, rewrite_window_tvfs(spark, text, rewrite))
         for n, clause in enumerate(find_temporal_joins(text), start=1):
             spec, left_df, right_df = bind_clause(spark, clause, n)
-            parts.append(side_dead_letters(left_df, right_df, spec).withColumn("clause", F.lit(spec.where)))
+            rejected = side_dead_letters(left_df, right_df, spec, hidden=hidden_columns(clause))
+            parts.append(rejected.withColumn("clause", F.lit(spec.where)))
         if not parts:
             return spark.createDataFrame([], "side STRING, reason STRING, row STRING, clause STRING")
         result = parts[0]
