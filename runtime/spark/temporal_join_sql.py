@@ -116,6 +116,7 @@ def _left_side(spark: Any, clause: TemporalJoinClause, where: str) -> DataFrame:
     except Exception as error:
         if not hidden:
             raise
+        spark.sql(f"SELECT * FROM {clause.left_relation} AS __tw_probe").columns  # noqa: B018 - its own error first
         raise SpecError(
             "ON", f"the key expression(s) {list(hidden)} do not resolve over the left side "
             f"{clause.left_alias} ({str(error).splitlines()[0]})", where=where,

@@ -95,6 +95,8 @@ def test_key_expressions_refused_with_their_position(spark, tables) -> None:
         assert err.value.position == (base + on).index(at, len(base))
     with pytest.raises(SpecError, match=r"key expression.*upper\(o.nope\).*do not resolve"):
         timeweave.sql(spark, base + "upper(o.nope) = r.currency")
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):  # the relation's own error, not the key's
+        timeweave.sql(spark, base.replace("orders_keys", "no_such_orders") + "upper(o.cur) = r.currency")
 
 
 @pytest.fixture(scope="module")
