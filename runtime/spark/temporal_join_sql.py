@@ -6,11 +6,11 @@ hidden column of the left relation (:func:`keyed_left_relation`) that the plan k
 
 The subquery exposes the left and right columns flat and as struct columns named by the aliases, so
 ``l.col`` / ``r.col`` in the outer query keep working; a bare ``SELECT *`` of that query block becomes ``SELECT
-* EXCEPT (l, r)``: the left columns, then the right columns (change metadata left out).  A right key equated to
-the left column of its own name (``o.k = r.k``) is listed once, as ``JOIN ... USING`` does; any other right
-column whose name the left side also has is listed twice under that name, as Spark's ``*`` over a join lists
-it (Flink names the second ``v0``), so an unqualified reference to it is ambiguous, as in SQL, while
-``o.v`` / ``r.v`` each name their side's column.
+* EXCEPT (l, r)``: the left columns, then the right columns (change metadata left out).  The versioned table's
+key and time columns are listed only under names the left side leaves free (``o.k = r.k`` lists ``k`` once, as
+``JOIN ... USING`` does); any other right column whose name the left side also has is listed twice under that
+name, as Spark's ``*`` over a join lists it (Flink names the second ``v0``), so an unqualified reference to it
+is ambiguous, as in SQL, while ``o.v`` / ``r.v`` each name their side's column.
 
 Importing this module registers the rewriter with the SQL door (:mod:`timeweave.spark.sql_rewrite`).
 """
@@ -136,11 +136,14 @@ def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
     right_columns = right_df.columns
     hidden = hidden_columns(clause)
     left_columns = left_df.columns[: len(left_df.columns) - len(hidden)]
-    # A key equated with its namesake (`o.k = r.k`) is listed once (USING); every other right column is
-    # listed flat, also under a name the left side has (as Spark's `*` over a join): only a reference to
-    # such a name without its alias is ambiguous.
-    once = {k.right for k in clause.keys if k.left_column == k.right}
-    flat_right = [c for c in right_columns if c not in once and c not in versioned.meta_columns]
+    # The versioned table's key and time columns are listed flat only under a name the left side leaves free
+    # (as before: `SELECT ts` and `SELECT *` of a query that ran keep their meaning); its other columns are
+    # listed flat also under a name the left side has (as Spark's `*` over a join), so only a reference to such
+    # a name without its alias is ambiguous.
+    own = {*versioned.key, versioned.time}
+    flat_right = [
+        c for c in right_columns if c not in versioned.meta_columns and not (c in own and c in left_columns)
+    ]
     spec = TemporalJoinSpec(
         versioned, left_time=spec.left_time, left_key=spec.left_key, how=spec.how, right_columns=flat_right,
         predicate=spec.predicate, where=where,

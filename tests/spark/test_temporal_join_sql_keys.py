@@ -143,3 +143,12 @@ def test_collision_unqualified_is_ambiguous(spark, colliding) -> None:
 
 def test_collision_dead_letters_run(spark, colliding) -> None:
     assert timeweave.dead_letters(spark, f"SELECT o.id {colliding}").count() == 0
+
+
+def test_versioned_key_and_time_named_like_left_columns_keep_the_left_meaning(spark, colliding) -> None:
+    rates = spark.createDataFrame([("EUR", 2.0, T0, 7)], "cur STRING, rate DOUBLE, ts TIMESTAMP, v INT")
+    timeweave.register_versioned(spark, "rates_clash_ts", rates, VersionedTableSpec("cur", "ts"))
+    join = "FROM orders_clash AS o JOIN rates_clash_ts FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur"
+    assert timeweave.sql(spark, f"SELECT * {join}").columns == ["id", "cur", "ts", "v", "rate", "v"]
+    [row] = timeweave.sql(spark, f"SELECT ts, r.ts AS rate_time, o.v, r.v AS rate_v {join}").collect()
+    assert tuple(row) == (T0 + timedelta(hours=2), T0, 10, 7)
