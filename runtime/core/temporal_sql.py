@@ -20,7 +20,8 @@ FROM (wrap earlier joins in a subquery); errors say so with the position.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from timeweave.core.errors import QuerySyntaxError
 from timeweave.core.sql_tokens import Token, TokenType, tokenize
@@ -43,28 +44,34 @@ NON_DETERMINISTIC_FUNCTIONS = frozenset({
 
 @dataclass(frozen=True)
 class KeyEquality:
-    """One key conjunct of the ON condition: ``<left> = r.<right>``.
+    """One equality of the ON condition between the left side and a versioned column: ``<left> = r.<right>``.
 
     ``left_column`` is set when the left side is a plain ``o.<column>``; otherwise ``left_expression`` is the
     expression as written (over the left alias), which the SQL door computes as a hidden column named
-    :attr:`left_name`.  ``position`` is where the conjunct starts in the query text.
+    :attr:`left_name`.  ``conjunct`` is the equality's index among the ON condition's conjuncts, ``position``
+    where it starts in the query.  ``refusal`` is why the expression cannot be a key (message, position), which
+    counts only when ``right`` is a key column (:meth:`TemporalJoinClause.for_key`); otherwise the equality is
+    part of the predicate, as any other conjunct.
 
-    >>> KeyEquality("cur", None, "upper(o.cur)", 0).left_name
+    >>> KeyEquality("cur", None, "upper(o.cur)", 0, 0).left_name
     'upper(o.cur)'
     """
 
     right: str
     left_column: str | None
     left_expression: str | None
+    conjunct: int
     position: int
+    refusal: tuple[str, int] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.left_column is None) == (self.left_expression is None):
+            raise ValueError("KeyEquality: give exactly one of left_column and left_expression")
 
     @property
     def left_name(self) -> str:
         """The left column the join keys on: the column itself, or the hidden column holding the expression."""
-        if self.left_column is not None:
-            return self.left_column
-        assert self.left_expression is not None
-        return re.sub(r"\s+", " ", self.left_expression)
+        return self.left_column if self.left_column is not None else re.sub(r"\s+", " ", self.left_expression or "")
 
 
 @dataclass(frozen=True)
@@ -80,10 +87,38 @@ class TemporalJoinClause:
     how: str
     left_time: str
     keys: tuple[KeyEquality, ...]
-    predicate: str | None
+    #: the ON condition's conjuncts as written; those that are not :attr:`keys` form the :attr:`predicate`
+    conditions: tuple[str, ...]
     #: text positions of bare ``*`` items in the select list of the query block holding the join; the
     #: SQL door turns them into ``* EXCEPT (<aliases>)`` so its alias struct columns stay out of ``SELECT *``
     select_stars: tuple[int, ...] = ()
+    #: the query the clause was found in (its errors are positioned in it)
+    query: str = field(default="", repr=False, compare=False)
+
+    @property
+    def predicate(self) -> str | None:
+        """The extra predicate: every conjunct that is not a key, in the query's order (None: none)."""
+        used = {k.conjunct for k in self.keys}
+        rest = [c for i, c in enumerate(self.conditions) if i not in used]
+        return " AND ".join(f"({r})" if len(rest) > 1 else r for r in rest) or None
+
+    def for_key(self, key: Sequence[str]) -> TemporalJoinClause:
+        """The clause once the versioned table's ``key`` is known: an equality whose left side is an expression
+        and whose right column is no key column is part of the predicate (a condition on the version found, as
+        before key expressions existed); one on a key column that cannot be a key raises its positioned error.
+
+        >>> [c] = find_temporal_joins("SELECT o.id FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r "
+        ...                           "ON upper(o.cur) = r.cur AND o.price * 2 = r.rate")
+        >>> c.key_pairs, c.predicate
+        ((('upper(o.cur)', 'cur'), ('o.price * 2', 'rate')), None)
+        >>> c.for_key(["cur"]).key_pairs, c.for_key(["cur"]).predicate
+        ((('upper(o.cur)', 'cur'),), 'o.price * 2 = r.rate')
+        """
+        keys = tuple(k for k in self.keys if k.left_expression is None or k.right in key)
+        for k in keys:
+            if k.refusal is not None:
+                raise QuerySyntaxError(k.refusal[0], text=self.query, position=k.refusal[1])
+        return replace(self, keys=keys)
 
     @property
     def key_pairs(self) -> tuple[tuple[str, str], ...]:
@@ -229,15 +264,13 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
         raise _fail("empty ON condition", text, tokens[i])
     conjuncts = _split_and(tokens[cond_start:k])
     keys: list[KeyEquality] = []
-    rest: list[str] = []
     refused: Token | None = None  # an equality with an expression on the versioned side, for the error
-    for conj in conjuncts:
-        key = _key_equality(text, conj, left_alias, right_alias)
+    for n, conj in enumerate(conjuncts):
+        key = _key_equality(text, conj, n, left_alias, right_alias)
         if isinstance(key, KeyEquality):
             keys.append(key)
-        else:
+        elif key is not None:
             refused = refused or key
-            rest.append(text[conj[0].start : conj[-1].end])
     if not keys:
         if refused is not None:
             raise _fail(
@@ -260,8 +293,9 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
         how=how,
         left_time=left_time,
         keys=tuple(keys),
-        predicate=" AND ".join(f"({r})" if len(rest) > 1 else r for r in rest) or None,
+        conditions=tuple(text[c[0].start : c[-1].end] for c in conjuncts),
         select_stars=select_stars,
+        query=text,
     )
 
 
@@ -320,10 +354,12 @@ def _split_and(tokens: list[Token]) -> list[list[Token]]:
     return [p for p in parts if p]
 
 
-def _key_equality(text: str, conj: list[Token], left_alias: str, right_alias: str) -> KeyEquality | Token | None:
-    """The conjunct as a join key; otherwise None (it belongs to the predicate), or, for an equality between
-    the left side and an expression over the versioned side, that expression's first token (a refused key
-    when no other conjunct is a key).  Raises for a key expression that cannot be one."""
+def _key_equality(
+    text: str, conj: list[Token], conjunct: int, left_alias: str, right_alias: str,
+) -> KeyEquality | Token | None:
+    """The conjunct as a key equality; otherwise None (it belongs to the predicate), or, for an equality between
+    the left side and an expression over the versioned side, that expression's first token (refused when no
+    other conjunct is a key)."""
     sides = _equality_sides(conj)
     if sides is None:
         return None
@@ -333,31 +369,24 @@ def _key_equality(text: str, conj: list[Token], left_alias: str, right_alias: st
         if column is None:
             continue
         reads_left, mixed = _reference(left, left_alias), _reference(left, right_alias)
-        if reads_left is not None and mixed is not None:
-            raise _fail(
-                f"a key expression cannot read the versioned side ({right_alias}.{mixed[1].name}): the key picks "
-                "the version, so it is computed from the left row alone",
-                text, mixed[0],
-            )
-        if mixed is None:
-            for i, tok in enumerate(left):
-                called = tok.type is TokenType.WORD and tok.upper in NON_DETERMINISTIC_FUNCTIONS
-                qualified = (i > 0 and left[i - 1].text == ".") or (i + 1 < len(left) and left[i + 1].text == ".")
-                if called and not qualified:
-                    raise _fail(
-                        f"a key expression must be deterministic; {tok.text} gives another value at every call, "
-                        "so the version a row finds would change between runs and doors",
-                        text, tok,
-                    )
         if reads_left is None:
             continue
-        if len(left) == 3 and left[1].text == "." and left[0].name == left_alias:
-            return KeyEquality(column, left[2].name, None, conj[0].start)
-        return KeyEquality(column, None, text[left[0].start : left[-1].end], conj[0].start)
+        refusal = None
+        if mixed is not None:
+            refusal = (f"a key expression cannot read the versioned side ({right_alias}.{mixed[1].name}): the key "
+                       "picks the version, so it is computed from the left row alone", mixed[0].start)
+        for i, tok in enumerate(left):
+            called = tok.type is TokenType.WORD and tok.upper in NON_DETERMINISTIC_FUNCTIONS
+            qualified = (i > 0 and left[i - 1].text == ".") or (i + 1 < len(left) and left[i + 1].text == ".")
+            if called and not qualified and refusal is None:
+                refusal = (f"a key expression must be deterministic; {tok.text} gives another value at every call, "
+                           "so the version a row finds would change between runs and doors", tok.start)
+        if len(left) == 3 and left[1].text == "." and left[0].name == left_alias and refusal is None:
+            return KeyEquality(column, left[2].name, None, conjunct, conj[0].start)
+        return KeyEquality(column, None, text[left[0].start : left[-1].end], conjunct, conj[0].start, refusal)
     for right, left in ((a, b), (b, a)):
-        found = _reference(right, right_alias)
-        if found is not None and _reference(right, left_alias) is None and _reference(left, left_alias) is not None \
-                and _reference(left, right_alias) is None:
+        if _reference(right, right_alias) is not None and _reference(right, left_alias) is None \
+                and _reference(left, left_alias) is not None and _reference(left, right_alias) is None:
             return right[0]
     return None
 

@@ -156,9 +156,9 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
         parts.extend(window_tvf_dead_letters(spark, text, sql))
         text = rewrite_match_recognize(spark, rewrite_window_tvfs(spark, text, rewrite))
         for n, clause in enumerate(find_temporal_joins(text), start=1):
-            spec, left_df, right_df = bind_clause(spark, clause, n)
-            rejected = side_dead_letters(left_df, right_df, spec, hidden=hidden_columns(clause))
-            parts.append(rejected.withColumn("clause", F.lit(spec.where)))
+            bound = bind_clause(spark, clause, n)
+            rejected = side_dead_letters(bound.left, bound.right, bound.spec, hidden=hidden_columns(bound.clause))
+            parts.append(rejected.withColumn("clause", F.lit(bound.spec.where)))
         if not parts:
             return spark.createDataFrame([], "side STRING, reason STRING, row STRING, clause STRING")
         result = parts[0]

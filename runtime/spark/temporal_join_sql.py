@@ -17,6 +17,7 @@ Importing this module registers the rewriter with the SQL door (:mod:`timeweave.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -65,8 +66,19 @@ def keyed_left_relation(clause: TemporalJoinClause) -> str:
     return f"(SELECT *, {hidden} FROM {clause.left_relation} AS {render.quote(clause.left_alias)})"
 
 
-def bind_clause(spark: Any, clause: TemporalJoinClause, n: int) -> tuple[TemporalJoinSpec, DataFrame, DataFrame]:
-    """The spec of join #``n`` of a query (checked against both sides) and its two sides as DataFrames.
+@dataclass(frozen=True)
+class BoundClause:
+    """Join #n of a query bound to its tables: the clause with its keys resolved against the versioned
+    table's key (:meth:`TemporalJoinClause.for_key`), the spec checked against both sides, and the sides."""
+
+    clause: TemporalJoinClause
+    spec: TemporalJoinSpec
+    left: DataFrame
+    right: DataFrame
+
+
+def bind_clause(spark: Any, clause: TemporalJoinClause, n: int) -> BoundClause:
+    """Join #``n`` of a query with its spec (checked against both sides) and its two sides as DataFrames.
 
     The left DataFrame carries the clause's hidden key columns last (:func:`keyed_left_relation`); the spec
     keys on them.  Right columns named like a left column are not in the spec's outputs (the SQL door lists
@@ -81,6 +93,7 @@ def bind_clause(spark: Any, clause: TemporalJoinClause, n: int) -> tuple[Tempora
             "or timeweave.register_versioned(...), or set timeweave.key / timeweave.time table properties",
             where=where,
         )
+    clause = clause.for_key(versioned.key)
     right_keys = [r for _, r in clause.key_pairs]
     if sorted(right_keys) != sorted(versioned.key):
         raise SpecError(
@@ -99,7 +112,7 @@ def bind_clause(spark: Any, clause: TemporalJoinClause, n: int) -> tuple[Tempora
         predicate=clause.predicate, where=where,
     )
     spec.bind(left_kinds, right_kinds)
-    return spec, left_df, right_df
+    return BoundClause(clause, spec, left_df, right_df)
 
 
 def hidden_columns(clause: TemporalJoinClause) -> tuple[str, ...]:
@@ -131,7 +144,8 @@ def _left_side(spark: Any, clause: TemporalJoinClause, where: str) -> DataFrame:
 
 
 def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
-    spec, left_df, right_df = bind_clause(spark, clause, n)
+    bound = bind_clause(spark, clause, n)
+    clause, spec, left_df, right_df = bound.clause, bound.spec, bound.left, bound.right
     versioned, where = spec.versioned, spec.where
     right_columns = right_df.columns
     hidden = hidden_columns(clause)
@@ -157,4 +171,4 @@ def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
 
 sql_rewrite.register(sql_rewrite.ClauseRewriter("temporal join", 20, rewrite_temporal_joins))
 
-__all__ = ["bind_clause", "hidden_columns", "keyed_left_relation", "rewrite_temporal_joins"]
+__all__ = ["BoundClause", "bind_clause", "hidden_columns", "keyed_left_relation", "rewrite_temporal_joins"]

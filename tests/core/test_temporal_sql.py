@@ -82,6 +82,7 @@ def test_left_expressions_are_keys(on: str, expression: str) -> None:
     [key] = clause.keys
     assert (key.right, key.left_column, key.left_expression) == ("currency", None, expression)
     assert clause.key_pairs == ((expression, "currency"),) and clause.predicate == "r.rate > 1"
+    assert clause.for_key(["currency"]) == clause
     assert key.position == len(KEYED)
 
 
@@ -109,23 +110,52 @@ def test_other_conjuncts_stay_in_the_predicate(on: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("on", "key", "message", "at"),
+    [
+        ("concat(o.cur, rand()) = r.cur", ["cur"], "must be deterministic; rand", "rand"),
+        ("o.cur = r.cur AND concat(o.a, current_timestamp) = r.y", ["cur", "y"], "current_timestamp", "current_timestamp"),
+        ("r.cur = uuid(o.a)", ["cur"], "uuid", "uuid"),
+        ("concat(o.cur, r.x) = r.cur", ["cur"], r"cannot read the versioned side \(r.x\)", "r.x"),
+    ],
+)
+def test_key_expression_errors_point_at_the_problem(on: str, key: list[str], message: str, at: str) -> None:
+    query = KEYED + on
+    [clause] = find_temporal_joins(query)
+    with pytest.raises(QuerySyntaxError, match=message) as info:
+        clause.for_key(key)
+    assert info.value.position == query.index(at, len(KEYED))
+
+
+@pytest.mark.parametrize(
     ("on", "message", "at"),
     [
-        ("concat(o.cur, rand()) = r.cur", "must be deterministic; rand", "rand"),
-        ("o.cur = r.cur AND date_format(current_timestamp, 'y') = r.y", "current_timestamp", "current_timestamp"),
-        ("r.cur = uuid()", "uuid", "uuid"),
-        ("concat(o.cur, r.x) = r.cur", r"cannot read the versioned side \(r.x\)", "r.x"),
         ("o.cur = upper(r.cur)", "must be a key column r.<key>, not an expression", "upper"),
         ("o.cur = r.nested.cur", "must be a key column", "r.nested"),
         ("o.cur = r.cur OR o.x = r.y", "at least one equality", "o.cur ="),
         ("'EUR' = r.cur", "at least one equality", "'EUR'"),
     ],
 )
-def test_key_expression_errors_point_at_the_problem(on: str, message: str, at: str) -> None:
+def test_clause_errors_point_at_the_problem(on: str, message: str, at: str) -> None:
     query = KEYED + on
     with pytest.raises(QuerySyntaxError, match=message) as info:
         find_temporal_joins(query)
     assert info.value.position == query.index(at, len(KEYED))
+
+
+@pytest.mark.parametrize(
+    "on",
+    [
+        "o.cur = r.cur AND upper(o.tag) = r.tag",
+        "o.cur = r.cur AND concat(o.a, r.b) = r.tag",  # would be refused as a key: a condition on a non-key column
+        "o.cur = r.cur AND concat(o.a, rand()) = r.tag",
+    ],
+)
+def test_expression_equalities_on_non_key_columns_stay_in_the_predicate(on: str) -> None:
+    [clause] = find_temporal_joins(KEYED + on)
+    resolved = clause.for_key(["cur"])
+    assert resolved.key_pairs == (("cur", "cur"),)
+    assert resolved.predicate == on.split(" AND ", 1)[1]
+    assert resolved.key_expressions == ()
 
 
 def test_a_column_named_like_a_function_is_no_call() -> None:
