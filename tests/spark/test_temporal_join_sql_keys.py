@@ -152,3 +152,11 @@ def test_versioned_key_and_time_named_like_left_columns_keep_the_left_meaning(sp
     assert timeweave.sql(spark, f"SELECT * {join}").columns == ["id", "cur", "ts", "v", "rate", "v"]
     [row] = timeweave.sql(spark, f"SELECT ts, r.ts AS rate_time, o.v, r.v AS rate_v {join}").collect()
     assert tuple(row) == (T0 + timedelta(hours=2), T0, 10, 7)
+
+
+def test_expression_on_a_non_key_column_is_a_predicate(spark, tables) -> None:
+    on = "upper(o.cur) = r.currency AND CASE WHEN o.x = 1 THEN 1.1 ELSE 0.8 END = r.rate"
+    query = f"SELECT o.id, r.rate FROM orders_keys AS o JOIN rates_keys FOR SYSTEM_TIME AS OF o.ts AS r ON {on}"
+    plain = ("SELECT o.id, r.rate FROM orders_keys AS o JOIN rates_keys FOR SYSTEM_TIME AS OF o.ts AS r "
+             "ON upper(o.cur) = r.currency WHERE CASE WHEN o.x = 1 THEN 1.1 ELSE 0.8 END = r.rate")
+    assert _rows(timeweave.sql(spark, query)) == _rows(timeweave.sql(spark, plain)) == [("o0", 1.1)]
