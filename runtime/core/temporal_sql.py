@@ -4,16 +4,24 @@ Supported shape (Flink's, restricted to what has one meaning)::
 
     FROM <table or (subquery)> [AS] l
     [LEFT [OUTER] | INNER] JOIN <versioned table> FOR SYSTEM_TIME AS OF l.<time column> [AS] r
-    ON l.k1 = r.k1 [AND l.k2 = r.k2 ...] [AND <extra predicate>]
+    ON <left expression> = r.k1 [AND <left expression> = r.k2 ...] [AND <extra predicate>]
 
-Equalities between a left and a right column are the join keys; every other conjunct is the extra
-predicate, applied to the version found.  The left side must be one table or subquery directly after
+An equality between a key column of the versioned side (``r.<column>``) and an expression over the left side
+is a join key (:class:`KeyEquality`): ``o.currency``, and, as in Flink, any deterministic expression reading
+``o.`` columns (``o.nested.currency``, ``o.attrs['currency']``, ``upper(o.cur)``, ``CASE ... END``).  The SQL
+door computes such an expression as a hidden key column of the left side before the join.  Every other
+conjunct is the extra predicate, applied to the version found.  Refused with the position: a key expression
+that calls a non-deterministic function (``rand()``, ``current_timestamp``...: the key would change between
+doors and re-runs) or also reads the versioned side, and an expression on the versioned side (``upper(r.k)``:
+Flink looks versions up by the primary key itself).  The left side must be one table or subquery directly after
 FROM (wrap earlier joins in a subquery); errors say so with the position.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from timeweave.core.errors import QuerySyntaxError
 from timeweave.core.sql_tokens import Token, TokenType, tokenize
@@ -24,6 +32,46 @@ _END_WORDS = {
     "MATCH_RECOGNIZE",
 }
 _NOT_ALIAS = _END_WORDS | {"ON", "USING", "FOR", "AS", "SELECT", "FROM"}
+#: Functions whose value is not a function of the row (Spark's and Flink's names): a join key computed with one
+#: would differ between doors, slices and re-runs, so the finder refuses them in key expressions.
+NON_DETERMINISTIC_FUNCTIONS = frozenset({
+    "RAND", "RANDN", "RANDOM", "UNIFORM", "RANDSTR", "RAND_INTEGER", "UUID", "SHUFFLE", "MONOTONICALLY_INCREASING_ID",
+    "SPARK_PARTITION_ID", "INPUT_FILE_NAME", "INPUT_FILE_BLOCK_START", "INPUT_FILE_BLOCK_LENGTH", "CURRENT_TIMESTAMP",
+    "CURRENT_DATE", "CURRENT_TIME", "NOW", "LOCALTIMESTAMP", "LOCALTIME", "CURDATE", "PROCTIME",
+    "CURRENT_ROW_TIMESTAMP", "UNIX_TIMESTAMP", "REFLECT", "JAVA_METHOD", "TRY_REFLECT",
+})
+
+
+@dataclass(frozen=True)
+class KeyEquality:
+    """One equality of the ON condition between the left side and a versioned column: ``<left> = r.<right>``.
+
+    ``left_column`` is set when the left side is a plain ``o.<column>``; otherwise ``left_expression`` is the
+    expression as written (over the left alias), which the SQL door computes as a hidden column named
+    :attr:`left_name`.  ``conjunct`` is the equality's index among the ON condition's conjuncts, ``position``
+    where it starts in the query.  ``refusal`` is why the expression cannot be a key (message, position), which
+    counts only when ``right`` is a key column (:meth:`TemporalJoinClause.for_key`); otherwise the equality is
+    part of the predicate, as any other conjunct.
+
+    >>> KeyEquality("cur", None, "upper(o.cur)", 0, 0).left_name
+    'upper(o.cur)'
+    """
+
+    right: str
+    left_column: str | None
+    left_expression: str | None
+    conjunct: int
+    position: int
+    refusal: tuple[str, int] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.left_column is None) == (self.left_expression is None):
+            raise ValueError("KeyEquality: give exactly one of left_column and left_expression")
+
+    @property
+    def left_name(self) -> str:
+        """The left column the join keys on: the column itself, or the hidden column holding the expression."""
+        return self.left_column if self.left_column is not None else re.sub(r"\s+", " ", self.left_expression or "")
 
 
 @dataclass(frozen=True)
@@ -38,11 +86,53 @@ class TemporalJoinClause:
     right_alias: str
     how: str
     left_time: str
-    key_pairs: tuple[tuple[str, str], ...]
-    predicate: str | None
+    keys: tuple[KeyEquality, ...]
+    #: the ON condition's conjuncts as written; those that are not :attr:`keys` form the :attr:`predicate`
+    conditions: tuple[str, ...]
     #: text positions of bare ``*`` items in the select list of the query block holding the join; the
     #: SQL door turns them into ``* EXCEPT (<aliases>)`` so its alias struct columns stay out of ``SELECT *``
     select_stars: tuple[int, ...] = ()
+    #: the query the clause was found in (its errors are positioned in it)
+    query: str = field(default="", repr=False, compare=False)
+
+    @property
+    def predicate(self) -> str | None:
+        """The extra predicate: every conjunct that is not a key, in the query's order (None: none)."""
+        used = {k.conjunct for k in self.keys}
+        rest = [c for i, c in enumerate(self.conditions) if i not in used]
+        return " AND ".join(f"({r})" if len(rest) > 1 else r for r in rest) or None
+
+    def for_key(self, key: Sequence[str]) -> TemporalJoinClause:
+        """The clause once the versioned table's ``key`` is known: an equality whose left side is an expression
+        and whose right column is no key column is part of the predicate (a condition on the version found, as
+        before key expressions existed); one on a key column that cannot be a key raises its positioned error.
+
+        >>> [c] = find_temporal_joins("SELECT o.id FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r "
+        ...                           "ON upper(o.cur) = r.cur AND o.price * 2 = r.rate")
+        >>> c.key_pairs, c.predicate
+        ((('upper(o.cur)', 'cur'), ('o.price * 2', 'rate')), None)
+        >>> c.for_key(["cur"]).key_pairs, c.for_key(["cur"]).predicate
+        ((('upper(o.cur)', 'cur'),), 'o.price * 2 = r.rate')
+        """
+        keys = tuple(k for k in self.keys if k.left_expression is None or k.right in key)
+        for k in keys:
+            if k.refusal is not None:
+                raise QuerySyntaxError(k.refusal[0], text=self.query, position=k.refusal[1])
+        return replace(self, keys=keys)
+
+    @property
+    def key_pairs(self) -> tuple[tuple[str, str], ...]:
+        """(left column, right key column) per key; an expression's left column is its hidden column."""
+        return tuple((k.left_name, k.right) for k in self.keys)
+
+    @property
+    def key_expressions(self) -> tuple[KeyEquality, ...]:
+        """The keys whose left side is an expression (computed as hidden columns), first occurrence per text."""
+        seen: dict[str, KeyEquality] = {}
+        for k in self.keys:
+            if k.left_expression is not None:
+                seen.setdefault(k.left_name, k)
+        return tuple(seen.values())
 
 
 def _is_ident(tok: Token) -> bool:
@@ -173,17 +263,24 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
     if k == cond_start:
         raise _fail("empty ON condition", text, tokens[i])
     conjuncts = _split_and(tokens[cond_start:k])
-    key_pairs: list[tuple[str, str]] = []
-    rest: list[str] = []
-    for conj in conjuncts:
-        pair = _key_pair(conj, left_alias, right_alias)
-        if pair:
-            key_pairs.append(pair)
-        else:
-            rest.append(text[conj[0].start : conj[-1].end])
-    if not key_pairs:
+    keys: list[KeyEquality] = []
+    refused: Token | None = None  # an equality with an expression on the versioned side, for the error
+    for n, conj in enumerate(conjuncts):
+        key = _key_equality(text, conj, n, left_alias, right_alias)
+        if isinstance(key, KeyEquality):
+            keys.append(key)
+        elif key is not None:
+            refused = refused or key
+    if not keys:
+        if refused is not None:
+            raise _fail(
+                f"the versioned side of a key equality must be a key column {right_alias}.<key>, not an expression: "
+                f"Flink looks versions up by the versioned table's primary key (compute on the left side instead)",
+                text, refused,
+            )
         raise _fail(
-            f"the ON condition needs at least one equality {left_alias}.<key> = {right_alias}.<key>",
+            f"the ON condition needs at least one equality {left_alias}.<key> = {right_alias}.<key> (the left side "
+            f"may be any deterministic expression over {left_alias}.<columns>)",
             text, tokens[cond_start],
         )
     return TemporalJoinClause(
@@ -195,9 +292,10 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
         right_alias=right_alias,
         how=how,
         left_time=left_time,
-        key_pairs=tuple(key_pairs),
-        predicate=" AND ".join(f"({r})" if len(rest) > 1 else r for r in rest) or None,
+        keys=tuple(keys),
+        conditions=tuple(text[c[0].start : c[-1].end] for c in conjuncts),
         select_stars=select_stars,
+        query=text,
     )
 
 
@@ -256,12 +354,81 @@ def _split_and(tokens: list[Token]) -> list[list[Token]]:
     return [p for p in parts if p]
 
 
-def _key_pair(conj: list[Token], left_alias: str, right_alias: str) -> tuple[str, str] | None:
-    if len(conj) != 7 or conj[3].text != "=" or conj[1].text != "." or conj[5].text != ".":
+def _key_equality(
+    text: str, conj: list[Token], conjunct: int, left_alias: str, right_alias: str,
+) -> KeyEquality | Token | None:
+    """The conjunct as a key equality; otherwise None (it belongs to the predicate), or, for an equality between
+    the left side and an expression over the versioned side, that expression's first token (refused when no
+    other conjunct is a key)."""
+    sides = _equality_sides(conj)
+    if sides is None:
         return None
-    a, b = (conj[0].name, conj[2].name), (conj[4].name, conj[6].name)
-    if a[0] == left_alias and b[0] == right_alias:
-        return a[1], b[1]
-    if a[0] == right_alias and b[0] == left_alias:
-        return b[1], a[1]
+    a, b = sides
+    for right, left in ((a, b), (b, a)):
+        column = _right_column(right, right_alias)
+        if column is None:
+            continue
+        reads_left, mixed = _reference(left, left_alias), _reference(left, right_alias)
+        if reads_left is None:
+            continue
+        refusal = None
+        if mixed is not None:
+            refusal = (f"a key expression cannot read the versioned side ({right_alias}.{mixed[1].name}): the key "
+                       "picks the version, so it is computed from the left row alone", mixed[0].start)
+        for i, tok in enumerate(left):
+            called = tok.type is TokenType.WORD and tok.upper in NON_DETERMINISTIC_FUNCTIONS
+            qualified = (i > 0 and left[i - 1].text == ".") or (i + 1 < len(left) and left[i + 1].text == ".")
+            if called and not qualified and refusal is None:
+                refusal = (f"a key expression must be deterministic; {tok.text} gives another value at every call, "
+                           "so the version a row finds would change between runs and doors", tok.start)
+        if len(left) == 3 and left[1].text == "." and left[0].name == left_alias and refusal is None:
+            return KeyEquality(column, left[2].name, None, conjunct, conj[0].start)
+        return KeyEquality(column, None, text[left[0].start : left[-1].end], conjunct, conj[0].start, refusal)
+    for right, left in ((a, b), (b, a)):
+        if _reference(right, right_alias) is not None and _reference(right, left_alias) is None \
+                and _reference(left, left_alias) is not None and _reference(left, right_alias) is None:
+            return right[0]
     return None
+
+
+_OPEN_WORDS, _CLOSE_WORDS = {"CASE"}, {"END"}
+
+
+def _equality_sides(conj: list[Token]) -> tuple[list[Token], list[Token]] | None:
+    """``(a, b)`` when the conjunct is ``a = b`` with one ``=`` outside parentheses, brackets and CASE."""
+    depth, at = 0, []
+    for i, t in enumerate(conj):
+        if t.type is TokenType.LPAREN or t.text == "[" or (t.type is TokenType.WORD and t.upper in _OPEN_WORDS):
+            depth += 1
+        elif t.type is TokenType.RPAREN or t.text == "]" or (t.type is TokenType.WORD and t.upper in _CLOSE_WORDS):
+            depth -= 1
+        elif depth == 0 and t.type is TokenType.SYMBOL and t.text in ("=", "=="):
+            at.append(i)
+        elif depth == 0 and t.type is TokenType.SYMBOL and t.text in ("<", ">", "<=", ">=", "<>", "!=", "<=>"):
+            return None
+        elif depth == 0 and t.type is TokenType.WORD and t.upper in ("OR", "AND", "NOT", "IS", "IN", "LIKE"):
+            return None
+    if len(at) != 1 or at[0] == 0 or at[0] == len(conj) - 1:
+        return None
+    return conj[: at[0]], conj[at[0] + 1 :]
+
+
+def _right_column(side: list[Token], right_alias: str) -> str | None:
+    """``c`` when ``side`` is exactly ``<right alias>.c``."""
+    if len(side) == 3 and side[1].text == "." and side[0].name == right_alias and _is_name(side[0]) \
+            and _is_name(side[2]):
+        return side[2].name
+    return None
+
+
+def _reference(side: list[Token], alias: str) -> tuple[Token, Token] | None:
+    """The first ``<alias>.<name>`` in ``side`` (not itself a field of something): the alias and name tokens."""
+    for i in range(len(side) - 2):
+        if _is_name(side[i]) and side[i].name == alias and side[i + 1].text == "." and _is_name(side[i + 2]) \
+                and (i == 0 or side[i - 1].text != "."):
+            return side[i], side[i + 2]
+    return None
+
+
+def _is_name(tok: Token) -> bool:
+    return tok.type in (TokenType.WORD, TokenType.QUOTED)

@@ -164,11 +164,14 @@ def temporal_join_with_rejects(left: DataFrame, right: DataFrame, left_time: str
     return joined, dead_letters(left, source.df, spec)
 
 
-def dead_letters(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, carry: str | None = None) -> DataFrame:
+def dead_letters(
+    left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, carry: str | None = None, hidden: Sequence[str] = (),
+) -> DataFrame:
     """Rows of both sides that cannot take part in ``spec``'s join: ``side``, ``reason``, ``row`` (JSON).
 
     ``carry`` names a column both sides have that stays a column of its own instead of going into
-    ``row`` (the backfill's slice label).  Left rows only for an INNER join: a LEFT join outputs them
+    ``row`` (the backfill's slice label); ``hidden`` names computed key columns of ``left`` the reason may
+    name but the row leaves out (the SQL door's key expressions).  Left rows only for an INNER join: a LEFT join outputs them
     (:attr:`TemporalJoinSpec.keeps_unmatchable_left`).
     """
     session = _session(left)
@@ -180,7 +183,10 @@ def dead_letters(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, carr
     parts = []
     for side, df in (("left", left), ("right", right)):
         reason = reject_reason(spec, side)
-        fields = ", ".join(f"{render.sql_string(c)}, {render.quote(c)}" for c in df.columns if c != carry)
+        fields = ", ".join(
+            f"{render.sql_string(c)}, {render.quote(c)}" for c in df.columns
+            if c != carry and not (side == "left" and c in hidden)
+        )
         # A constant false filter for a LEFT join's left side: Spark plans an empty relation, reading nothing.
         output = " AND false" if side == "left" and spec.keeps_unmatchable_left else ""
         parts.append(sql_over(session, render.formattable(

@@ -47,7 +47,7 @@ from timeweave.spark.dataframe import dead_letters as side_dead_letters
 from timeweave.spark.match_recognize import match_recognize_with_rejects, register_udtf, rewrite_match_recognize
 from timeweave.spark.subqueries import inline_subqueries
 from timeweave.spark.temp_views import drop_temp_view
-from timeweave.spark.temporal_join_sql import bind_clause
+from timeweave.spark.temporal_join_sql import bind_clause, hidden_columns
 from timeweave.spark.windows import rewrite_window_tvfs, window_tvf_dead_letters
 
 
@@ -202,6 +202,7 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
     formatter = _Formatter(spark)
     try:
         text = _last_query(formatter.format(query, **kwargs) if kwargs else query)
+        text = temporal_functions.rewrite_temporal_function_joins(spark, text)  # LATERAL TABLE: a temporal join
         parts = []
         for n, found in enumerate(find_match_recognize(text), start=1):
             try:
@@ -219,8 +220,9 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
         parts.extend(window_tvf_dead_letters(spark, text, sql))
         text = rewrite_match_recognize(spark, rewrite_window_tvfs(spark, text, rewrite))
         for n, clause in enumerate(find_temporal_joins(text), start=1):
-            spec, left_df, right_df = bind_clause(spark, clause, n)
-            parts.append(side_dead_letters(left_df, right_df, spec).withColumn("clause", F.lit(spec.where)))
+            bound = bind_clause(spark, clause, n)
+            rejected = side_dead_letters(bound.left, bound.right, bound.spec, hidden=hidden_columns(bound.clause))
+            parts.append(rejected.withColumn("clause", F.lit(bound.spec.where)))
         if not parts:
             return spark.createDataFrame([], "side STRING, reason STRING, row STRING, clause STRING")
         result = parts[0]

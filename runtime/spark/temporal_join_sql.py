@@ -1,16 +1,23 @@
 """The temporal join's SQL syntax: ``JOIN r FOR SYSTEM_TIME AS OF l.t ON ...`` rewritten to the batch plan.
 
 Each clause (found by :mod:`timeweave.core.temporal_sql`) is replaced by the shared batch plan as a
-subquery.  The subquery exposes the left and right columns flat (where unambiguous) and as struct columns
-named by the aliases, so ``l.col`` / ``r.col`` in the outer query keep working; a bare ``SELECT *`` of that
-query block becomes ``SELECT * EXCEPT (l, r)``, so it lists the left columns then the right columns whose
-names the left side does not already use (Flink would list both, which Spark cannot name apart).
+subquery.  A key whose left side is an expression (``ON upper(o.cur) = r.currency``) is computed first, as a
+hidden column of the left relation (:func:`keyed_left_relation`) that the plan keys on and never outputs.
+
+The subquery exposes the left and right columns flat and as struct columns named by the aliases, so
+``l.col`` / ``r.col`` in the outer query keep working; a bare ``SELECT *`` of that query block becomes ``SELECT
+* EXCEPT (l, r)``: the left columns, then the right columns (change metadata left out).  The versioned table's
+key and time columns are listed only under names the left side leaves free (``o.k = r.k`` lists ``k`` once, as
+``JOIN ... USING`` does); any other right column whose name the left side also has is listed twice under that
+name, as Spark's ``*`` over a join lists it (Flink names the second ``v0``), so an unqualified reference to it
+is ambiguous, as in SQL, while ``o.v`` / ``r.v`` each name their side's column.
 
 Importing this module registers the rewriter with the SQL door (:mod:`timeweave.spark.sql_rewrite`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -42,8 +49,41 @@ def rewrite_temporal_joins(spark: Any, query: str) -> str:
     return query
 
 
-def bind_clause(spark: Any, clause: TemporalJoinClause, n: int) -> tuple[TemporalJoinSpec, DataFrame, DataFrame]:
-    """The spec of join #``n`` of a query (checked against both sides) and its two sides as DataFrames."""
+def keyed_left_relation(clause: TemporalJoinClause) -> str:
+    """The clause's left relation as SQL text, with each key expression computed as a hidden column named
+    by the expression (the join keys on it; the plan never outputs it; a dead letter's reason names it).
+
+    >>> from timeweave.core.temporal_sql import find_temporal_joins
+    >>> [c] = find_temporal_joins("SELECT o.id FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r "
+    ...                           "ON upper(o.cur) = r.cur")
+    >>> print(keyed_left_relation(c))
+    (SELECT *, upper(o.cur) AS `upper(o.cur)` FROM orders AS `o`)
+    """
+    if not clause.key_expressions:
+        return clause.left_relation
+    # The expressions are the user's own SQL over the left alias, computed where that alias is in scope.
+    hidden = ", ".join(f"{k.left_expression} AS {render.quote(k.left_name)}" for k in clause.key_expressions)
+    return f"(SELECT *, {hidden} FROM {clause.left_relation} AS {render.quote(clause.left_alias)})"
+
+
+@dataclass(frozen=True)
+class BoundClause:
+    """Join #n of a query bound to its tables: the clause with its keys resolved against the versioned
+    table's key (:meth:`TemporalJoinClause.for_key`), the spec checked against both sides, and the sides."""
+
+    clause: TemporalJoinClause
+    spec: TemporalJoinSpec
+    left: DataFrame
+    right: DataFrame
+
+
+def bind_clause(spark: Any, clause: TemporalJoinClause, n: int) -> BoundClause:
+    """Join #``n`` of a query with its spec (checked against both sides) and its two sides as DataFrames.
+
+    The left DataFrame carries the clause's hidden key columns last (:func:`keyed_left_relation`); the spec
+    keys on them.  Right columns named like a left column are not in the spec's outputs (the SQL door lists
+    them beside the left ones: :func:`_render_clause`), so the check of colliding outputs passes.
+    """
     where = f"temporal join #{n} ({clause.right_name} AS {clause.right_alias})"
     versioned = versioned_spec(spark, clause.right_name)
     if versioned is None:
@@ -53,6 +93,7 @@ def bind_clause(spark: Any, clause: TemporalJoinClause, n: int) -> tuple[Tempora
             "or timeweave.register_versioned(...), or set timeweave.key / timeweave.time table properties",
             where=where,
         )
+    clause = clause.for_key(versioned.key)
     right_keys = [r for _, r in clause.key_pairs]
     if sorted(right_keys) != sorted(versioned.key):
         raise SpecError(
@@ -62,14 +103,44 @@ def bind_clause(spark: Any, clause: TemporalJoinClause, n: int) -> tuple[Tempora
             where=where,
         )
     by_right = {r: left for left, r in clause.key_pairs}
+    left_df = _left_side(spark, clause, where)
+    right_df = spark.table(_versions_of(spark, clause))
+    left_kinds, right_kinds = schema_kinds(left_df.schema), schema_kinds(right_df.schema)
     spec = TemporalJoinSpec(
         versioned, left_time=clause.left_time, left_key=[by_right[k] for k in versioned.key], how=clause.how,
+        right_columns=[c for c in versioned.payload_columns(right_kinds) if c not in left_kinds],
         predicate=clause.predicate, where=where,
     )
-    left_df = spark.sql(f"SELECT * FROM {clause.left_relation} AS __tw_probe")
-    right_df = spark.table(_versions_of(spark, clause))
-    spec.bind(schema_kinds(left_df.schema), schema_kinds(right_df.schema))
-    return spec, left_df, right_df
+    spec.bind(left_kinds, right_kinds)
+    return BoundClause(clause, spec, left_df, right_df)
+
+
+def hidden_columns(clause: TemporalJoinClause) -> tuple[str, ...]:
+    """The hidden key columns :func:`bind_clause`'s left DataFrame ends with (none for plain column keys)."""
+    return tuple(k.left_name for k in clause.key_expressions)
+
+
+def _left_side(spark: Any, clause: TemporalJoinClause, where: str) -> DataFrame:
+    """The left relation with its hidden key columns, resolved now, so a bad key expression is named here."""
+    hidden = hidden_columns(clause)
+    try:
+        left_df = spark.sql(f"SELECT * FROM {keyed_left_relation(clause)} AS __tw_probe")
+        columns = left_df.columns
+    except Exception as error:
+        if not hidden:
+            raise
+        spark.sql(f"SELECT * FROM {clause.left_relation} AS __tw_probe").columns  # noqa: B018 - its own error first
+        raise SpecError(
+            "ON", f"the key expression(s) {list(hidden)} do not resolve over the left side "
+            f"{clause.left_alias} ({str(error).splitlines()[0]})", where=where,
+        ) from error
+    taken = [c for c in hidden if c in columns[: len(columns) - len(hidden)]]
+    if taken:
+        raise SpecError(
+            "ON", f"the left side already has a column named like the key expression {taken[0]!r}; "
+            "rename that column or write the expression differently", where=where,
+        )
+    return left_df
 
 
 def _versions_of(spark: Any, clause: TemporalJoinClause) -> str:
@@ -79,17 +150,26 @@ def _versions_of(spark: Any, clause: TemporalJoinClause) -> str:
 
 
 def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
-    spec, left_df, right_df = bind_clause(spark, clause, n)
+    bound = bind_clause(spark, clause, n)
+    clause, spec, left_df, right_df = bound.clause, bound.spec, bound.left, bound.right
     versioned, where = spec.versioned, spec.where
     right_columns = right_df.columns
-    # Flat right columns only where the name is free, so unqualified references keep one meaning.
-    flat_right = [c for c in right_columns if c not in left_df.columns and c not in versioned.meta_columns]
+    hidden = hidden_columns(clause)
+    left_columns = left_df.columns[: len(left_df.columns) - len(hidden)]
+    # The versioned table's key and time columns are listed flat only under a name the left side leaves free
+    # (as before: `SELECT ts` and `SELECT *` of a query that ran keep their meaning); its other columns are
+    # listed flat also under a name the left side has (as Spark's `*` over a join), so only a reference to such
+    # a name without its alias is ambiguous.
+    own = {*versioned.key, versioned.time}
+    flat_right = [
+        c for c in right_columns if c not in versioned.meta_columns and not (c in own and c in left_columns)
+    ]
     spec = TemporalJoinSpec(
         versioned, left_time=spec.left_time, left_key=spec.left_key, how=spec.how, right_columns=flat_right,
         predicate=spec.predicate, where=where,
     )
     body = render.temporal_join_sql(
-        spec, f"{clause.left_relation} AS __tw_left{n}", _versions_of(spark, clause), left_df.columns, right_columns,
+        spec, f"{keyed_left_relation(clause)} AS __tw_left{n}", _versions_of(spark, clause), left_columns, right_columns,
         left_alias=clause.left_alias, right_alias=clause.right_alias, nested=True,
     )
     return f"({body}) AS __tw_join{n}"
@@ -97,4 +177,4 @@ def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
 
 sql_rewrite.register(sql_rewrite.ClauseRewriter("temporal join", 20, rewrite_temporal_joins))
 
-__all__ = ["bind_clause", "rewrite_temporal_joins"]
+__all__ = ["BoundClause", "bind_clause", "hidden_columns", "keyed_left_relation", "rewrite_temporal_joins"]

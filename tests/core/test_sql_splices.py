@@ -85,8 +85,14 @@ ALLOWED = {
         "the MATCH_RECOGNIZE input as the user wrote it in their own query (SQL text by definition)",
     ("runtime/spark/temporal_join_sql.py", "rewrite_temporal_joins", "hidden"):
         "the aliases joined after render.quote, one line above",
-    ("runtime/spark/temporal_join_sql.py", "bind_clause", "clause.left_relation"):
+    ("runtime/spark/temporal_join_sql.py", "keyed_left_relation", "clause.left_relation"):
         "the left relation as the user wrote it in their own query (SQL text by definition)",
+    ("runtime/spark/temporal_join_sql.py", "keyed_left_relation", "hidden"):
+        "the user's own key expressions from their ON clause, each named by render.quote one line above",
+    ("runtime/spark/temporal_join_sql.py", "_left_side", "clause.left_relation"):
+        "the left relation as the user wrote it in their own query (SQL text by definition)",
+    ("runtime/spark/temporal_join_sql.py", "_left_side", "keyed_left_relation(clause)"):
+        "the user's left relation and key expressions, names quoted in keyed_left_relation",
     ("runtime/spark/temporal_join_backfill.py", "_run", "reject_reason(spec, 'right')"):
         "the plan's reject-reason macro (names quoted there)",
     ("runtime/core/windows/aggregate_sql.py", "_recognise", "call.function"):

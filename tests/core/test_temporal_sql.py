@@ -59,3 +59,105 @@ def test_errors_point_at_the_problem(query: str, message: str, at: str) -> None:
     with pytest.raises(QuerySyntaxError, match=message) as info:
         find_temporal_joins(query)
     assert info.value.position == query.index(at)
+
+
+# -- key expressions: any deterministic expression over the left side equated to a right key column ---------
+KEYED = "SELECT o.id FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON "
+
+
+@pytest.mark.parametrize(
+    ("on", "expression"),
+    [
+        ("o.nested_row.currency = r.currency", "o.nested_row.currency"),
+        ("o.attrs['currency'] = r.currency", "o.attrs['currency']"),
+        ("CASE WHEN o.x > 0 THEN o.c ELSE 'EUR' END = r.currency", "CASE WHEN o.x > 0 THEN o.c ELSE 'EUR' END"),
+        ("upper(o.cur) = r.currency", "upper(o.cur)"),
+        ("r.currency = upper(o.cur)", "upper(o.cur)"),
+        ("cast(o.id AS STRING) = r.currency", "cast(o.id AS STRING)"),
+        ("coalesce(o.a, o.b) == r.currency", "coalesce(o.a, o.b)"),
+    ],
+)
+def test_left_expressions_are_keys(on: str, expression: str) -> None:
+    [clause] = find_temporal_joins(KEYED + on + " AND r.rate > 1")
+    [key] = clause.keys
+    assert (key.right, key.left_column, key.left_expression) == ("currency", None, expression)
+    assert clause.key_pairs == ((expression, "currency"),) and clause.predicate == "r.rate > 1"
+    assert clause.for_key(["currency"]) == clause
+    assert key.position == len(KEYED)
+
+
+def test_expression_name_is_one_line_and_repeats_compute_once() -> None:
+    [clause] = find_temporal_joins(KEYED + "upper(\n  o.cur) = r.k1 AND upper(\n  o.cur) = r.k2 AND o.d = r.k3")
+    assert [k.left_name for k in clause.keys] == ["upper( o.cur)", "upper( o.cur)", "d"]
+    assert [k.left_name for k in clause.key_expressions] == ["upper( o.cur)"]
+    assert clause.keys[2].left_column == "d"
+
+
+@pytest.mark.parametrize(
+    "on",
+    [
+        "o.cur = r.cur AND r.a = r.b",  # no left side: a filter on the version found
+        "o.cur = r.cur AND o.p = r.rate * 2",  # an expression on the versioned side next to a key: the predicate
+        "o.cur = r.cur AND o.x IN (1, 2)",
+        "o.cur = r.cur AND (o.x = r.y OR o.z = r.y)",
+        "o.cur = r.cur AND CASE WHEN o.x = 1 THEN true END",
+    ],
+)
+def test_other_conjuncts_stay_in_the_predicate(on: str) -> None:
+    [clause] = find_temporal_joins(KEYED + on)
+    assert clause.key_pairs == (("cur", "cur"),)
+    assert clause.predicate == on.split(" AND ", 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("on", "key", "message", "at"),
+    [
+        ("concat(o.cur, rand()) = r.cur", ["cur"], "must be deterministic; rand", "rand"),
+        ("o.cur = r.cur AND concat(o.a, current_timestamp) = r.y", ["cur", "y"], "current_timestamp", "current_timestamp"),
+        ("r.cur = uuid(o.a)", ["cur"], "uuid", "uuid"),
+        ("concat(o.cur, r.x) = r.cur", ["cur"], r"cannot read the versioned side \(r.x\)", "r.x"),
+    ],
+)
+def test_key_expression_errors_point_at_the_problem(on: str, key: list[str], message: str, at: str) -> None:
+    query = KEYED + on
+    [clause] = find_temporal_joins(query)
+    with pytest.raises(QuerySyntaxError, match=message) as info:
+        clause.for_key(key)
+    assert info.value.position == query.index(at, len(KEYED))
+
+
+@pytest.mark.parametrize(
+    ("on", "message", "at"),
+    [
+        ("o.cur = upper(r.cur)", "must be a key column r.<key>, not an expression", "upper"),
+        ("o.cur = r.nested.cur", "must be a key column", "r.nested"),
+        ("o.cur = r.cur OR o.x = r.y", "at least one equality", "o.cur ="),
+        ("'EUR' = r.cur", "at least one equality", "'EUR'"),
+    ],
+)
+def test_clause_errors_point_at_the_problem(on: str, message: str, at: str) -> None:
+    query = KEYED + on
+    with pytest.raises(QuerySyntaxError, match=message) as info:
+        find_temporal_joins(query)
+    assert info.value.position == query.index(at, len(KEYED))
+
+
+@pytest.mark.parametrize(
+    "on",
+    [
+        "o.cur = r.cur AND upper(o.tag) = r.tag",
+        "o.cur = r.cur AND concat(o.a, r.b) = r.tag",  # would be refused as a key: a condition on a non-key column
+        "o.cur = r.cur AND concat(o.a, rand()) = r.tag",
+    ],
+)
+def test_expression_equalities_on_non_key_columns_stay_in_the_predicate(on: str) -> None:
+    [clause] = find_temporal_joins(KEYED + on)
+    resolved = clause.for_key(["cur"])
+    assert resolved.key_pairs == (("cur", "cur"),)
+    assert resolved.predicate == on.split(" AND ", 1)[1]
+    assert resolved.key_expressions == ()
+
+
+def test_a_column_named_like_a_function_is_no_call() -> None:
+    [clause] = find_temporal_joins(KEYED + "concat(o.now, o.rand) = r.cur")
+    assert clause.keys[0].left_expression == "concat(o.now, o.rand)"

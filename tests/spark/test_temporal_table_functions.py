@@ -30,6 +30,12 @@ def test_flinks_temporal_table_function_join_gives_flinks_rows(spark, case) -> N
     assert rows_as_text(timeweave.sql(spark, FLINK_FORM), header) == sorted(expected)
 
 
+def test_dead_letters_of_the_lateral_form_are_the_temporal_joins(spark, case) -> None:
+    rejected = timeweave.dead_letters(spark, FLINK_FORM)
+    assert set(rejected.columns) == {"side", "reason", "row", "clause"}
+    assert all(r["clause"].startswith("temporal join #1") for r in rejected.collect())
+
+
 def test_join_lateral_on_form_and_extra_where_terms_equal_the_temporal_join(spark, case) -> None:
     lateral = timeweave.sql(spark, """
         SELECT o.order_id, r.conversion_rate FROM orders AS o
