@@ -7,15 +7,17 @@ Supported shape (Flink's, restricted to what has one meaning)::
     ON l.k1 = r.k1 [AND l.k2 = r.k2 ...] [AND <extra predicate>]
 
 Equalities between a left and a right column are the join keys; every other conjunct is the extra
-predicate, applied to the version found.  The left side must be one table or subquery directly after
+predicate, applied to the version found.  A keyless versioned table (one history) takes any ON condition
+(``ON TRUE``, or only a predicate): there every conjunct, equalities too, is the extra predicate
+(:meth:`TemporalJoinClause.join_keys` decides, once the versioned table's key is known).  The left side must be one table or subquery directly after
 FROM (wrap earlier joins in a subquery); errors say so with the position.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.sql_tokens import Token, TokenType, tokenize
 
 _END_WORDS = {
@@ -43,6 +45,45 @@ class TemporalJoinClause:
     #: text positions of bare ``*`` items in the select list of the query block holding the join; the
     #: SQL door turns them into ``* EXCEPT (<aliases>)`` so its alias struct columns stay out of ``SELECT *``
     select_stars: tuple[int, ...] = ()
+    #: the text of each equality of ``key_pairs``, in order (a keyless table's predicates)
+    key_texts: tuple[str, ...] = ()
+    #: where the ON condition starts in ``text``, the query the clause was found in
+    on_position: int = 0
+    text: str = field(default="", repr=False, compare=False)
+
+    def join_keys(self, versioned_key: tuple[str, ...], where: str) -> tuple[tuple[str, ...], str | None]:
+        """(the left key columns in the order of ``versioned_key``, the extra predicate) for a versioned table
+        with that key: the equalities must equate the whole key (Flink's rule); a keyless table (``()``) joins
+        one history and every conjunct of ON is the predicate (``ON TRUE`` is none).
+
+        >>> [c] = find_temporal_joins("SELECT * FROM o JOIN r FOR SYSTEM_TIME AS OF o.t ON o.c = r.c AND r.x > 1")
+        >>> c.join_keys(("c",), "join"), c.join_keys((), "join")
+        ((('c',), 'r.x > 1'), ((), '(o.c = r.c) AND (r.x > 1)'))
+        >>> c.join_keys(("d",), "join")
+        Traceback (most recent call last):
+        ...
+        timeweave.core.errors.SpecError: join: argument 'ON': the equalities join on ['c'], but the versioned table's key is ['d'] (a temporal join must equate the whole key, as in Flink)
+        """
+        if not versioned_key:
+            rest = [*self.key_texts, *([self.predicate] if self.predicate else [])]
+            rest = [r for r in rest if r.strip().upper() != "TRUE"]
+            return (), " AND ".join(f"({r})" if len(rest) > 1 else r for r in rest) or None
+        if not self.key_pairs:
+            raise QuerySyntaxError(
+                f"the ON condition needs at least one equality {self.left_alias}.<key> = {self.right_alias}.<key> "
+                f"(the versioned table {self.right_name} has the key {list(versioned_key)})",
+                text=self.text, position=self.on_position,
+            )
+        right_keys = [r for _, r in self.key_pairs]
+        if sorted(right_keys) != sorted(versioned_key):
+            raise SpecError(
+                "ON",
+                f"the equalities join on {right_keys}, but the versioned table's key is {list(versioned_key)} "
+                "(a temporal join must equate the whole key, as in Flink)",
+                where=where,
+            )
+        by_right = {r: left for left, r in self.key_pairs}
+        return tuple(by_right[k] for k in versioned_key), self.predicate
 
 
 def _is_ident(tok: Token) -> bool:
@@ -174,18 +215,15 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
         raise _fail("empty ON condition", text, tokens[i])
     conjuncts = _split_and(tokens[cond_start:k])
     key_pairs: list[tuple[str, str]] = []
+    key_texts: list[str] = []
     rest: list[str] = []
     for conj in conjuncts:
         pair = _key_pair(conj, left_alias, right_alias)
         if pair:
             key_pairs.append(pair)
+            key_texts.append(text[conj[0].start : conj[-1].end])
         else:
             rest.append(text[conj[0].start : conj[-1].end])
-    if not key_pairs:
-        raise _fail(
-            f"the ON condition needs at least one equality {left_alias}.<key> = {right_alias}.<key>",
-            text, tokens[cond_start],
-        )
     return TemporalJoinClause(
         start=tokens[left_start].start,
         end=tokens[k - 1].end,
@@ -198,6 +236,9 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
         key_pairs=tuple(key_pairs),
         predicate=" AND ".join(f"({r})" if len(rest) > 1 else r for r in rest) or None,
         select_stars=select_stars,
+        key_texts=tuple(key_texts),
+        on_position=tokens[cond_start].start,
+        text=text,
     )
 
 

@@ -53,38 +53,27 @@ def bind_clause(spark: Any, clause: TemporalJoinClause, n: int) -> tuple[Tempora
             "or timeweave.register_versioned(...), or set timeweave.key / timeweave.time table properties",
             where=where,
         )
-    right_keys = [r for _, r in clause.key_pairs]
-    if sorted(right_keys) != sorted(versioned.key):
-        raise SpecError(
-            "ON",
-            f"the equalities join on {right_keys}, but the versioned table's key is {list(versioned.key)} "
-            "(a temporal join must equate the whole key, as in Flink)",
-            where=where,
-        )
-    by_right = {r: left for left, r in clause.key_pairs}
-    spec = TemporalJoinSpec(
-        versioned, left_time=clause.left_time, left_key=[by_right[k] for k in versioned.key], how=clause.how,
-        predicate=clause.predicate, where=where,
-    )
+    left_key, predicate = clause.join_keys(versioned.key, where)
     left_df = spark.sql(f"SELECT * FROM {clause.left_relation} AS __tw_probe")
     right_df = spark.table(clause.right_name)
+    # Flat right columns only where the name is free, so unqualified references keep one meaning; the others
+    # are read through the alias (`r.col`).
+    flat_right = [c for c in right_df.columns if c not in left_df.columns and c not in versioned.meta_columns]
+    spec = TemporalJoinSpec(
+        versioned, left_time=clause.left_time, left_key=left_key, how=clause.how, right_columns=flat_right,
+        predicate=predicate, where=where,
+    )
     spec.bind(schema_kinds(left_df.schema), schema_kinds(right_df.schema))
     return spec, left_df, right_df
 
 
 def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
     spec, left_df, right_df = bind_clause(spark, clause, n)
-    versioned, where = spec.versioned, spec.where
     right_columns = right_df.columns
-    # Flat right columns only where the name is free, so unqualified references keep one meaning.
-    flat_right = [c for c in right_columns if c not in left_df.columns and c not in versioned.meta_columns]
-    spec = TemporalJoinSpec(
-        versioned, left_time=spec.left_time, left_key=spec.left_key, how=spec.how, right_columns=flat_right,
-        predicate=spec.predicate, where=where,
-    )
     body = render.temporal_join_sql(
         spec, f"{clause.left_relation} AS __tw_left{n}", clause.right_name, left_df.columns, right_columns,
         left_alias=clause.left_alias, right_alias=clause.right_alias, nested=True,
+        time_domain=spec.time_domain(schema_kinds(left_df.schema), schema_kinds(right_df.schema)),
     )
     return f"({body}) AS __tw_join{n}"
 

@@ -51,7 +51,6 @@ def test_clause_span_and_parts() -> None:
     [
         ("SELECT * FROM orders o FULL JOIN rates FOR SYSTEM_TIME AS OF o.ts r ON o.cur = r.cur", "FULL", "FULL"),
         ("SELECT * FROM orders o JOIN rates FOR SYSTEM_TIME AS OF x.ts r ON o.cur = r.cur", "AS OF needs", "x.ts"),
-        ("SELECT * FROM orders o JOIN rates FOR SYSTEM_TIME AS OF o.ts r ON o.cur > r.cur", "at least one equality", "o.cur >"),
         ("SELECT * FROM a JOIN b ON a.k = b.k JOIN rates FOR SYSTEM_TIME AS OF b.ts r ON b.cur = r.cur", "right after FROM", "b.k JOIN"),
     ],
 )
@@ -59,3 +58,16 @@ def test_errors_point_at_the_problem(query: str, message: str, at: str) -> None:
     with pytest.raises(QuerySyntaxError, match=message) as info:
         find_temporal_joins(query)
     assert info.value.position == query.index(at)
+
+
+def test_a_keyed_table_needs_equalities_a_keyless_one_takes_any_on() -> None:
+    query = "SELECT * FROM orders o JOIN rates FOR SYSTEM_TIME AS OF o.ts r ON o.cur > r.cur"
+    [clause] = find_temporal_joins(query)
+    with pytest.raises(QuerySyntaxError, match="at least one equality") as info:
+        clause.join_keys(("cur",), "join")
+    assert info.value.position == query.index("o.cur >")
+    assert clause.join_keys((), "join") == ((), "o.cur > r.cur")
+    [on_true] = find_temporal_joins("SELECT * FROM orders o JOIN rates FOR SYSTEM_TIME AS OF o.ts r ON TRUE")
+    assert on_true.key_pairs == () and on_true.join_keys((), "join") == ((), None)
+    [both] = find_temporal_joins("SELECT * FROM orders o JOIN rates FOR SYSTEM_TIME AS OF o.ts r ON o.c = r.c AND o.n < r.n")
+    assert both.join_keys((), "join") == ((), "(o.c = r.c) AND (o.n < r.n)")
