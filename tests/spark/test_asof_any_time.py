@@ -18,6 +18,8 @@ import pytest
 import timeweave
 from timeweave.core.errors import SpecError
 
+pytestmark = pytest.mark.spark
+
 T0 = datetime(2024, 1, 1)
 D0 = date(2024, 1, 1)
 
@@ -137,3 +139,85 @@ def test_numeric_times_with_extremes_and_nan(spark) -> None:
     orders = spark.createDataFrame([(i, t) for i, t in enumerate(times)], "id INT, t DOUBLE")
     out = timeweave.temporal_join(orders, rates, "t", key=[], time="v", how="left")
     assert [r.tag for r in out.orderBy("id").collect()] == ["a", "a", "b", "b", "c", "c", "d", "e", "e"]
+
+
+#: (start, end) of a backfill over each time type's values 0 .. 110 (the left times run from -5 to 109).
+BOUNDS = {name: (value(-10), value(120)) for name, (_, value) in TIME_TYPES.items()}
+
+
+@pytest.mark.parametrize("name", ["bigint", "decimal", "double", "date", "timestamp_ntz"])
+def test_backfill_in_slices_equals_the_batch_run_for_each_time_type(spark, tmp_path, name) -> None:
+    """1, 3 and 7 slices over the time domain of the column (whole numbers, decimal and double quotients, days,
+    instants) give the DataFrame door's rows, keyless and keyed; the NULL-time left rows under slice=none."""
+    from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+    from timeweave.spark.temporal_join_backfill import run_slices
+
+    spark_type, value = TIME_TYPES[name]
+    for keyed, seed in ((False, 3), (True, 4)):
+        left, right = _random_sides(seed, value, keys=3)
+        orders, rates = _frames(spark, left, right, spark_type)
+        versioned = VersionedTableSpec(["k"] if keyed else [], "ut", "upsert", delete_flag="gone", sequence="seq")
+        spec = TemporalJoinSpec(versioned, "t", how="left", right_columns=["rate"])
+        expected = _reference(left, right, keyed)
+        start, end = BOUNDS[name]
+        for slices in (1, 3, 7):
+            out = tmp_path / f"{keyed}_{slices}"
+            metrics = run_slices(orders, rates, spec, start, end, slices, str(out / "main"), str(out / "dead"), str(out / "state"))
+            rows = spark.read.parquet(str(out / "main")).collect()
+            assert sorted((r.id, r.rate) for r in rows) == expected, (name, keyed, slices)
+            assert metrics["slices"] == slices and metrics["rows_out"] == len(left)
+
+
+def test_backfill_resumes_a_keyless_history_from_its_carried_state(spark, tmp_path) -> None:
+    """Slice by slice (``only=[k]``, each from the state the one before wrote): a keyless table's edge state is one
+    row, the history's newest event before the edge."""
+    from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+    from timeweave.spark.temporal_join_backfill import run_slices
+
+    left, right = _random_sides(5, lambda n: n, keys=1)
+    orders, rates = _frames(spark, left, right, "INT")
+    spec = TemporalJoinSpec(VersionedTableSpec([], "ut", "upsert", delete_flag="gone", sequence="seq"), "t", how="left",
+                            right_columns=["rate"])
+    paths = [str(tmp_path / p) for p in ("main", "dead", "state")]
+    for k in range(3):
+        run_slices(orders, rates, spec, -10, 120, 3, *paths, only=[k])
+    states = spark.read.parquet(paths[2]).groupBy("edge").count().collect()
+    assert {r["count"] for r in states} == {1}
+    rows = spark.read.parquet(paths[0]).collect()
+    assert sorted((r.id, r.rate) for r in rows) == _reference(left, right, keyed=False)
+
+
+def test_backfill_bounds_must_be_of_the_time_domain(spark, tmp_path) -> None:
+    from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
+    from timeweave.spark.temporal_join_backfill import run_slices
+
+    orders, rates = _frames(spark, [], [], "DATE")
+    spec = TemporalJoinSpec(VersionedTableSpec([], "ut"), "t")
+    paths = [str(tmp_path / p) for p in ("main", "dead", "state")]
+    with pytest.raises(SpecError, match="argument 'start': must be a date \\(the event time is a date\\)"):
+        run_slices(orders, rates, spec, T0, T0 + timedelta(days=2), 2, *paths)
+    with pytest.raises(SpecError, match="at most 2 slices, got 3"):
+        run_slices(orders, rates, spec, D0, D0 + timedelta(days=2), 3, *paths)
+
+
+@pytest.mark.slow
+def test_dbt_model_equals_the_dataframe_door_keyless_and_over_numbers_and_dates(spark, spark_home, tmp_path) -> None:
+    """The dbt macro renders the same plan: the integration project's ``random_asof`` model over tables of each
+    time type, keyless and keyed."""
+    import json
+
+    from tests.helpers.dbt_run import run_dbt_project
+
+    spark.sql("CREATE DATABASE IF NOT EXISTS timeweave_asof")
+    for n, (name, keyed) in enumerate((("decimal", False), ("date", True), ("bigint", False))):
+        spark_type, value = TIME_TYPES[name]
+        left, right = _random_sides(20 + n, value, keys=3)
+        orders, rates = _frames(spark, left, right, spark_type)
+        orders.write.mode("overwrite").saveAsTable("timeweave_asof.orders")
+        rates.write.mode("overwrite").saveAsTable("timeweave_asof.rates")
+        variables = {"timeweave_asof": True, "timeweave_asof_key": ["k"] if keyed else []}
+        schema, result = run_dbt_project(spark_home, tmp_path / name, "run", "--select", "random_asof",
+                                         "--vars", json.dumps(variables))
+        assert result.success, result.exception or [(r.node.name, r.message) for r in result.result]
+        rows = spark.table(f"{schema}.random_asof").collect()
+        assert sorted((r.id, r.rate) for r in rows) == _reference(left, right, keyed), (name, keyed)
