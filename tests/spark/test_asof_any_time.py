@@ -203,7 +203,7 @@ def test_backfill_bounds_must_be_of_the_time_domain(spark, tmp_path) -> None:
 @pytest.mark.slow
 def test_dbt_model_equals_the_dataframe_door_keyless_and_over_numbers_and_dates(spark, spark_home, tmp_path) -> None:
     """The dbt macro renders the same plan: the integration project's ``random_asof`` model over tables of each
-    time type, keyless and keyed."""
+    time type, keyless and keyed, from Relations and from SQL text."""
     import json
 
     from tests.helpers.dbt_run import run_dbt_project
@@ -215,7 +215,8 @@ def test_dbt_model_equals_the_dataframe_door_keyless_and_over_numbers_and_dates(
         orders, rates = _frames(spark, left, right, spark_type)
         orders.write.mode("overwrite").saveAsTable("timeweave_asof.orders")
         rates.write.mode("overwrite").saveAsTable("timeweave_asof.rates")
-        variables = {"timeweave_asof": True, "timeweave_asof_key": ["k"] if keyed else []}
+        # the last one with both sides as SQL text: the macro reads their types with DESCRIBE QUERY
+        variables = {"timeweave_asof": True, "timeweave_asof_key": ["k"] if keyed else [], "timeweave_asof_text": n == 2}
         schema, result = run_dbt_project(spark_home, tmp_path / name, "run", "--select", "random_asof",
                                          "--vars", json.dumps(variables))
         assert result.success, result.exception or [(r.node.name, r.message) for r in result.result]
