@@ -296,9 +296,6 @@ class JobConfig:
     def from_dict(cls, data: Mapping[str, Any]) -> JobConfig:
         check_keys(data, TEMPORAL_JOIN_SCHEMA)
         v = data["versioned"]
-        if v.get("key") is None:  # a forgotten key must not silently join every row against one history
-            raise SpecError("key", "the versioned side's key columns are required; \"key\": [] for a keyless table "
-                            "(one history, batch and backfill only)", where="job config: versioned")
         versioned = VersionedTableSpec(
             key=v.get("key"), time=v.get("time"), format=v.get("format", "append"), op=v.get("op"),
             delete_flag=v.get("delete_flag"), sequence=v.get("sequence"), where="job config: versioned",
