@@ -192,7 +192,7 @@ def test_backfill_bounds_must_be_of_the_time_domain(spark, tmp_path) -> None:
     from timeweave.spark.temporal_join_backfill import run_slices
 
     orders, rates = _frames(spark, [], [], "DATE")
-    spec = TemporalJoinSpec(VersionedTableSpec([], "ut"), "t")
+    spec = TemporalJoinSpec(VersionedTableSpec([], "ut"), "t", right_columns=["rate"])
     paths = [str(tmp_path / p) for p in ("main", "dead", "state")]
     with pytest.raises(SpecError, match="argument 'start': must be a date \\(the event time is a date\\)"):
         run_slices(orders, rates, spec, T0, T0 + timedelta(days=2), 2, *paths)
