@@ -34,10 +34,8 @@
 
 {#- The versioned-table rules of VersionedTableSpec.__init__ (shape only; columns are checked by _bind_versioned). -#}
 {% macro _check_versioned(key, time, format, op, delete_flag, sequence, where='versioned') -%}
+  {#- no key columns (key=[] or none): the table is one history -#}
   {%- set keys = timeweave._names(key, 'key', where) -%}
-  {%- if not keys -%}
-    {{ timeweave._spec_error(where, 'key', 'a versioned table needs at least one key column') }}
-  {%- endif -%}
   {%- if time is not string or not (time | trim) -%}
     {{ timeweave._spec_error(where, 'time', 'a version-time column is required') }}
   {%- endif -%}
@@ -85,11 +83,51 @@
   {%- endif -%}
 {%- endmacro %}
 
+{#- The kind (timeweave.core.spec's names) of a Spark type as dbt-spark spells it ("decimal(32,4)", "bigint"). -#}
+{% macro _kind_of(dtype) -%}
+  {%- set family = (dtype | lower).split('(')[0] | trim -%}
+  {%- set kinds = {'timestamp': 'timestamp', 'timestamp_ltz': 'timestamp', 'timestamp_ntz': 'timestamp_ntz',
+                   'date': 'date', 'tinyint': 'integer', 'byte': 'integer', 'smallint': 'integer', 'short': 'integer',
+                   'int': 'integer', 'integer': 'integer', 'bigint': 'integer', 'long': 'integer',
+                   'decimal': 'decimal', 'dec': 'decimal', 'numeric': 'decimal',
+                   'float': 'floating', 'real': 'floating', 'double': 'floating',
+                   'boolean': 'boolean', 'string': 'string', 'varchar': 'string', 'char': 'string'} -%}
+  {{ return(kinds.get(family, 'other')) }}
+{%- endmacro %}
+
+{#- timeweave.core.spec.time_domain_of: the time domain of a time column ('timestamp', 'date', 'numeric'), or the
+    core's error; 'timestamp' when the side's types are unknown (no check, as before). -#}
+{% macro _time_domain(info, name, argument, where) -%}
+  {%- set dtype = info.types.get(name) -%}
+  {%- if dtype is none -%}
+    {{ return('timestamp') }}
+  {%- endif -%}
+  {%- set kind = timeweave._kind_of(dtype) -%}
+  {%- set domains = {'timestamp': 'timestamp', 'timestamp_ntz': 'timestamp', 'date': 'date',
+                     'integer': 'numeric', 'decimal': 'numeric', 'floating': 'numeric'} -%}
+  {%- if kind not in domains -%}
+    {{ timeweave._spec_error(where, argument, "column '" ~ name ~ "' must be a timestamp, date or number (an orderable time), found " ~ kind) }}
+  {%- endif -%}
+  {{ return(domains[kind]) }}
+{%- endmacro %}
+
+{#- TemporalJoinSpec.time_domain: both sides' times in one domain; returns it. -#}
+{% macro _join_time_domain(l, r, left_time, time, where) -%}
+  {%- set right = timeweave._time_domain(r, time, 'time', 'versioned') -%}
+  {%- set left = timeweave._time_domain(l, left_time, 'left_time', where) -%}
+  {%- if left != right -%}
+    {{ timeweave._spec_error(where, 'left_time', "left time '" ~ left_time ~ "' (" ~ timeweave._kind_of(l.types.get(left_time, 'timestamp'))
+        ~ ") and version time '" ~ time ~ "' (" ~ timeweave._kind_of(r.types.get(time, 'timestamp'))
+        ~ ") cannot be compared: both must be timestamps, both dates or both numbers") }}
+  {%- endif -%}
+  {{ return(left) }}
+{%- endmacro %}
+
 {#- VersionedTableSpec.bind: the versioned side's columns exist and have the right types. -#}
 {% macro _bind_versioned(info, keys, time, op, delete_flag, sequence, where='versioned') -%}
   {{ timeweave._require_columns(info, keys, 'key', where) }}
   {{ timeweave._require_columns(info, [time], 'time', where) }}
-  {{ timeweave._require_kind(info, time, 'timestamp', 'time', where) }}
+  {%- do timeweave._time_domain(info, time, 'time', where) -%}
   {%- for name, argument in [(op, 'op'), (delete_flag, 'delete_flag'), (sequence, 'sequence')] -%}
     {%- if name is not none -%}
       {{ timeweave._require_columns(info, [name], argument, where) }}
@@ -103,7 +141,7 @@
 {#-
   One input side as a dict:
     columns   its column names, in order;
-    types     column -> Spark type (empty when the side is SQL text: types are then not checked);
+    types     column -> Spark type (a SQL text side's from DESCRIBE QUERY);
     sql       the text to put after FROM;
     label     how error messages name it.
   `relation` is a dbt Relation (ref(), source(), this) or SQL text (a table name or "(select ...)").
@@ -120,8 +158,13 @@
     {%- if not (relation | trim) -%}
       {{ timeweave._spec_error(where, argument, 'an empty relation; pass ref(...), source(...) or SQL text') }}
     {%- endif -%}
-    {%- set probe = run_query('select * from ' ~ relation ~ ' limit 0') -%}
-    {{ return({'columns': probe.column_names | list, 'types': {}, 'sql': relation, 'label': argument ~ ' ' ~ relation}) }}
+    {#- Spark's DESCRIBE QUERY gives the columns and their types (col_name, data_type) without reading a row. -#}
+    {%- set described = run_query('describe query select * from ' ~ relation) -%}
+    {%- set types = {} -%}
+    {%- for row in described.rows -%}
+      {%- do types.update({row[0]: row[1]}) -%}
+    {%- endfor -%}
+    {{ return({'columns': described.columns[0].values() | list, 'types': types, 'sql': relation, 'label': argument ~ ' ' ~ relation}) }}
   {%- endif -%}
   {%- if relation.identifier is not defined -%}
     {{ timeweave._spec_error(where, argument, 'expected a Relation (ref/source) or SQL text, got ' ~ relation) }}

@@ -2,7 +2,9 @@
   timeweave.temporal_join: Flink's event-time temporal join
       left JOIN right FOR SYSTEM_TIME AS OF left.<left_time> ON left.<left_key> = right.<key>
   as one SELECT.  Each left row gets the version of its key valid at its time: the latest event of the key
-  at or before that time, unless that event is a delete.  Arguments: see macros/schema.yml.
+  at or before that time, unless that event is a delete.  `key=[]`: the versioned side is one history (an
+  as-of join without a key).  The times may be timestamps, dates or numbers, both sides in one of these
+  domains.  Arguments: see macros/schema.yml.
 
   Example (a model):
       {{ config(materialized='table') }}
@@ -57,7 +59,7 @@
   {{ timeweave._bind_versioned(r, keys, time, op, delete_flag, sequence, 'versioned') }}
   {{ timeweave._require_columns(l, left_keys, 'left_key', where) }}
   {{ timeweave._require_columns(l, [left_time], 'left_time', where) }}
-  {{ timeweave._require_kind(l, left_time, 'timestamp', 'left_time', where) }}
+  {%- set time_domain = timeweave._join_time_domain(l, r, left_time, time, where) -%}
   {%- if chosen is not none -%}
     {{ timeweave._require_columns(r, chosen, 'right_columns', where) }}
   {%- else -%}
@@ -82,7 +84,7 @@
   {{ return(timeweave.timeweave__temporal_join_sql(
       l.sql, r.sql, l.columns, r.columns, left_keys, left_time, keys, time, output_right,
       how=join_type, format=format, op=op, delete_flag=delete_flag, sequence=sequence, predicate=predicate,
-      left_alias=left_alias, right_alias=right_alias, valid_from=valid_from, valid_to=valid_to,
+      left_alias=left_alias, right_alias=right_alias, valid_from=valid_from, valid_to=valid_to, time_domain=time_domain,
       upsert_ops=upsert_ops if upsert_ops is not none else timeweave.default_upsert_ops(),
       delete_ops=delete_ops if delete_ops is not none else timeweave.default_delete_ops())) }}
 {%- endmacro %}

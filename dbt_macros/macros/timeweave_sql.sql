@@ -24,6 +24,13 @@
     NULL), as SQL's LEFT JOIN, Flink and DuckDB do; an INNER join drops it and the dead letter lists it
     (timeweave__probe_sql and timeweave__dead_letter_sql, the two places that read `how` for it).
 
+  - without key columns (key = []) the versioned table is one history: every left row probes it (a constant
+    key __tw_k0 = 0 on both sides; the probe still spreads the left rows over the history's buckets);
+  - the time is any orderable column, in one time domain on both sides (timeweave.core.spec.TIME_DOMAINS,
+    `time_domain`): 'timestamp' (TIMESTAMP / TIMESTAMP_NTZ, read as µs), 'date', 'numeric' (integers,
+    decimals, floating point).  Ranges are checked on exact values (timeweave__time_exact); only the
+    bucket numbers of numeric times go through DOUBLE, a monotone map, so a bucket never loses a match.
+
   Plan: see timeweave__matched_sql (a per-key bucketed range join: no sort of the left side, no
   per-key range join multiplying rows by versions, skew-proof bucket widths).
 
@@ -92,13 +99,51 @@ CASE
 END
 {%- endmacro -%}
 
+{#- How many key columns the plan's relations carry (__tw_k0 ...): a keyless table has the one constant key. -#}
+{%- macro timeweave__key_count(key) -%}
+{{ [key | length, 1] | max }}
+{%- endmacro -%}
+
+{#- The key columns __tw_k<i> of one side's row (a trailing comma follows): the constant 0 for a keyless table. -#}
+{%- macro timeweave__key_columns(key) -%}
+{%- for k in key %}{{ timeweave.timeweave__q(k) }} AS __tw_k{{ loop.index0 }}, {% endfor %}{% if not key %}0 AS __tw_k0, {% endif %}
+{%- endmacro -%}
+
+{#- A time column's value as the plan carries it (__tw_t, the validity columns): a TIMESTAMP for the
+    'timestamp' domain (TIMESTAMP_NTZ read on the session's clock, as before), the column itself otherwise. -#}
+{%- macro timeweave__time_value(expr, time_domain='timestamp') -%}
+{%- if time_domain == 'timestamp' -%}CAST({{ expr }} AS TIMESTAMP){%- else -%}{{ expr }}{%- endif -%}
+{%- endmacro -%}
+
+{#- A time value (timeweave__time_value's) as what ranges are checked on, exactly: µs since the epoch, days since
+    the epoch, or the number itself. -#}
+{%- macro timeweave__time_exact(expr, time_domain='timestamp') -%}
+{%- if time_domain == 'timestamp' -%}unix_micros({{ expr }}){%- elif time_domain == 'date' -%}CAST(unix_date({{ expr }}) AS BIGINT){%- else -%}{{ expr }}{%- endif -%}
+{%- endmacro -%}
+
+{#- An exact time (timeweave__time_exact's) as the number buckets are cut on: BIGINT as it is (µs, days), a
+    number as DOUBLE (monotone: equal or ordered values keep their order, so buckets stay exact covers). -#}
+{%- macro timeweave__ordinal(exact, time_domain='timestamp') -%}
+{%- if time_domain == 'numeric' -%}CAST({{ exact }} AS DOUBLE){%- else -%}{{ exact }}{%- endif -%}
+{%- endmacro -%}
+
+{#- The bucket (within its key) of an ordinal `o`, over the statistics `s` (an alias): clamped to the key's
+    buckets.  BIGINT ordinals: o DIV width, clamped to [__tw_b0, __tw_umax DIV width].  DOUBLE ordinals: the
+    offset from the key's smallest time in widths, clamped to [0, __tw_nb - 1] before the floor (no overflow;
+    NaN, which Spark orders above every number, falls in the last bucket as it must).  `o` NULL gives NULL. -#}
+{%- macro timeweave__bucket_of(o, s, time_domain='timestamp') -%}
+{%- if time_domain == 'numeric' -%}
+floor(least(greatest((least(greatest({{ o }}, {{ s }}.__tw_umin), {{ s }}.__tw_umax) - {{ s }}.__tw_umin) / {{ s }}.__tw_w, 0D), CAST({{ s }}.__tw_nb - 1 AS DOUBLE)))
+{%- else -%}
+least(greatest({{ o }} DIV {{ s }}.__tw_w, {{ s }}.__tw_b0), {{ s }}.__tw_umax DIV {{ s }}.__tw_w)
+{%- endif -%}
+{%- endmacro -%}
+
 {#- The right side as version events: __tw_k<i>, __tw_t, __tw_seq, __tw_deleted, __tw_p (all right columns). -#}
-{%- macro timeweave__right_events_sql(right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, upsert_ops=[], delete_ops=[]) -%}
+{%- macro timeweave__right_events_sql(right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, upsert_ops=[], delete_ops=[], time_domain='timestamp') -%}
 SELECT
-{%- for k in key %}
-  {{ timeweave.timeweave__q(k) }} AS __tw_k{{ loop.index0 }},
-{%- endfor %}
-  CAST({{ timeweave.timeweave__q(time) }} AS TIMESTAMP) AS __tw_t,
+  {{ timeweave.timeweave__key_columns(key) }}
+  {{ timeweave.timeweave__time_value(timeweave.timeweave__q(time), time_domain) }} AS __tw_t,
   {% if sequence %}{{ timeweave.timeweave__q(sequence) }}{% else %}{{ timeweave.timeweave__input_order() }}{% endif %} AS __tw_seq,
   {{ timeweave.timeweave__deleted_expr(format, op, delete_flag, upsert_ops, delete_ops) }} AS __tw_deleted,
   named_struct({% for c in right_columns %}{{ timeweave.timeweave__str(c) }}, {{ timeweave.timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}) AS __tw_p
@@ -121,11 +166,11 @@ WHERE ({{ timeweave.timeweave__reject_reason('right', key, time, format, op, del
        checks the exact range.  Intervals of a key are disjoint, so at most one matches.
     The left side is never sorted nor shuffled when the versions fit a broadcast; a hot key spreads over
     many buckets otherwise. -#}
-{%- macro timeweave__matched_sql(left, left_columns, left_key, left_time, events, nkeys, how='inner') -%}
+{%- macro timeweave__matched_sql(left, left_columns, left_key, left_time, events, nkeys, how='inner', time_domain='timestamp') -%}
 WITH __tw_ev AS ({{ events }}),
-__tw_st AS ({{ timeweave.timeweave__stats_sql('__tw_ev', nkeys) }}),
-__tw_iv AS ({{ timeweave.timeweave__intervals_sql('__tw_ev', '__tw_st', nkeys) }})
-{{ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, '__tw_st', '__tw_iv', nkeys, how) }}
+__tw_st AS ({{ timeweave.timeweave__stats_sql('__tw_ev', nkeys, time_domain) }}),
+__tw_iv AS ({{ timeweave.timeweave__intervals_sql('__tw_ev', '__tw_st', nkeys, time_domain) }})
+{{ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, '__tw_st', '__tw_iv', nkeys, how, time_domain) }}
 {%- endmacro -%}
 
 {#- Step 3's per-key statistics over version events: bucket width __tw_w, the last event time __tw_umax, the
@@ -133,20 +178,36 @@ __tw_iv AS ({{ timeweave.timeweave__intervals_sql('__tw_ev', '__tw_st', nkeys) }
     numbering of all keys' buckets (keys in order).  The probe's second lookup is then by one BIGINT (the
     global bucket __tw_gb), a direct array index in Spark's long hashed relation, instead of hashing and
     comparing a (key..., bucket) row per left row.  The window has no partition: one row per key. -#}
-{%- macro timeweave__stats_sql(events, nkeys) -%}
-{%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
+{%- macro timeweave__stats_sql(events, nkeys, time_domain='timestamp') -%}
+{%- set ks = [] -%}{%- for i in range(nkeys | int) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
+{%- set u = timeweave.timeweave__ordinal(timeweave.timeweave__time_exact('__tw_t', time_domain), time_domain) -%}
 SELECT *, coalesce(sum(__tw_nb) OVER (ORDER BY {{ ks | join(', ') }} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0L) AS __tw_off
 FROM (
-  SELECT *, __tw_umax DIV __tw_w - __tw_b0 + 1 AS __tw_nb
+{%- if time_domain == 'numeric' %}
+  {#- DOUBLE ordinals: buckets 0 .. n of width (max - min) / n from the key's smallest time (a width that is
+      not a positive finite number, for one distinct time or infinite ones, is 1: still exact, coarser). #}
+  SELECT * EXCEPT (__tw_n), 0L AS __tw_b0, __tw_n + 1 AS __tw_nb
   FROM (
-    SELECT *, __tw_umin DIV __tw_w AS __tw_b0
+    SELECT *, CASE WHEN (__tw_umax - __tw_umin) / __tw_n > 0D AND (__tw_umax - __tw_umin) / __tw_n < double('Infinity')
+      THEN (__tw_umax - __tw_umin) / __tw_n ELSE 1D END AS __tw_w
     FROM (
-      SELECT {{ ks | join(', ') }}, greatest(1L, (max(unix_micros(__tw_t)) - min(unix_micros(__tw_t))) DIV count(1)) AS __tw_w,
-        max(unix_micros(__tw_t)) AS __tw_umax, min(unix_micros(__tw_t)) AS __tw_umin
+      SELECT {{ ks | join(', ') }}, count(1) AS __tw_n, max({{ u }}) AS __tw_umax, min({{ u }}) AS __tw_umin
       FROM {{ events }}
       GROUP BY {{ ks | join(', ') }}
     ) __tw_a
   ) __tw_b
+{%- else %}
+  SELECT *, __tw_umax DIV __tw_w - __tw_b0 + 1 AS __tw_nb
+  FROM (
+    SELECT *, __tw_umin DIV __tw_w AS __tw_b0
+    FROM (
+      SELECT {{ ks | join(', ') }}, greatest(1L, (max({{ u }}) - min({{ u }})) DIV count(1)) AS __tw_w,
+        max({{ u }}) AS __tw_umax, min({{ u }}) AS __tw_umin
+      FROM {{ events }}
+      GROUP BY {{ ks | join(', ') }}
+    ) __tw_a
+  ) __tw_b
+{%- endif %}
 ) __tw_c
 {%- endmacro -%}
 
@@ -165,13 +226,21 @@ named_struct('t', {{ time }}, 's', {{ sequence }})
 
 {#- Steps 1, 2 and 4: validity intervals of the versions (deletes dropped), exploded into their buckets
     (__tw_bucket within the key, __tw_gb in the numbering of all keys' buckets the statistics define). -#}
-{%- macro timeweave__intervals_sql(events, stats, nkeys) -%}
-{%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
+{%- macro timeweave__intervals_sql(events, stats, nkeys, time_domain='timestamp') -%}
+{%- set ks = [] -%}{%- for i in range(nkeys | int) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
+{%- set from_u = timeweave.timeweave__ordinal(timeweave.timeweave__time_exact('__tw_iv.__tw_t', time_domain), time_domain) -%}
+{%- set to_exact = timeweave.timeweave__time_exact('__tw_iv.__tw_valid_to', time_domain) -%}
 SELECT {{ ks | join(', ') }}, __tw_t, __tw_valid_to, __tw_p, __tw_bucket, __tw_off + __tw_bucket - __tw_b0 AS __tw_gb
 FROM (
   SELECT __tw_iv.*, __tw_s2.__tw_w, __tw_s2.__tw_off, __tw_s2.__tw_b0,
-    explode(sequence(unix_micros(__tw_iv.__tw_t) DIV __tw_s2.__tw_w,
-                     coalesce(unix_micros(__tw_iv.__tw_valid_to) - 1, __tw_s2.__tw_umax) DIV __tw_s2.__tw_w)) AS __tw_bucket
+{%- if time_domain == 'numeric' %}
+    {#- the interval's buckets: from its start's to its end's (inclusive: a DOUBLE has no "just below") #}
+    explode(sequence({{ timeweave.timeweave__bucket_of(from_u, '__tw_s2', time_domain) }},
+                     coalesce({{ timeweave.timeweave__bucket_of(timeweave.timeweave__ordinal(to_exact, time_domain), '__tw_s2', time_domain) }}, __tw_s2.__tw_nb - 1))) AS __tw_bucket
+{%- else %}
+    explode(sequence({{ from_u }} DIV __tw_s2.__tw_w,
+                     coalesce({{ to_exact }} - 1, __tw_s2.__tw_umax) DIV __tw_s2.__tw_w)) AS __tw_bucket
+{%- endif %}
   FROM (
     SELECT *, LEAD(__tw_t) OVER (PARTITION BY {{ ks | join(', ') }} ORDER BY __tw_t) AS __tw_valid_to
     FROM (
@@ -192,11 +261,12 @@ FROM (
     `__tw_row`, the chosen event's `columns` as a struct (a sort aggregate: max_by of a struct has no
     fixed-width buffer; no window over all the events). -#}
 {%- macro timeweave__newest_sql(events, columns, key, time, sequence, group=none, oldest=false) -%}
+{#- A keyless table without `group` groups by a constant: one row for the history, none for no events. -#}
 SELECT {% for k in key %}{{ timeweave.timeweave__q(k) }}, {% endfor %}{% if group %}{{ timeweave.timeweave__q(group) }}, {% endif -%}
   {{ 'min_by' if oldest else 'max_by' }}(named_struct({% for c in columns %}{{ timeweave.timeweave__str(c) }}, {{ timeweave.timeweave__q(c) }}{{ ", " if not loop.last }}{% endfor %}),
     {{ timeweave.timeweave__version_order(timeweave.timeweave__q(time), timeweave.timeweave__q(sequence)) }}) AS __tw_row
 FROM {{ events }}
-GROUP BY {% for k in key %}{{ timeweave.timeweave__q(k) }}{{ ", " if not loop.last }}{% endfor %}{% if group %}, {{ timeweave.timeweave__q(group) }}{% endif %}
+GROUP BY {% for k in key %}{{ timeweave.timeweave__q(k) }}{{ ", " if not loop.last }}{% endfor %}{% if group %}{{ ", " if key }}{{ timeweave.timeweave__q(group) }}{% elif not key %}'one history'{% endif %}
 {%- endmacro -%}
 
 {#- The probe: each valid left row looks up the (key, bucket) of its time (one global bucket number) and checks
@@ -209,17 +279,17 @@ GROUP BY {% for k in key %}{{ timeweave.timeweave__q(k) }}{{ ", " if not loop.la
     A left row with a NULL key or NULL time finds no statistics (NULL never equals) and so no version: a
     LEFT join (how='left') keeps it, unmatched; an INNER join filters it out here (it is a dead letter), so
     it travels through neither join. -#}
-{%- macro timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, nkeys, how='inner') -%}
-{%- set ks = [] -%}{%- for i in range(nkeys) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
+{%- macro timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, nkeys, how='inner', time_domain='timestamp') -%}
+{%- set ks = [] -%}{%- for i in range(nkeys | int) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
 SELECT {% for c in left_columns %}__tw_lb.__tw_c{{ loop.index0 }}, {% endfor %}__tw_b.__tw_p,
   __tw_b.__tw_t IS NOT NULL AS __tw_found, __tw_b.__tw_t AS __tw_vf, __tw_b.__tw_valid_to AS __tw_vt
 FROM (
   SELECT __tw_lr.*,
     -- the key's bucket of the row's time, clamped to the key's buckets (a row outside the key's first
     -- and last event cannot match an interval in the clamped bucket either: the range check holds)
-    __tw_s.__tw_off + least(greatest(__tw_lr.__tw_lu DIV __tw_s.__tw_w, __tw_s.__tw_b0), __tw_s.__tw_umax DIV __tw_s.__tw_w) - __tw_s.__tw_b0 AS __tw_gb
+    __tw_s.__tw_off + {{ timeweave.timeweave__bucket_of(timeweave.timeweave__ordinal('__tw_lr.__tw_lu', time_domain), '__tw_s', time_domain) }} - __tw_s.__tw_b0 AS __tw_gb
   FROM (
-    SELECT {% for k in left_key %}{{ timeweave.timeweave__q(k) }} AS __tw_k{{ loop.index0 }}, {% endfor %}unix_micros(CAST({{ timeweave.timeweave__q(left_time) }} AS TIMESTAMP)) AS __tw_lu
+    SELECT {{ timeweave.timeweave__key_columns(left_key) }}{{ timeweave.timeweave__time_exact(timeweave.timeweave__time_value(timeweave.timeweave__q(left_time), time_domain), time_domain) }} AS __tw_lu
       {%- for c in left_columns %}, {{ timeweave.timeweave__q(c) }} AS __tw_c{{ loop.index0 }}{% endfor %}
     FROM {{ left }}
 {%- if how != 'left' %}
@@ -230,8 +300,8 @@ FROM (
 ) __tw_lb
 LEFT JOIN {{ intervals }} __tw_b
 ON __tw_lb.__tw_gb = __tw_b.__tw_gb
-  AND __tw_lb.__tw_lu >= unix_micros(__tw_b.__tw_t)
-  AND (__tw_b.__tw_valid_to IS NULL OR __tw_lb.__tw_lu < unix_micros(__tw_b.__tw_valid_to))
+  AND __tw_lb.__tw_lu >= {{ timeweave.timeweave__time_exact('__tw_b.__tw_t', time_domain) }}
+  AND (__tw_b.__tw_valid_to IS NULL OR __tw_lb.__tw_lu < {{ timeweave.timeweave__time_exact('__tw_b.__tw_valid_to', time_domain) }})
 {%- endmacro -%}
 
 {#- Join type, extra predicate, projection: the one finalize step of every door (batch and streaming).
@@ -290,42 +360,44 @@ FROM {{ matched }}) __tw_fm
     what="stats" gives the per-key statistics, what="intervals" the exploded validity intervals.  `stats`
     names an already built statistics relation of the same `right` for the intervals to use (so they do
     not derive them again); `right_columns` are the columns the probe reads from a version (__tw_p). -#}
-{%- macro timeweave__versions_sql(what, right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, upsert_ops=[], delete_ops=[], stats=none) -%}
-WITH __tw_ev AS ({{ timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops) }}),
-__tw_st AS ({% if stats %}SELECT * FROM {{ stats }}{% else %}{{ timeweave.timeweave__stats_sql('__tw_ev', key | length) }}{% endif %})
-{% if what == 'stats' %}SELECT * FROM __tw_st{% else %}{{ timeweave.timeweave__intervals_sql('__tw_ev', '__tw_st', key | length) }}{% endif %}
+{%- macro timeweave__versions_sql(what, right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, upsert_ops=[], delete_ops=[], stats=none, time_domain='timestamp') -%}
+{%- set nkeys = timeweave.timeweave__key_count(key) -%}
+WITH __tw_ev AS ({{ timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops, time_domain) }}),
+__tw_st AS ({% if stats %}SELECT * FROM {{ stats }}{% else %}{{ timeweave.timeweave__stats_sql('__tw_ev', nkeys, time_domain) }}{% endif %})
+{% if what == 'stats' %}SELECT * FROM __tw_st{% else %}{{ timeweave.timeweave__intervals_sql('__tw_ev', '__tw_st', nkeys, time_domain) }}{% endif %}
 {%- endmacro -%}
 
 {#- The left half: the temporal join of `left` against relations built by timeweave__versions_sql. -#}
-{%- macro timeweave__probe_join_sql(left, stats, intervals, left_columns, right_columns, left_key, left_time, key, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none) -%}
+{%- macro timeweave__probe_join_sql(left, stats, intervals, left_columns, right_columns, left_key, left_time, key, output_right, how='inner', predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, time_domain='timestamp') -%}
 SELECT * EXCEPT (__tw_matched) FROM (
 {{ timeweave.timeweave__finalize_flat_sql(
-    "(" ~ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, key | length, how) ~ ") __tw_mm",
+    "(" ~ timeweave.timeweave__probe_sql(left, left_columns, left_key, left_time, stats, intervals, timeweave.timeweave__key_count(key), how, time_domain) ~ ") __tw_mm",
     left_columns, right_columns, output_right, how, predicate, left_alias, right_alias, valid_from, valid_to) }}
 ) __tw_out
 {%- endmacro -%}
 
 {#- The whole event-time temporal join as one query (the batch doors' plan). -#}
-{%- macro timeweave__temporal_join_sql(left, right, left_columns, right_columns, left_key, left_time, key, time, output_right, how='inner', format='append', op=none, delete_flag=none, sequence=none, predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false, upsert_ops=[], delete_ops=[]) -%}
+{%- macro timeweave__temporal_join_sql(left, right, left_columns, right_columns, left_key, left_time, key, time, output_right, how='inner', format='append', op=none, delete_flag=none, sequence=none, predicate=none, left_alias='l', right_alias='r', valid_from=none, valid_to=none, nested=false, upsert_ops=[], delete_ops=[], time_domain='timestamp') -%}
 SELECT * EXCEPT (__tw_matched) FROM (
 {{ timeweave.timeweave__finalize_flat_sql(
     "(" ~ timeweave.timeweave__matched_sql(left, left_columns, left_key, left_time,
-        timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops),
-        key | length, how) ~ ") __tw_mm",
+        timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops, time_domain),
+        timeweave.timeweave__key_count(key), how, time_domain) ~ ") __tw_mm",
     left_columns, right_columns, output_right, how, predicate, left_alias, right_alias, valid_from, valid_to, nested) }}
 ) __tw_out
 {%- endmacro -%}
 
 {#- A versioned table's history: one row per version with [valid_from, valid_to); deletes end versions
     and do not appear themselves.  Tied events: timeweave__version_order decides. -#}
-{%- macro timeweave__versioned_view_sql(right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, valid_from='valid_from', valid_to='valid_to', upsert_ops=[], delete_ops=[]) -%}
+{%- macro timeweave__versioned_view_sql(right, right_columns, key, time, format='append', op=none, delete_flag=none, sequence=none, valid_from='valid_from', valid_to='valid_to', upsert_ops=[], delete_ops=[], time_domain='timestamp') -%}
+{%- set ks = [] -%}{%- for i in range(timeweave.timeweave__key_count(key) | int) -%}{%- do ks.append('__tw_k' ~ i) -%}{%- endfor -%}
 {%- set meta = [op, delete_flag, sequence] | reject('none') | list -%}
 SELECT {% for c in right_columns if c not in meta %}__tw_p.{{ timeweave.timeweave__q(c) }} AS {{ timeweave.timeweave__q(c) }}, {% endfor %}__tw_t AS {{ timeweave.timeweave__q(valid_from) }}, __tw_next AS {{ timeweave.timeweave__q(valid_to) }}
 FROM (
-  SELECT *, LEAD(__tw_t) OVER (PARTITION BY {% for k in key %}__tw_k{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %} ORDER BY __tw_t) AS __tw_next
+  SELECT *, LEAD(__tw_t) OVER (PARTITION BY {{ ks | join(', ') }} ORDER BY __tw_t) AS __tw_next
   FROM (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY {% for k in key %}__tw_k{{ loop.index0 }}, {% endfor %}__tw_t ORDER BY {{ timeweave.timeweave__version_order('__tw_t', '__tw_seq', 'newest_first') }}) AS __tw_rn
-    FROM ({{ timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops) }}) __tw_e
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY {{ ks | join(', ') }}, __tw_t ORDER BY {{ timeweave.timeweave__version_order('__tw_t', '__tw_seq', 'newest_first') }}) AS __tw_rn
+    FROM ({{ timeweave.timeweave__right_events_sql(right, right_columns, key, time, format, op, delete_flag, sequence, upsert_ops, delete_ops, time_domain) }}) __tw_e
   ) __tw_d
   WHERE __tw_rn = 1
 ) __tw_h

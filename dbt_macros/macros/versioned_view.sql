@@ -38,6 +38,7 @@
   {#- The history needs every version, so the relation is never filtered to a microbatch. -#}
   {%- set r = timeweave._side(relation, 'relation', where, false) -%}
   {{ timeweave._bind_versioned(r, keys, time, op, delete_flag, sequence, where) }}
+  {%- set time_domain = timeweave._time_domain(r, time, 'time', where) -%}
   {%- set meta = [op, delete_flag, sequence] | reject('none') | list -%}
   {%- for name in [valid_from, valid_to] -%}
     {%- if name in r.columns and name not in meta -%}
@@ -47,7 +48,7 @@
   {%- endfor -%}
   {{ return(timeweave.timeweave__versioned_view_sql(
       r.sql, r.columns, keys, time, format=format, op=op, delete_flag=delete_flag, sequence=sequence,
-      valid_from=valid_from, valid_to=valid_to,
+      valid_from=valid_from, valid_to=valid_to, time_domain=time_domain,
       upsert_ops=upsert_ops if upsert_ops is not none else timeweave.default_upsert_ops(),
       delete_ops=delete_ops if delete_ops is not none else timeweave.default_delete_ops())) }}
 {%- endmacro %}

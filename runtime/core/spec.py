@@ -14,10 +14,45 @@ from enum import StrEnum
 from timeweave.core.errors import SpecError
 
 #: Column kinds the specs reason about; adapters map engine types onto these.
-TIMESTAMP = "timestamp"
+TIMESTAMP = "timestamp"  # an instant (Spark's TIMESTAMP, Flink's TIMESTAMP_LTZ)
+TIMESTAMP_NTZ = "timestamp_ntz"  # a wall clock without a zone (Spark's TIMESTAMP_NTZ, Flink's TIMESTAMP)
+DATE = "date"
+INTEGER = "integer"  # TINYINT .. BIGINT
+DECIMAL = "decimal"
+FLOATING = "floating"  # FLOAT, DOUBLE
 BOOLEAN = "boolean"
 STRING = "string"
-Schema = Mapping[str, str]  # column name -> kind ("timestamp", "string", "boolean", "numeric", "other")
+Schema = Mapping[str, str]  # column name -> kind (the constants above, or "other")
+
+#: The time domain of each kind a batch temporal join's time column may have (any orderable column, as
+#: DuckDB's, polars' and Spark's as-of joins take).  A left and a right time compare only within one domain:
+#: an instant with a wall clock (the plan reads both as µs), a number with a number, a date with a date.
+#: Which version a left row gets is the same rule in every domain: the newest event at or before its time.
+TIME_DOMAINS: Mapping[str, str] = {
+    TIMESTAMP: "timestamp", TIMESTAMP_NTZ: "timestamp", DATE: "date",
+    INTEGER: "numeric", DECIMAL: "numeric", FLOATING: "numeric",
+}
+#: The kinds a streaming temporal join's event times may have: Spark's watermark is defined on timestamps.
+STREAMING_TIME_KINDS = (TIMESTAMP, TIMESTAMP_NTZ)
+
+
+def time_domain_of(schema: Schema, column: str, argument: str, where: str) -> str:
+    """The time domain (:data:`TIME_DOMAINS`) of ``column``, or a :class:`SpecError` naming it and its kind.
+
+    >>> time_domain_of({"t": "date"}, "t", "time", "versioned")
+    'date'
+    >>> time_domain_of({"t": "string"}, "t", "time", "versioned")
+    Traceback (most recent call last):
+    ...
+    timeweave.core.errors.SpecError: versioned: argument 'time': column 't' must be a timestamp, date or number (an orderable time), found string
+    """
+    domain = TIME_DOMAINS.get(schema[column])
+    if domain is None:
+        raise SpecError(
+            argument, f"column '{column}' must be a timestamp, date or number (an orderable time), found {schema[column]}",
+            where=where,
+        )
+    return domain
 
 
 class VersionFormat(StrEnum):
@@ -56,13 +91,17 @@ class VersionedTableSpec:
     """A versioned table: which columns identify a key, when each version starts, how rows encode changes.
 
     A version is valid from its time (inclusive) to the next event of its key (exclusive); a delete
-    event at ``t`` ends validity at ``t``.  Several events for one key at one time: the last in input
+    event at ``t`` ends validity at ``t``.  Without key columns (``key=()``) the table is one history (a
+    price index, a calendar of rates), which batch doors join every left row against.  The time is any
+    orderable column (:data:`TIME_DOMAINS`; streaming needs a timestamp).  Several events for one key at one time: the last in input
     order wins (Flink keeps the last arrival); ``sequence`` names a column that defines that order
     explicitly, which makes every door deterministic.
 
     >>> spec = VersionedTableSpec(key="currency", time="update_time", format="changelog", op="op")
     >>> spec.key, spec.format.value
     (('currency',), 'changelog')
+    >>> VersionedTableSpec(key=(), time="day").key
+    ()
     """
 
     key: tuple[str, ...]
@@ -75,7 +114,7 @@ class VersionedTableSpec:
 
     def __init__(
         self,
-        key: str | Sequence[str],
+        key: str | Sequence[str] | None,
         time: str,
         format: str | VersionFormat = VersionFormat.APPEND,  # noqa: A002 - mirrors the user-facing name
         op: str | None = None,
@@ -83,9 +122,7 @@ class VersionedTableSpec:
         sequence: str | None = None,
         where: str = "versioned",
     ) -> None:
-        keys = _names(key, "key", where)
-        if not keys:
-            raise SpecError("key", "a versioned table needs at least one key column", where=where)
+        keys = _names(key, "key", where)  # none: one history for the whole table
         if not isinstance(time, str) or not time.strip():
             raise SpecError("time", "a version-time column is required", where=where)
         try:
@@ -128,12 +165,11 @@ class VersionedTableSpec:
         >>> VersionedTableSpec("k", "t").bind({"k": "string", "t": "string"})
         Traceback (most recent call last):
         ...
-        timeweave.core.errors.SpecError: versioned: argument 'time': column 't' must be a timestamp, found string
+        timeweave.core.errors.SpecError: versioned: argument 'time': column 't' must be a timestamp, date or number (an orderable time), found string
         """
         _require_columns(schema, self.key, "key", self.where)
         _require_columns(schema, [self.time], "time", self.where)
-        if schema[self.time] != TIMESTAMP:
-            raise SpecError("time", f"column '{self.time}' must be a timestamp, found {schema[self.time]}", where=self.where)
+        time_domain_of(schema, self.time, "time", self.where)
         for name, argument in ((self.op, "op"), (self.delete_flag, "delete_flag"), (self.sequence, "sequence")):
             if name is not None:
                 _require_columns(schema, [name], argument, self.where)
@@ -248,6 +284,55 @@ class TemporalJoinSpec:
         """
         return (*self.left_key, self.left_time)
 
+    @property
+    def keyless(self) -> bool:
+        """Whether the versioned side is one history (no key columns): every left row probes it."""
+        return not self.versioned.key
+
+    def time_domain(self, left_schema: Schema, right_schema: Schema) -> str:
+        """The one time domain (:data:`TIME_DOMAINS`) of both sides' time columns, which the plan renders; an
+        error names both columns and kinds when they cannot be compared.
+
+        >>> spec = TemporalJoinSpec(VersionedTableSpec((), "day"), left_time="ordered_on")
+        >>> spec.time_domain({"ordered_on": "date"}, {"day": "date"})
+        'date'
+        >>> spec.time_domain({"ordered_on": "timestamp"}, {"day": "date"})
+        Traceback (most recent call last):
+        ...
+        timeweave.core.errors.SpecError: temporal_join: argument 'left_time': left time 'ordered_on' (timestamp) and version time 'day' (date) cannot be compared: both must be timestamps, both dates or both numbers
+        """
+        right = time_domain_of(right_schema, self.versioned.time, "time", self.versioned.where)
+        left = time_domain_of(left_schema, self.left_time, "left_time", self.where)
+        if left != right:
+            raise SpecError(
+                "left_time",
+                f"left time '{self.left_time}' ({left_schema[self.left_time]}) and version time '{self.versioned.time}' "
+                f"({right_schema[self.versioned.time]}) cannot be compared: both must be timestamps, both dates or both numbers",
+                where=self.where,
+            )
+        return left
+
+    def check_streaming(self, left_schema: Schema, right_schema: Schema) -> None:
+        """The streaming door's limits beyond :meth:`bind`: key columns, and timestamp event times (Spark's watermark).
+
+        >>> TemporalJoinSpec(VersionedTableSpec((), "t"), left_time="t").check_streaming({"t": "timestamp"}, {"t": "timestamp"})
+        Traceback (most recent call last):
+        ...
+        timeweave.core.errors.SpecError: temporal_join: argument 'key': a streaming temporal join needs key columns (its state is per key); join a keyless versioned table in a batch door or the backfill
+        """
+        if self.keyless:
+            raise SpecError(
+                "key", "a streaming temporal join needs key columns (its state is per key); join a keyless versioned "
+                "table in a batch door or the backfill", where=self.where,
+            )
+        for schema, column, argument in ((left_schema, self.left_time, "left_time"), (right_schema, self.versioned.time, "time")):
+            if schema[column] not in STREAMING_TIME_KINDS:
+                raise SpecError(
+                    argument, f"column '{column}' must be a timestamp in a streaming temporal join (Spark's watermark "
+                    f"is on timestamps), found {schema[column]}; batch doors and the backfill take it as it is",
+                    where=self.where,
+                )
+
     def output_right_columns(self, right_schema: Schema) -> tuple[tuple[str, str], ...]:
         """(source column, output name) pairs of the right side's columns in the output."""
         chosen = self.right_columns if self.right_columns is not None else self.versioned.payload_columns(right_schema)
@@ -258,8 +343,7 @@ class TemporalJoinSpec:
         self.versioned.bind(right_schema)
         _require_columns(left_schema, self.left_key, "left_key", self.where)
         _require_columns(left_schema, [self.left_time], "left_time", self.where)
-        if left_schema[self.left_time] != TIMESTAMP:
-            raise SpecError("left_time", f"column '{self.left_time}' must be a timestamp, found {left_schema[self.left_time]}", where=self.where)
+        self.time_domain(left_schema, right_schema)
         if self.right_columns is not None:
             _require_columns(right_schema, self.right_columns, "right_columns", self.where)
         outputs = [name for _, name in self.output_right_columns(right_schema)]

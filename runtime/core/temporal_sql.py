@@ -13,7 +13,9 @@ door computes such an expression as a hidden key column of the left side before 
 conjunct is the extra predicate, applied to the version found.  Refused with the position: a key expression
 that calls a non-deterministic function (``rand()``, ``current_timestamp``...: the key would change between
 doors and re-runs) or also reads the versioned side, and an expression on the versioned side (``upper(r.k)``:
-Flink looks versions up by the primary key itself).  The left side must be one table or subquery directly after
+Flink looks versions up by the primary key itself).  A keyless versioned table (one history) takes any ON condition (``ON TRUE``, or only a predicate): there every
+conjunct, equalities too, is the extra predicate (:meth:`TemporalJoinClause.join_keys` decides, once the versioned
+table's key is known).  The left side must be one table or subquery directly after
 FROM (wrap earlier joins in a subquery); errors say so with the position.
 """
 
@@ -23,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.sql_tokens import Token, TokenType, tokenize
 
 _END_WORDS = {
@@ -94,12 +96,14 @@ class TemporalJoinClause:
     select_stars: tuple[int, ...] = ()
     #: the query the clause was found in (its errors are positioned in it)
     query: str = field(default="", repr=False, compare=False)
+    #: why the ON condition has no key equality (message, position), raised for a keyed versioned table
+    no_key: tuple[str, int] | None = None
 
     @property
     def predicate(self) -> str | None:
         """The extra predicate: every conjunct that is not a key, in the query's order (None: none)."""
         used = {k.conjunct for k in self.keys}
-        rest = [c for i, c in enumerate(self.conditions) if i not in used]
+        rest = [c for i, c in enumerate(self.conditions) if i not in used and c.strip().upper() != "TRUE"]
         return " AND ".join(f"({r})" if len(rest) > 1 else r for r in rest) or None
 
     def for_key(self, key: Sequence[str]) -> TemporalJoinClause:
@@ -133,6 +137,40 @@ class TemporalJoinClause:
             if k.left_expression is not None:
                 seen.setdefault(k.left_name, k)
         return tuple(seen.values())
+
+    def join_keys(self, versioned_key: Sequence[str], where: str
+                  ) -> tuple[TemporalJoinClause, tuple[str, ...], str | None]:
+        """(the clause for that key (:meth:`for_key`), the left key columns in the order of ``versioned_key``, the
+        extra predicate) for a versioned table with that key: the equalities must equate the whole key (Flink's
+        rule); a keyless table (``()``) joins one history and every conjunct of ON is the predicate (``ON TRUE``
+        is none).
+
+        >>> [c] = find_temporal_joins("SELECT * FROM o JOIN r FOR SYSTEM_TIME AS OF o.t ON o.c = r.c AND r.x > 1")
+        >>> c.join_keys(("c",), "join")[1:], c.join_keys((), "join")[1:]
+        ((('c',), 'r.x > 1'), ((), '(o.c = r.c) AND (r.x > 1)'))
+        >>> c.join_keys(("d",), "join")
+        Traceback (most recent call last):
+        ...
+        timeweave.core.errors.SpecError: join: argument 'ON': the equalities join on ['c'], but the versioned table's key is ['d'] (a temporal join must equate the whole key, as in Flink)
+        """
+        if not versioned_key:
+            keyless = replace(self, keys=())
+            return keyless, (), keyless.predicate
+        clause = self.for_key(versioned_key)
+        if not clause.keys:
+            message, position = self.no_key or ("the ON condition needs at least one equality", 0)
+            raise QuerySyntaxError(f"{message} (the versioned table {self.right_name} has the key "
+                                   f"{list(versioned_key)})", text=self.query, position=position)
+        right_keys = [r for _, r in clause.key_pairs]
+        if sorted(right_keys) != sorted(versioned_key):
+            raise SpecError(
+                "ON",
+                f"the equalities join on {right_keys}, but the versioned table's key is {list(versioned_key)} "
+                "(a temporal join must equate the whole key, as in Flink)",
+                where=where,
+            )
+        by_right = {r: left for left, r in clause.key_pairs}
+        return clause, tuple(by_right[k] for k in versioned_key), clause.predicate
 
 
 def _is_ident(tok: Token) -> bool:
@@ -271,18 +309,14 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
             keys.append(key)
         elif key is not None:
             refused = refused or key
-    if not keys:
-        if refused is not None:
-            raise _fail(
-                f"the versioned side of a key equality must be a key column {right_alias}.<key>, not an expression: "
-                f"Flink looks versions up by the versioned table's primary key (compute on the left side instead)",
-                text, refused,
-            )
-        raise _fail(
-            f"the ON condition needs at least one equality {left_alias}.<key> = {right_alias}.<key> (the left side "
-            f"may be any deterministic expression over {left_alias}.<columns>)",
-            text, tokens[cond_start],
-        )
+    no_key = None  # raised only for a keyed versioned table (a keyless one takes any ON): join_keys
+    if not keys and refused is not None:
+        no_key = (f"the versioned side of a key equality must be a key column {right_alias}.<key>, not an "
+                  f"expression: Flink looks versions up by the versioned table's primary key (compute on the left "
+                  f"side instead)", refused.start)
+    elif not keys:
+        no_key = (f"the ON condition needs at least one equality {left_alias}.<key> = {right_alias}.<key> (the left "
+                  f"side may be any deterministic expression over {left_alias}.<columns>)", tokens[cond_start].start)
     return TemporalJoinClause(
         start=tokens[left_start].start,
         end=tokens[k - 1].end,
@@ -296,6 +330,7 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
         conditions=tuple(text[c[0].start : c[-1].end] for c in conjuncts),
         select_stars=select_stars,
         query=text,
+        no_key=no_key,
     )
 
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from timeweave.core.spec import TemporalJoinSpec, ValidityColumns, VersionedTableSpec
+from timeweave.core.errors import SpecError
+from timeweave.core.spec import TemporalJoinSpec, ValidityColumns, VersionedTableSpec, time_domain_of
 from timeweave.spark import render
 from timeweave.spark.plan import reject_reason
 from timeweave.spark.registration import register_versioned
@@ -35,7 +36,7 @@ def _session(df: DataFrame):
 
 def versioned_table(
     df: DataFrame,
-    key: str | Sequence[str],
+    key: str | Sequence[str] | None,
     time: str,
     format: str = "append",  # noqa: A002 - the user-facing name
     op: str | None = None,
@@ -50,7 +51,8 @@ def versioned_table(
     Deletes end a version and do not appear; ties at one time keep the last row in input order (or the
     highest ``sequence``).  The returned DataFrame remembers its source, so it can be passed as the
     right side of :func:`temporal_join`; with ``name`` it is also registered for ``timeweave.sql``'s
-    ``FOR SYSTEM_TIME AS OF``.
+    ``FOR SYSTEM_TIME AS OF``.  ``key=None`` (or ``[]``) makes the whole table one history (a price index);
+    ``time`` is any timestamp, date or number column.
 
     Example (``spark`` is a SparkSession)::
 
@@ -58,10 +60,11 @@ def versioned_table(
                                         format="changelog", op="op", name="currency_rates")
         rates.show()
     """
-    spec = VersionedTableSpec(key, time, format, op=op, delete_flag=delete_flag, sequence=sequence).bind(
-        schema_kinds(df.schema)
-    )
-    sql = render.versioned_view_sql(spec, render.relation("source"), df.columns, valid_from=valid_from, valid_to=valid_to)
+    kinds = schema_kinds(df.schema)
+    spec = VersionedTableSpec(key, time, format, op=op, delete_flag=delete_flag, sequence=sequence).bind(kinds)
+    domain = time_domain_of(kinds, spec.time, "time", spec.where)
+    sql = render.versioned_view_sql(
+        spec, render.relation("source"), df.columns, valid_from=valid_from, valid_to=valid_to, time_domain=domain)
     history = sql_over(_session(df), render.formattable(sql), source=df)
     setattr(history, _SOURCE_ATTR, VersionedSource(df, spec))
     if name:
@@ -75,6 +78,9 @@ def _resolve_right(right: DataFrame, key, time, format, op, delete_flag, sequenc
         return source
     if time is None:
         raise TypeError("temporal_join: pass time= (the versioned side's version-time column) or a DataFrame from versioned_table()")
+    if key is None:  # a forgotten key must not silently join every row against one history
+        raise SpecError("key", "pass the versioned side's key columns, or key=[] for a keyless table (one history)",
+                        where="temporal_join")
     return VersionedSource(right, VersionedTableSpec(key, time, format, op=op, delete_flag=delete_flag, sequence=sequence))
 
 
@@ -82,9 +88,8 @@ def _spec_and_sides(
     left: DataFrame, right: DataFrame, left_time: str, left_key, key, time, format, op, delete_flag, sequence,  # noqa: A002
     how: str, right_columns, right_prefix: str, validity, predicate: str | None,
 ) -> tuple[TemporalJoinSpec, VersionedSource]:
-    source = _resolve_right(right, key if key is not None else None, time, format, op, delete_flag, sequence)
-    if key is None and source.spec is not None:
-        key = source.spec.key
+    source = _resolve_right(right, key, time, format, op, delete_flag, sequence)
+    key = source.spec.key
     spec = TemporalJoinSpec(
         source.spec, left_time=left_time, left_key=left_key if left_key is not None else key, how=how,
         right_columns=right_columns, right_prefix=right_prefix, validity=validity, predicate=predicate,
@@ -125,10 +130,16 @@ def temporal_join(
     columns NULL), so every left row is in the output; an INNER join drops it and
     :func:`temporal_join_with_rejects`'s dead letter lists it with the reason.
 
+    As-of joins without a key: ``right`` from ``versioned_table(df, key=None, ...)`` (or ``key=None`` with
+    ``key=[]`` and ``time=`` here) is one history, and each left row gets the version valid at its time (the largest
+    version time at or before it, as ``pandas.merge_asof`` without ``by``).  The times may be any
+    timestamp, date or number columns, both of one kind (numbers with numbers...).
+
     Example::
 
         enriched = timeweave.temporal_join(orders, rates, "order_time", key="currency",
                                          time="update_time", how="left")
+        indexed = timeweave.temporal_join(trades, price_index, "trade_seq", key=[], time="index_seq")
     """
     spec, source = _spec_and_sides(
         left, right, left_time, left_key, key, time, format, op, delete_flag, sequence,
@@ -137,6 +148,7 @@ def temporal_join(
     sql = render.temporal_join_sql(
         spec, render.relation("left"), render.relation("right"), left.columns, source.df.columns,
         left_alias=left_alias, right_alias=right_alias,
+        time_domain=spec.time_domain(schema_kinds(left.schema), schema_kinds(source.df.schema)),
     )
     return sql_over(_session(left), render.formattable(sql), left=left, right=source.df)
 

@@ -3,7 +3,8 @@ registered by :func:`timeweave.spark.sql_door.register`, above every operator's 
 
 A versioned table's spec is stored in the session's SQL conf (``timeweave.versioned.<name>``), so it
 works identically on classic and Spark Connect sessions and is visible to dbt's session.  Catalog
-tables can declare the same through table properties ``timeweave.key`` (comma-separated),
+tables can declare the same through table properties ``timeweave.key`` (comma-separated; empty for a keyless
+table),
 ``timeweave.time``, ``timeweave.format``, ``timeweave.op``, ``timeweave.delete_flag``,
 ``timeweave.sequence``.
 """
@@ -127,8 +128,8 @@ def versioned_spec(spark, name: str) -> VersionedTableSpec | None:
     if "timeweave.time" not in props:
         return None
     data = {k.removeprefix("timeweave."): v for k, v in props.items() if k.startswith("timeweave.")}
-    if not data.get("key"):
-        raise SpecError("key", "table property timeweave.key is missing", where=name)
+    if "key" not in data:  # an empty value is a keyless table (one history)
+        raise SpecError("key", "table property timeweave.key is missing (an empty value: a keyless table)", where=name)
     return _spec_from_mapping(data, where=name)
 
 

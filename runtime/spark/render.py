@@ -188,8 +188,12 @@ def temporal_join_sql(
     left_alias: str = "l",
     right_alias: str = "r",
     nested: bool = False,
+    time_domain: str = "timestamp",
 ) -> str:
     """The whole batch plan for ``spec`` over two relations given as SQL text.
+
+    ``time_domain`` is both time columns' (:meth:`TemporalJoinSpec.time_domain
+    <timeweave.core.spec.TemporalJoinSpec.time_domain>`, from the sides' schemas).
 
     >>> from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
     >>> spec = TemporalJoinSpec(VersionedTableSpec("k", "t"), left_time="ts", how="left")
@@ -201,12 +205,14 @@ def temporal_join_sql(
         "timeweave__temporal_join_sql",
         left, right, list(left_columns), list(right_columns), list(spec.left_key), spec.left_time,
         list(spec.versioned.key), spec.versioned.time,
-        nested=nested, **_finalize_kwargs(spec, right_columns, left_alias, right_alias), **_versioned_kwargs(spec.versioned),
+        nested=nested, time_domain=time_domain, **_finalize_kwargs(spec, right_columns, left_alias, right_alias),
+        **_versioned_kwargs(spec.versioned),
     )
 
 
 def versions_sql(
-    what: str, spec: VersionedTableSpec, right: str, right_columns: Sequence[str], *, stats: str | None = None
+    what: str, spec: VersionedTableSpec, right: str, right_columns: Sequence[str], *, stats: str | None = None,
+    time_domain: str = "timestamp",
 ) -> str:
     """The right half of the plan over ``right``: ``what="stats"`` (per-key bucket statistics) or ``"intervals"``.
 
@@ -221,17 +227,18 @@ def versions_sql(
     """
     return macro(
         "timeweave__versions_sql", what, right, list(right_columns), list(spec.key), spec.time, stats=stats,
-        **_versioned_kwargs(spec),
+        time_domain=time_domain, **_versioned_kwargs(spec),
     )
 
 
 def probe_join_sql(
-    spec: TemporalJoinSpec, left: str, stats: str, intervals: str, left_columns: Sequence[str], right_columns: Sequence[str]
+    spec: TemporalJoinSpec, left: str, stats: str, intervals: str, left_columns: Sequence[str], right_columns: Sequence[str],
+    *, time_domain: str = "timestamp",
 ) -> str:
     """The left half: ``left`` joined against relations :func:`versions_sql` built (same rows as the one-query plan)."""
     return macro(
         "timeweave__probe_join_sql", left, stats, intervals, list(left_columns), list(right_columns), list(spec.left_key),
-        spec.left_time, list(spec.versioned.key), **_finalize_kwargs(spec, right_columns, "l", "r"),
+        spec.left_time, list(spec.versioned.key), time_domain=time_domain, **_finalize_kwargs(spec, right_columns, "l", "r"),
     )
 
 
@@ -253,12 +260,13 @@ def finalize_sql(
 
 
 def versioned_view_sql(
-    spec: VersionedTableSpec, relation: str, columns: Sequence[str], valid_from: str = "valid_from", valid_to: str = "valid_to"
+    spec: VersionedTableSpec, relation: str, columns: Sequence[str], valid_from: str = "valid_from", valid_to: str = "valid_to",
+    time_domain: str = "timestamp",
 ) -> str:
     """One row per version with its validity interval."""
     return macro(
         "timeweave__versioned_view_sql", relation, list(columns), list(spec.key), spec.time,
-        valid_from=valid_from, valid_to=valid_to, **_versioned_kwargs(spec),
+        valid_from=valid_from, valid_to=valid_to, time_domain=time_domain, **_versioned_kwargs(spec),
     )
 
 

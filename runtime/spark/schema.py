@@ -11,23 +11,32 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from timeweave.core import spec
 from timeweave.spark.render import quote
 
 
 def kind_of(data_type: T.DataType) -> str:
     """The spec-level kind of a Spark type.
 
-    >>> kind_of(T.TimestampType()), kind_of(T.StringType()), kind_of(T.DecimalType(10, 2))
-    ('timestamp', 'string', 'numeric')
+    >>> kind_of(T.TimestampType()), kind_of(T.StringType()), kind_of(T.DecimalType(10, 2)), kind_of(T.LongType())
+    ('timestamp', 'string', 'decimal', 'integer')
     """
-    if isinstance(data_type, (T.TimestampType, T.TimestampNTZType)):
-        return "timestamp"
+    if isinstance(data_type, T.TimestampType):
+        return spec.TIMESTAMP
+    if isinstance(data_type, T.TimestampNTZType):
+        return spec.TIMESTAMP_NTZ
+    if isinstance(data_type, T.DateType):
+        return spec.DATE
     if isinstance(data_type, T.BooleanType):
-        return "boolean"
+        return spec.BOOLEAN
     if isinstance(data_type, (T.StringType, T.VarcharType, T.CharType)):
-        return "string"
-    if isinstance(data_type, T.NumericType):
-        return "numeric"
+        return spec.STRING
+    if isinstance(data_type, T.IntegralType):
+        return spec.INTEGER
+    if isinstance(data_type, T.DecimalType):
+        return spec.DECIMAL
+    if isinstance(data_type, T.FractionalType):
+        return spec.FLOATING
     return "other"
 
 

@@ -40,7 +40,6 @@ import operator
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from functools import partial, reduce
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
@@ -49,7 +48,7 @@ from pyspark.storagelevel import StorageLevel
 
 from timeweave.core.errors import SpecError
 from timeweave.core.spec import TemporalJoinSpec, VersionedTableSpec
-from timeweave.core.time import Slice, consecutive_runs, slice_label
+from timeweave.core.time import Edge, Slice, consecutive_runs, edge_text, slice_label
 from timeweave.spark import render
 from timeweave.spark.dataframe import dead_letters
 from timeweave.spark.host.backfill import (
@@ -125,7 +124,9 @@ def _edge_states(
     if base is not None:
         tagged = base.withColumn("__tw_slice", F.lit(lo - 1)).unionByName(tagged)
     groups = _newest(tagged, spec, group="__tw_slice")
-    later = F.lead("__tw_slice").over(Window.partitionBy(*[named(k) for k in spec.key]).orderBy("__tw_slice"))
+    # a keyless table is one history: its groups are one per slice, ordered without a partition
+    keyed = Window.partitionBy(*[named(k) for k in spec.key]) if spec.key else Window
+    later = F.lead("__tw_slice").over(keyed.orderBy("__tw_slice"))
     # a group of slice j is the state at edges j+1 .. (the key's next slice with events), the last one up to hi+1
     edges = F.sequence(F.col("__tw_slice") + 1, F.coalesce(F.col("__tw_later"), F.lit(hi + 1)))
     labels = F.array(*[F.lit(slice_label(s.end)) for s in plan])
@@ -198,15 +199,16 @@ def _read_state(spark: SparkSession, valid_right: DataFrame, v: VersionedTableSp
             "only", f"slice {s.index} needs the state at {s.start}; run slice {s.index - 1} first", where="backfill"
         )
     carried = spark.read.schema(valid_right.schema).parquet(writer.target.directory(STATE_OUTPUT, edge))
-    return carried.where(named(v.key[0]).isNotNull())  # earlier versions marked an edge with a row of NULLs
+    # earlier versions marked an edge with a row of NULLs (a state row's time is never NULL)
+    return carried.where(named(v.key[0] if v.key else v.time).isNotNull())
 
 
 def run_slices(
     left: DataFrame,
     right: DataFrame,
     spec: TemporalJoinSpec,
-    start: datetime,
-    end: datetime,
+    start: Edge,
+    end: Edge,
     slices: int,
     output: str,
     dead_letter: str,
@@ -217,6 +219,10 @@ def run_slices(
     on_slice: Callable[[dict], None] | None = None,
 ) -> dict:
     """Run the backfill; returns metrics.  ``only`` re-runs the given slice indexes (their start state must exist).
+
+    ``start`` / ``end`` are of the time columns' domain: datetimes (naive = UTC) for timestamps, dates for
+    dates, numbers for numeric times (:func:`timeweave.core.time.slices_of` says how each domain is cut).
+    A keyless versioned table's state at an edge is one row: the history's newest event before it.
 
     Each slice is a unit of output (``output/slice=<label>/``; re-running a slice replaces exactly its
     output), of dead letters and of state (the state at every slice edge is written under
@@ -253,8 +259,10 @@ def run_slices(
                    "out/main", "out/dead_letter", "out/state")
     """
     spark = left.sparkSession
-    spec.bind(schema_kinds(left.schema), schema_kinds(right.schema))
-    plan, wanted = plan_slices(start, end, slices, only, "backfill")
+    left_kinds, right_kinds = schema_kinds(left.schema), schema_kinds(right.schema)
+    spec.bind(left_kinds, right_kinds)
+    domain = spec.time_domain(left_kinds, right_kinds)
+    plan, wanted = plan_slices(start, end, slices, only, "backfill", domain)
     if slices_per_job is None:
         slices_per_job = 1 if SLICE_COLUMN in left.columns else max(1, len(wanted))
     if slices_per_job < 1:
@@ -278,7 +286,7 @@ def run_slices(
     try:
         return _run(
             spark, left, right, spec, plan, wanted, groups, SliceWriter(spark, slice_target(output, dead_letter, state)),
-            state, end, concurrent_slices, slices_per_job, on_slice,
+            state, end, concurrent_slices, slices_per_job, on_slice, domain,
         )
     finally:
         if cached:
@@ -290,13 +298,15 @@ def _payload_columns(spec: TemporalJoinSpec, right_columns: Sequence[str]) -> li
     if spec.predicate:
         return list(right_columns)
     chosen = {source for source, _ in spec.output_right_columns(dict.fromkeys(right_columns, "other"))}
-    return [c for c in right_columns if c in chosen] or list(spec.versioned.key[:1])  # named_struct() needs a field
+    # named_struct() needs a field: a key column, or a keyless table's time
+    return [c for c in right_columns if c in chosen] or list(spec.versioned.key[:1] or (spec.versioned.time,))
 
 
 def _run(
     spark: SparkSession, left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, plan: list[Slice],
-    wanted: list[int], groups: list[list[int]], writer: SliceWriter, state: str, end: datetime,
+    wanted: list[int], groups: list[list[int]], writer: SliceWriter, state: str, end: Edge,
     concurrent_slices: int, slices_per_job: int, on_slice: Callable[[dict], None] | None = None,
+    domain: str = "timestamp",
 ) -> dict:
     done = [plan[i] for i in wanted]
 
@@ -314,10 +324,10 @@ def _run(
     # writer), so a side job planned inside a narrower window and run after it wrote one partition's
     # file twice (FileAlreadyExistsException).
     with concurrent_writers(spark, slices_per_job), ThreadPoolExecutor(max_workers=1) as side:
-        beside = side.submit(_side_jobs, spark, left, right, base, spec, plan, wanted, writer)
+        beside = side.submit(_side_jobs, spark, left, right, base, spec, plan, wanted, writer, domain)
         rows_out = _write_slices(
             spark, left, right, base, valid_right, spec, plan, wanted, groups, writer, state, concurrent_slices,
-            slices_per_job, finished,
+            slices_per_job, finished, domain,
         ) if done else 0
         rows_in_left, rows_in_right, dead_rows, untimed_out = beside.result()
     if rows_in_left is None:  # a LEFT join of a left input without NULL times: one row out per row in
@@ -325,7 +335,7 @@ def _run(
     rows_out += untimed_out
     return {
         "late": 0, "slices": len(done), "rows_in_left": rows_in_left, "rows_in_right": rows_in_right,
-        "rows_out": rows_out, "dead_letter": dead_rows, "watermark": end.isoformat(),
+        "rows_out": rows_out, "dead_letter": dead_rows, "watermark": edge_text(end),
     }
 
 
@@ -335,7 +345,7 @@ def _span(v: VersionedTableSpec, plan: Sequence[Slice], lo: int, hi: int) -> Col
 
 def _side_jobs(
     spark: SparkSession, left: DataFrame, right: DataFrame, base: DataFrame | None, spec: TemporalJoinSpec,
-    plan: Sequence[Slice], wanted: Sequence[int], writer: SliceWriter,
+    plan: Sequence[Slice], wanted: Sequence[int], writer: SliceWriter, domain: str = "timestamp",
 ) -> tuple[int | None, int, int, int]:
     """The run's work beside the probes; returns (left rows in the slices run — for a LEFT join plus those with
     a NULL time —, right rows in the slices run, dead letters, rows written under ``output/slice=none``).
@@ -365,7 +375,7 @@ def _side_jobs(
         else:
             rows_in_right, rejected = edges.result()
             right_rejects = rejected > 0
-    untimed_out = _write_untimed_left(left, right, spec, writer, null_times > 0) if keeps else 0
+    untimed_out = _write_untimed_left(left, right, spec, writer, null_times > 0, domain) if keeps else 0
     dead_rows = _write_dead_letters(
         left, right, spec, done, writer, null_times=null_times > 0,
         left_rejects=not keeps and null_keys + null_times > 0, right_rejects=right_rejects,
@@ -373,8 +383,8 @@ def _side_jobs(
     return rows_in_left, rows_in_right, dead_rows, untimed_out
 
 
-def _write_untimed_left(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, writer: SliceWriter, present: bool
-                        ) -> int:
+def _write_untimed_left(left: DataFrame, right: DataFrame, spec: TemporalJoinSpec, writer: SliceWriter, present: bool,
+                        domain: str = "timestamp") -> int:
     """A LEFT join's left rows with a NULL time, output unmatched under ``output/slice=none``; returns how many.
 
     They belong to no slice (``slice=none``, the label the dead letter gives NULL-time rows), so every run
@@ -385,7 +395,7 @@ def _write_untimed_left(left: DataFrame, right: DataFrame, spec: TemporalJoinSpe
     if not present:
         return 0
     sql = render.formattable(render.temporal_join_sql(
-        spec, render.relation("left"), render.relation("right"), left.columns, right.columns,
+        spec, render.relation("left"), render.relation("right"), left.columns, right.columns, time_domain=domain,
     ))  # names may hold braces or quotes: the relations are the only format fields (render.formattable)
     untimed = sql_over(left.sparkSession, sql, left=left.where(named(spec.left_time).isNull()), right=right.where(F.lit(False)))
     writer.write(untimed, MAIN, NO_SLICE)
@@ -444,7 +454,7 @@ def _write_edge_states(
 def _write_slices(
     spark: SparkSession, left: DataFrame, right: DataFrame, base: DataFrame, valid_right: DataFrame, spec: TemporalJoinSpec,
     plan: list[Slice], wanted: list[int], groups: list[list[int]], writer: SliceWriter, state: str,
-    concurrent_slices: int, slices_per_job: int, finished: Callable[[dict], None],
+    concurrent_slices: int, slices_per_job: int, finished: Callable[[dict], None], domain: str = "timestamp",
 ) -> int:
     """Probe and write the wanted slices, one Spark job per group of ``groups``; returns the rows written.
 
@@ -464,9 +474,9 @@ def _write_slices(
         run_events = base.unionByName(valid_right.where(_span(v, plan, lo, hi))).unionByName(lookahead)
     payload = _payload_columns(spec, right.columns)
     # spark.sql formats the text: column names and the predicate keep their braces (render.formattable)
-    stats_sql = render.formattable(render.versions_sql("stats", v, render.relation("right"), payload))
-    intervals_sql = render.formattable(
-        render.versions_sql("intervals", v, render.relation("right"), payload, stats=render.relation("stats")))
+    stats_sql = render.formattable(render.versions_sql("stats", v, render.relation("right"), payload, time_domain=domain))
+    intervals_sql = render.formattable(render.versions_sql(
+        "intervals", v, render.relation("right"), payload, stats=render.relation("stats"), time_domain=domain))
     if len(groups) == 1:
         # One probe job: it builds the versions itself, like the one-shot plan, instead of two more jobs
         # writing and re-reading them.  Spark over-estimates the union above (each part as large as the whole
@@ -492,7 +502,8 @@ def _write_slices(
         intervals = spark.read.schema(tagged.schema).parquet(intervals_path)
         present = sorted({int(m.group(1)) for f in intervals.inputFiles() if (m := re.search(rf"/{SLICE}=(\d+)/", f))})
     sql = render.formattable(render.probe_join_sql(
-        spec, render.relation("left"), render.relation("stats"), render.relation("intervals"), left.columns, right.columns))
+        spec, render.relation("left"), render.relation("stats"), render.relation("intervals"), left.columns, right.columns,
+        time_domain=domain))
     # No observation on the probes: one at the scan cut the generated code in two (10 M orders: ~3 JVM
     # CPU-s), and even one at the plan's end cost ~0.7 JVM CPU-s (every row through a non-generated
     # operator).  Rows written are counted from the written files' footers; the left rows by the side

@@ -93,23 +93,14 @@ def bind_clause(spark: Any, clause: TemporalJoinClause, n: int) -> BoundClause:
             "or timeweave.register_versioned(...), or set timeweave.key / timeweave.time table properties",
             where=where,
         )
-    clause = clause.for_key(versioned.key)
-    right_keys = [r for _, r in clause.key_pairs]
-    if sorted(right_keys) != sorted(versioned.key):
-        raise SpecError(
-            "ON",
-            f"the equalities join on {right_keys}, but the versioned table's key is {list(versioned.key)} "
-            "(a temporal join must equate the whole key, as in Flink)",
-            where=where,
-        )
-    by_right = {r: left for left, r in clause.key_pairs}
+    clause, left_key, predicate = clause.join_keys(versioned.key, where)
     left_df = _left_side(spark, clause, where)
     right_df = spark.table(_versions_of(spark, clause))
     left_kinds, right_kinds = schema_kinds(left_df.schema), schema_kinds(right_df.schema)
     spec = TemporalJoinSpec(
-        versioned, left_time=clause.left_time, left_key=[by_right[k] for k in versioned.key], how=clause.how,
+        versioned, left_time=clause.left_time, left_key=left_key, how=clause.how,
         right_columns=[c for c in versioned.payload_columns(right_kinds) if c not in left_kinds],
-        predicate=clause.predicate, where=where,
+        predicate=predicate, where=where,
     )
     spec.bind(left_kinds, right_kinds)
     return BoundClause(clause, spec, left_df, right_df)
@@ -171,6 +162,7 @@ def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
     body = render.temporal_join_sql(
         spec, f"{keyed_left_relation(clause)} AS __tw_left{n}", _versions_of(spark, clause), left_columns, right_columns,
         left_alias=clause.left_alias, right_alias=clause.right_alias, nested=True,
+        time_domain=spec.time_domain(schema_kinds(left_df.schema), schema_kinds(right_df.schema)),
     )
     return f"({body}) AS __tw_join{n}"
 

@@ -566,7 +566,9 @@ def temporal_join_stream(
     if mode not in MODES:
         raise SpecError("mode", f"unknown mode {mode!r}; use one of {list(MODES)}", where=spec.where)
     check_buckets(buckets, spec.where)
-    spec.bind(schema_kinds(left.schema), schema_kinds(right.schema))
+    left_kinds, right_kinds = schema_kinds(left.schema), schema_kinds(right.schema)
+    spec.bind(left_kinds, right_kinds)
+    spec.check_streaming(left_kinds, right_kinds)
     EventTimeTemporalJoin(spec) if mode == "event_time" else ProcessingTimeTemporalJoin(spec)  # validates
     for name in LATE_COLUMNS:
         if name in left.columns:

@@ -202,7 +202,7 @@ def test_the_dataframe_door_refuses_a_string_time_column_naming_it(spark) -> Non
     an unparsable text means) with an error naming the column."""
     orders = spark.createDataFrame([("o1", "USD", "2024-01-01 00:10:00")], "order_id STRING, currency STRING, t STRING")
     rates = spark.createDataFrame([("USD", 1.0, datetime(2024, 1, 1))], "currency STRING, rate DOUBLE, update_time TIMESTAMP")
-    with pytest.raises(SpecError, match="column 't' must be a timestamp, found string"):
+    with pytest.raises(SpecError, match="column 't' must be a timestamp, date or number \\(an orderable time\\), found string"):
         timeweave.temporal_join(orders, rates, "t", key="currency", time="update_time")
 
 

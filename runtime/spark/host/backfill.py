@@ -39,7 +39,7 @@ import time as clock
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -52,7 +52,16 @@ from timeweave.core.errors import SpecError
 from timeweave.core.operator import Tag
 from timeweave.core.pattern.row_functions import is_hidden
 from timeweave.core.state import END_OF_TIME, InMemoryKeyContext, KeyContext
-from timeweave.core.time import Slice, consecutive_runs, micros, naive_utc, slices_of, wanted_slices
+from timeweave.core.time import (
+    Slice,
+    consecutive_runs,
+    edge_domain,
+    edge_text,
+    micros,
+    naive_utc,
+    slices_of,
+    wanted_slices,
+)
 from timeweave.spark.hadoop import HadoopFiles
 from timeweave.spark.host.writer import SLICE_COLUMN, STATE_OUTPUT, SliceTarget, SliceWriter
 from timeweave.spark.schema import column as named
@@ -77,13 +86,19 @@ OUTPUT_BATCH_ROWS = 4096
 MAIN, LATE, DEAD_LETTER = Tag.MAIN.value, Tag.LATE.value, Tag.DEAD_LETTER.value
 #: The label of the rows of no slice (a NULL event time): their directory is ``slice=none``.
 NO_SLICE = "none"
+_EPOCH_DAY = date(1970, 1, 1)
 
 
 # -- slicing on Spark ---------------------------------------------------------------------------------------------
 
 
-def plan_slices(start: Any, end: Any, slices: Any, only: Sequence[int] | None, where: str) -> tuple[list[Slice], list[int]]:
-    """The slices of ``[start, end)`` (datetimes, naive = UTC) and the sorted indexes a run does, all checked first.
+def plan_slices(
+    start: Any, end: Any, slices: Any, only: Sequence[int] | None, where: str, domain: str = "timestamp",
+) -> tuple[list[Slice], list[int]]:
+    """The slices of ``[start, end)`` and the sorted indexes a run does, all checked first.
+
+    Bounds are datetimes (naive = UTC) unless ``domains`` names others (a temporal join's time domain over
+    dates or numbers: :func:`timeweave.core.time.slices_of` says how each is cut).
 
     >>> plan, wanted = plan_slices(datetime(2020, 1, 1), datetime(2020, 1, 2), 4, [3, 1], "backfill")
     >>> [s.label for s in plan][:2], wanted
@@ -91,19 +106,23 @@ def plan_slices(start: Any, end: Any, slices: Any, only: Sequence[int] | None, w
     >>> plan_slices(datetime(2020, 1, 1), "2020-01-02", 1, None, "backfill")
     Traceback (most recent call last):
     ...
-    timeweave.core.errors.SpecError: backfill: argument 'end': must be a datetime, got '2020-01-02'
+    timeweave.core.errors.SpecError: backfill: argument 'end': must be a datetime (the event time is a timestamp), got '2020-01-02'
     """
     if isinstance(slices, bool) or not isinstance(slices, int):
         raise SpecError("slices", f"must be an integer >= 1, got {slices!r}", where=where)
+    wanted_type = {"timestamp": "a datetime", "date": "a date", "numeric": "a number"}[domain]
     for at, argument in ((start, "start"), (end, "end")):
-        if not isinstance(at, datetime):
-            raise SpecError(argument, f"must be a datetime, got {at!r}", where=where)
-    plan = slices_of(naive_utc(start), naive_utc(end), slices)
+        if edge_domain(at) != domain:
+            raise SpecError(argument, f"must be {wanted_type} (the event time is a {domain}), got {at!r}", where=where)
+    if domain == "timestamp":
+        start, end = naive_utc(start), naive_utc(end)
+    plan = slices_of(start, end, slices)
     return plan, wanted_slices(plan, only, where)
 
 
-def at(moment: datetime) -> Column:
-    """``moment`` (naive = UTC, as the job's bounds are; an aware one is converted) as an exact TIMESTAMP literal.
+def at(moment: Any) -> Column:
+    """``moment`` (naive = UTC, as the job's bounds are; an aware one is converted) as an exact TIMESTAMP literal;
+    a date edge as an exact DATE literal (days since the epoch: no calendar rebasing either), a number as itself.
 
     Not ``F.lit(moment)``: PySpark hands a datetime to the JVM as a ``java.sql.Timestamp`` (epoch ms), which
     Spark reads as a Julian-calendar date and rebases to the proleptic Gregorian one it stores: a bound
@@ -111,7 +130,11 @@ def at(moment: datetime) -> Column:
     bound fell into no slice (issue 20).  µs since the epoch carry no calendar; the literal folds to a
     constant, so filters on it still reach the parquet scan.
     """
-    return F.timestamp_micros(F.lit(micros(moment)))
+    if isinstance(moment, datetime):
+        return F.timestamp_micros(F.lit(micros(moment)))
+    if edge_domain(moment) == "date":
+        return F.date_from_unix_date(F.lit((moment - _EPOCH_DAY).days))
+    return F.lit(moment)
 
 
 def time_literals(data_type: T.DataType, start: datetime, end: datetime) -> tuple[Column, Column] | None:
@@ -143,7 +166,7 @@ def in_slices(time: Column, done: Sequence[Slice]) -> Column:
 
 def slice_metrics(s: Slice, **figures: Any) -> dict[str, Any]:
     """One slice's reported figures: its index, label and bounds, then ``figures``."""
-    return {"slice": s.index, "label": s.label, "start": s.start.isoformat(), "end": s.end.isoformat(), **figures}
+    return {"slice": s.index, "label": s.label, "start": edge_text(s.start), "end": edge_text(s.end), **figures}
 
 
 # -- keyed operators: the executor side ---------------------------------------------------------------------------
@@ -371,7 +394,7 @@ def run_keyed(
         **late_rows,
         "state_keys_carried": per_slice[-1]["state_keys_out"] if per_slice else 0,
         "dead_letter": untimed + sum(m["dead_letter"] for m in per_slice),
-        "watermark": plan[-1].end.isoformat(), "seconds": round(clock.perf_counter() - started, 3),
+        "watermark": edge_text(plan[-1].end), "seconds": round(clock.perf_counter() - started, 3),
     }
 
 
