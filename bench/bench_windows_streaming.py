@@ -20,7 +20,8 @@ machine is shared and its speed drifts); each process runs the query ``--repeat`
 CPU seconds (Flink: its JVM; timeweave: driver + JVM + Python workers) and rows per CPU-second, the
 1-minute load before and after.  ``cold`` is the process's first run including its start (Python, the JVM,
 the session); ``warm`` the later runs.  The summary gives medians over all rounds and the ratio
-timeweave / Flink, and checks that both wrote the same number of result rows.
+timeweave / Flink, and each engine's result row counts side by side (they must agree: 167 windows for
+``tumble``).
 
 ``--worker timeweave`` is the timeweave side of one process (the driver starts it); it prints one JSON line
 per run and a summary line, as ``flink_bench.py`` does.
