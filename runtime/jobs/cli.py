@@ -114,7 +114,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="INFO", type=str.upper,
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="level of the 'timeweave' logger on stderr (default INFO: one line per micro-batch / slice)")
-    sub = p.add_subparsers(dest="kind", required=True, metavar="{streaming,backfill,validate,report}")
+    sub = p.add_subparsers(dest="kind", required=True, metavar="{streaming,backfill,validate,report,sql}")
     s = sub.add_parser("streaming", help="run the streaming temporal join or MATCH_RECOGNIZE (file sources -> parquet)",
                        description=_STREAMING, epilog=_STREAMING_EXAMPLES, formatter_class=_HELP_FORMAT)
     s.add_argument("--config", required=True, help="job config: a JSON file or a JSON string")
@@ -147,7 +147,58 @@ def parser() -> argparse.ArgumentParser:
                        epilog=_REPORT_EXAMPLES, formatter_class=_HELP_FORMAT)
     r.add_argument("run_dir", metavar="RUN_DIR", help="a directory a job wrote with --run-dir")
     r.add_argument("--output", help="the HTML file to write (default RUN_DIR/report.html)")
+    q = sub.add_parser("sql", help="run a Flink SQL script (CREATE TABLE / VIEW, INSERT INTO) as a batch job",
+                       description=_SQL, epilog=_SQL_EXAMPLES, formatter_class=_HELP_FORMAT)
+    q.add_argument("--file", required=True, help="the script: ;-separated statements")
+    q.add_argument("--mode", choices=["batch", "streaming"], default="batch",
+                   help="batch (default): every INSERT writes its sink once; streaming is not supported yet")
+    q.add_argument("--metrics-file", metavar="PATH_OR_URI", help=_METRICS_FILE_HELP)
     return p
+
+
+_SQL = """Run a Flink SQL script as a batch job: its CREATE TABLE / CREATE VIEW statements declare tables (a
+PRIMARY KEY and a WATERMARK make a versioned table), and each INSERT INTO / INSERT OVERWRITE (alone or in
+EXECUTE STATEMENT SET BEGIN ... END) writes its query's rows into a filesystem sink the script declares (csv,
+json or parquet) or a catalog table; the query's dead letters go to <sink path>_dead_letter.  The script is
+checked before Spark starts."""
+
+_SQL_EXAMPLES = """examples:
+  timeweave-job sql --file job.sql
+  timeweave-job sql --file job.sql --metrics-file status.json"""
+
+
+def _sql(args: argparse.Namespace) -> int:
+    """``timeweave-job sql``: check the script (no JVM for a bad one), run it, print the metrics line."""
+    from pathlib import Path
+
+    from timeweave.core.errors import TimeweaveError
+    from timeweave.jobs.sql_script import check_script, run_sql_script
+
+    status = _status_writer(args)
+    try:
+        script = Path(args.file).read_text(encoding="utf-8")
+        check_script(script, args.mode)
+    except (OSError, TimeweaveError, ValueError) as error:
+        message = f"{args.file}: {str(error).splitlines()[0]}"
+        _final_status(status, message)
+        return _error(message)
+    from timeweave.jobs.session import get_session
+
+    if status is not None:
+        status.running()
+    try:
+        metrics = run_sql_script(get_session(), script, mode=args.mode)
+    except TimeweaveError as error:
+        _final_status(status, f"{args.file}: {error}")
+        return _error(f"{args.file}: {error}")
+    except BaseException as error:
+        _final_status(status, f"{type(error).__name__}: {error}")
+        raise
+    if status is not None:
+        status.succeeded(json.loads(json.dumps(metrics, default=str)))
+    sys.stdout.write(METRICS_PREFIX + json.dumps(metrics, sort_keys=True, default=str) + "\n")
+    sys.stdout.flush()
+    return 0
 
 
 def _error(message: str) -> int:
@@ -200,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.log_level)
     if args.kind == "report":
         return _report(args.run_dir, args.output)
+    if args.kind == "sql":
+        return _sql(args)
     from timeweave.core.errors import TimeweaveError
     from timeweave.jobs.config import load_job_config
 

@@ -35,6 +35,12 @@ _SQLISH = re.compile(
 
 #: Reviewed splices: (file, enclosing function, spliced expression) -> why it cannot carry a name or text.
 ALLOWED = {
+    ("runtime/jobs/sql_script.py", "_insert", "insert.table"): "error messages only (the target's name)",
+    ("runtime/jobs/sql_script.py", "_insert", "missing[0]"): "an error message",
+    ("runtime/jobs/sql_script.py", "_insert", "[c.name for c in physical]"): "an error message",
+    ("runtime/jobs/sql_script.py", "_insert", "len(rows.columns)"): "an error message",
+    ("runtime/jobs/sql_script.py", "_insert", "len(targets)"): "an error message",
+    ("runtime/jobs/sql_script.py", "_insert", "[c.name for c in targets]"): "an error message",
     ("runtime/core/temporal_function_sql.py", "_rewrite_one", "call.time_text"):
         "the time argument as the user wrote it in their own query (SQL text by definition)",
     ("runtime/core/temporal_function_sql.py", "_rewrite_one", "call.alias"):

@@ -150,7 +150,7 @@ def test_the_command_line_prints_no_traceback(tmp_path: Path) -> None:
     assert (result.returncode, result.stderr) == (0, "")
 
 
-@pytest.mark.parametrize("command", [[], ["streaming"], ["backfill"], ["validate"], ["report"]])
+@pytest.mark.parametrize("command", [[], ["streaming"], ["backfill"], ["validate"], ["report"], ["sql"]])
 def test_help_has_a_description_and_examples(command: list[str], capsys) -> None:
     with pytest.raises(SystemExit) as done:
         cli.main([*command, "--help"])
@@ -158,4 +158,4 @@ def test_help_has_a_description_and_examples(command: list[str], capsys) -> None
     out = capsys.readouterr().out
     assert out.startswith("usage: timeweave-job") and "examples:\n  timeweave-job " in out
     # RawDescriptionHelpFormatter: the examples keep their lines
-    assert "\n  timeweave-job validate job.json\n" in out or command in (["streaming"], ["backfill"], ["report"])
+    assert "\n  timeweave-job validate job.json\n" in out or command in (["streaming"], ["backfill"], ["report"], ["sql"])
