@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from tests.helpers.flink_cases import load_case, rows_as_text
-from tests.spark.test_ddl import _headerless_csv
+from tests.spark.test_ddl_tables import _headerless_csv
 from timeweave.jobs import cli
 
 pytestmark = pytest.mark.spark
