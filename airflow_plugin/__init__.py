@@ -2,7 +2,8 @@
 
 * :mod:`timeweave.airflow.hooks.timeweave` - ``TimeweaveHook`` launches jobs in-process, or through the Apache
   Spark provider's ``SparkSubmitHook`` (which it subclasses: every spark-submit option, cluster mode, kill).
-* :mod:`timeweave.airflow.operators.timeweave` - ``TimeweaveStreamingOperator``, ``TimeweaveBackfillOperator``
+* :mod:`timeweave.airflow.operators.timeweave` - ``TimeweaveStreamingOperator``, ``TimeweaveBackfillOperator``,
+  ``TimeweaveSqlOperator`` (a Flink SQL script)
   (``deferrable=True``; OpenLineage datasets).
 * :mod:`timeweave.airflow.triggers.timeweave` - ``TimeweaveJobTrigger``: a deferred job's status file, watched
   from the triggerer.

@@ -1,4 +1,4 @@
-"""The timeweave hook: launches a streaming or backfill job and returns its metrics.
+"""The timeweave hook: launches a streaming, backfill or SQL script job and returns its metrics.
 
 Two launchers, one result shape:
 
@@ -15,7 +15,8 @@ Two launchers, one result shape:
   deploy mode works; in client mode without one, from the ``TIMEWEAVE_METRICS {json}`` line of stdout.
 
 Both accept the job config of :mod:`timeweave.jobs.config` as a dict, a JSON string or a path to a JSON
-file, and validate it before anything starts.  ``kill()`` stops a running job from another thread or
+file (a ``sql`` job: a Flink SQL script, :mod:`timeweave.jobs.sql_script`, as text or a ``.sql`` path), and
+validate it before anything starts.  ``kill()`` stops a running job from another thread or
 a signal handler (the operator's ``on_kill``).
 """
 
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 #: The prefix of the one line the job CLI prints with its metrics as JSON (the CLI's own constant).
 METRICS_PREFIX = _CLI_METRICS_PREFIX.strip()
 #: The job kinds ``timeweave.jobs.run`` and the job CLI understand.
-JOB_KINDS = ("streaming", "backfill")
+JOB_KINDS = ("streaming", "backfill", "sql")
 #: The launchers this hook knows.
 LAUNCHERS = ("local", "spark-submit")
 #: spark-submit binaries a connection's ``spark-binary`` extra may name (as in the Apache Spark provider).
@@ -68,7 +69,10 @@ _NO_WAIT_CONF = {"spark.yarn.submit.waitAppCompletion": "false", "spark.kubernet
 _JOB_ARGUMENTS: Mapping[str, frozenset[str]] = {
     "streaming": frozenset({"flush", "heartbeat", "timeout_seconds", "until_idle"}),
     "backfill": frozenset({"start", "end", "slices", "only", "slices_per_job"}),
+    "sql": frozenset(),
 }
+#: The longest SQL script spark-submit is given inline (Linux refuses a single argument over 128 KiB).
+_MAX_INLINE_SCRIPT = 100_000
 #: How long ``kill()`` waits for a spark-submit process to exit after SIGTERM before SIGKILL.
 _KILL_GRACE_SECONDS = 15.0
 
@@ -93,6 +97,32 @@ def load_job_config(config: Mapping[str, Any] | str | os.PathLike[str]) -> dict[
         config = os.fspath(config)
     # Either job kind (temporal join, or MATCH_RECOGNIZE with a "match_recognize" section).
     return dict(load_runtime_job_config(config).raw)
+
+
+def load_sql_job(script: str | os.PathLike[str]) -> dict[str, Any]:
+    """A SQL script job, ``{"script": text}``, checked (statements, sinks) before anything starts.
+
+    ``script`` is the script's text, or a path to a ``.sql`` file.
+
+    >>> load_sql_job("CREATE TABLE s (a INT) WITH ('connector' = 'filesystem', 'path' = '/o', "
+    ...              "'format' = 'parquet'); INSERT INTO s SELECT 1")["script"][:15]
+    'CREATE TABLE s '
+    """
+    from timeweave.jobs.sql_script import check_script
+
+    text = os.fspath(script)
+    if text.strip().lower().endswith(".sql") and "\n" not in text and os.path.isfile(text.strip()):
+        text = Path(text.strip()).read_text(encoding="utf-8")
+    check_script(text)
+    return {"script": text}
+
+
+def _load_job(kind: str, config: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str, Any]:
+    if kind == "sql":
+        if isinstance(config, Mapping):
+            return load_sql_job(str(config.get("script", "")))
+        return load_sql_job(config)
+    return load_job_config(config)
 
 
 def parse_metrics(lines: Iterable[str]) -> dict[str, Any]:
@@ -191,6 +221,11 @@ def job_cli_arguments(kind: str, config_path: str, job_args: Mapping[str, Any]) 
     ['streaming', '--config', 'job.json', '--heartbeat', '2026-01-02T00:00:00', '--no-until-idle']
     """
     _check_job_arguments(kind, job_args)
+    if kind == "sql":  # the script itself: a driver in cluster mode cannot read a file of this machine
+        if len(config_path) > _MAX_INLINE_SCRIPT:
+            raise ValueError(f"argument 'sql': the script has {len(config_path)} characters, more than spark-submit "
+                             f"takes inline ({_MAX_INLINE_SCRIPT}); split it into several tasks")
+        return ["sql", "--script", config_path]
     job_args = _job_times(kind, job_args)
     args = [kind, "--config", config_path]
     if kind == "backfill":
@@ -426,13 +461,14 @@ class TimeweaveHook(SparkSubmitHook):
     # ------------------------------------------------------------------ running
 
     def run(self, kind: str, config: Mapping[str, Any] | str | os.PathLike[str], **job_args: Any) -> dict[str, Any]:
-        """Run a ``kind`` job (``"streaming"`` or ``"backfill"``) and return its metrics as plain JSON values.
+        """Run a ``kind`` job (``"streaming"``, ``"backfill"`` or ``"sql"``) and return its metrics as plain JSON values.
 
         ``job_args`` are those of ``timeweave.jobs.run``: ``flush``, ``heartbeat``, ``timeout_seconds``,
-        ``until_idle`` for streaming; ``start``, ``end``, ``slices``, ``only``, ``slices_per_job`` for backfill.
+        ``until_idle`` for streaming; ``start``, ``end``, ``slices``, ``only``, ``slices_per_job`` for backfill;
+        none for a SQL script (``config``: its text or a ``.sql`` path).
         """
         _check_job_arguments(kind, job_args)
-        job = load_job_config(config)
+        job = _load_job(kind, config)
         self._killed.clear()
         if self.launcher == "local":
             return self.run_in_process(kind, job, **job_args)
@@ -449,7 +485,12 @@ class TimeweaveHook(SparkSubmitHook):
         self._in_process = _InProcessRun(spark, tag, frozenset(q.id for q in spark.streams.active))
         sc.addJobTag(tag)
         try:
-            metrics = jobs.run(kind, dict(config), spark=spark, **_job_times(kind, job_args))
+            if kind == "sql":
+                from timeweave.jobs.sql_script import run_sql_script
+
+                metrics = run_sql_script(spark, config["script"])
+            else:
+                metrics = jobs.run(kind, dict(config), spark=spark, **_job_times(kind, job_args))
         except Exception as exc:
             if self._killed.is_set():
                 raise TimeweaveJobError(f"the {kind} job was killed") from exc
@@ -550,7 +591,8 @@ class TimeweaveHook(SparkSubmitHook):
         with tempfile.TemporaryDirectory(prefix="timeweave-submit-") as workdir:
             metrics_file = self.metrics_file or self.default_metrics_file(workdir)
             self._clear_stale_status(metrics_file)
-            self.spark_submit_command(kind, self._config_argument(config, workdir), metrics_file, **job_args)
+            argument = config["script"] if kind == "sql" else self._config_argument(config, workdir)
+            self.spark_submit_command(kind, argument, metrics_file, **job_args)
             env = {**os.environ, **self._interpreter_env()}
             failure: AirflowException | None = None
             try:
@@ -608,11 +650,11 @@ class TimeweaveHook(SparkSubmitHook):
         if self.launcher != "spark-submit":
             raise ValueError("argument 'launcher': a job that runs without holding a worker needs 'spark-submit'")
         _check_job_arguments(kind, job_args)
-        job = load_job_config(config)
+        job = _load_job(kind, config)
         metrics_file = self.metrics_file or self.default_metrics_file(log_dir)
         self._clear_stale_status(metrics_file)
         # The config travels as JSON text: no temporary file has to outlive this task process.
-        self.spark_submit_command(kind, json.dumps(job), metrics_file, **job_args)
+        self.spark_submit_command(kind, job["script"] if kind == "sql" else json.dumps(job), metrics_file, **job_args)
         if self.cluster_mode:
             no_wait = {key: value for key, value in _NO_WAIT_CONF.items()
                        if key.startswith("spark.yarn." if self._is_yarn else "spark.kubernetes.")}

@@ -4,6 +4,7 @@
   resumes from a persistent checkpoint each DAG run (optionally flushing the watermark past the end
   of input), or a long-running ``processingTime`` job.
 * :class:`TimeweaveBackfillOperator` recomputes the run's data interval in N slices.
+* :class:`TimeweaveSqlOperator` runs a Flink SQL script (DDL, ``INSERT INTO``, statement sets) as a batch job.
 
 Both hand the work to :class:`~timeweave.airflow.hooks.timeweave.TimeweaveHook` (in-process, or
 spark-submit through the Spark provider's hook with every one of its options: ``jars``, ``packages``,
@@ -34,11 +35,18 @@ from typing import Any, ClassVar
 
 from airflow.sdk import BaseOperator, Context
 
-from timeweave.airflow.hooks.timeweave import TimeweaveHook, TimeweaveJobError, load_job_config, utc_naive
+from timeweave.airflow.hooks.timeweave import (
+    TimeweaveHook,
+    TimeweaveJobError,
+    load_job_config,
+    load_sql_job,
+    utc_naive,
+)
 from timeweave.airflow.triggers.timeweave import TimeweaveJobTrigger
 from timeweave.airflow.utils.metrics_file import dataset_uri
 from timeweave.jobs.config import load_job_config as load_runtime_job_config
 from timeweave.jobs.config import parse_duration
+from timeweave.jobs.sql_script import script_datasets
 
 ConfigSource = Mapping[str, Any] | str
 #: ``SparkSubmitHook`` arguments the operators pass on to the hook unchanged (see ``TimeweaveHook``).
@@ -193,12 +201,11 @@ class _TimeweaveJobOperator(BaseOperator):
         except ImportError:  # apache-airflow-providers-openlineage is not installed: nothing to report to
             return None
         inputs, outputs = self._lineage_paths()
-        counts = {"output": "rows_out", "late": "late", "dead_letter": "dead_letter"}
 
         def output(role: str, path: str) -> OutputDataset:
             namespace, name = dataset_uri(path)
             facets: dict[str, Any] = {}
-            count = None if metrics is None else metrics.get(counts[role])
+            count = None if metrics is None else self._rows_written(role, metrics)
             if isinstance(count, int) and not isinstance(count, bool):
                 facets["outputStatistics"] = output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
                     rowCount=count
@@ -209,6 +216,10 @@ class _TimeweaveJobOperator(BaseOperator):
             inputs=[InputDataset(*dataset_uri(path)) for _, path in inputs],
             outputs=[output(role, path) for role, path in outputs],
         )
+
+    def _rows_written(self, role: str, metrics: Mapping[str, Any]) -> Any:
+        """The count of rows the job wrote to its ``role`` output, from its metrics."""
+        return metrics.get({"output": "rows_out", "late": "late", "dead_letter": "dead_letter"}[role])
 
     def get_openlineage_facets_on_start(self) -> Any:
         """OpenLineage: the job's input datasets (left, versioned right / input) and outputs (main, late, dead letter)."""
@@ -397,6 +408,68 @@ class TimeweaveBackfillOperator(_TimeweaveJobOperator):
         metrics = self._run_job(context, "backfill", job, start=start, end=end, slices=slices,
                                 **{name: value for name, value in extra.items() if value is not None})
         self.log.info("Backfill metrics: %s", json.dumps(metrics, sort_keys=True))
+        return metrics
+
+
+class TimeweaveSqlOperator(_TimeweaveJobOperator):
+    """Run a Flink SQL script as a batch job (``timeweave-job sql``) and return its metrics.
+
+    The script's ``CREATE TABLE`` / ``CREATE VIEW`` statements declare its tables (a ``PRIMARY KEY`` and a
+    ``WATERMARK`` make a versioned table); each ``INSERT INTO`` / ``INSERT OVERWRITE`` (alone or in ``EXECUTE
+    STATEMENT SET BEGIN ... END``) writes its query's rows into a filesystem sink the script declares, with the
+    query's dead letters in ``<sink path>_dead_letter``, or into a catalog table.  The script is checked when the
+    task starts, before Spark does anything; an error names its line and column.
+
+    :param sql: the script's text, or a path ending in ``.sql`` (templated: Jinja renders inside the file too,
+        found beside the DAG file or on the DAG's ``template_searchpath``, as for Airflow's SQL operators).
+    :param launcher, conn_id, spark_conf, metrics_file, deferrable, poll_interval, start_timeout: as for
+        :class:`TimeweaveBackfillOperator`; with spark-submit the script travels inline (``--script``), so a driver
+        in cluster mode needs no file of this machine.
+    :param files, jars, packages, executor_memory, deploy_mode, keytab, principal, ...: any ``SparkSubmitHook``
+        option (:data:`SPARK_SUBMIT_OPTIONS`), passed on to spark-submit.
+
+    The metrics (XCom ``return_value``): ``statements``, ``inserts`` (per insert: ``table``, ``path``, ``rows``,
+    ``mode``, ``dead_letter``), ``rows_out`` and ``dead_letter`` (totals).
+
+    Example::
+
+        enrich = TimeweaveSqlOperator(task_id="enrich", sql="sql/enrich_orders.sql")
+        daily = TimeweaveSqlOperator(task_id="daily", sql='''
+            CREATE TABLE bids (item STRING, price DOUBLE, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+              WITH ('connector' = 'filesystem', 'path' = '/data/bids/{{ ds }}', 'format' = 'parquet');
+            CREATE TABLE counts (item STRING, window_start TIMESTAMP(3), n BIGINT)
+              WITH ('connector' = 'filesystem', 'path' = '/data/counts/{{ ds }}', 'format' = 'parquet');
+            INSERT OVERWRITE counts SELECT item, window_start, COUNT(*) FROM TABLE(
+              TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' MINUTES)) GROUP BY item, window_start, window_end''')
+    """
+
+    template_fields: Sequence[str] = ("sql", "conn_id", "spark_conf", "metrics_file")
+    template_ext: Sequence[str] = (".sql",)
+    template_fields_renderers: ClassVar[dict[str, str]] = {"sql": "sql", "spark_conf": "json"}
+    ui_color = "#d9e8f5"
+
+    def __init__(self, *, sql: str, **kwargs: Any) -> None:
+        super().__init__(config=sql, **kwargs)
+        self.sql = sql
+
+    def _job_config(self) -> dict[str, Any]:
+        return load_sql_job(self.sql)
+
+    def _lineage_paths(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """Inputs: the filesystem tables the script declares and reads; outputs: its sinks and their dead letters."""
+        return script_datasets(self._job_config()["script"])
+
+    def _rows_written(self, role: str, metrics: Mapping[str, Any]) -> Any:
+        table, _, kind = role.partition(" ")
+        for insert in metrics.get("inserts") or ():
+            if str(insert.get("table", "")).lower() == table.lower():
+                return insert.get("dead_letter" if kind else "rows")
+        return None
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        job = self._job_config()
+        metrics = self._run_job(context, "sql", job)
+        self.log.info("SQL script metrics: %s", json.dumps(metrics, sort_keys=True))
         return metrics
 
 

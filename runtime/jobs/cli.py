@@ -149,7 +149,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--output", help="the HTML file to write (default RUN_DIR/report.html)")
     q = sub.add_parser("sql", help="run a Flink SQL script (CREATE TABLE / VIEW, INSERT INTO) as a batch job",
                        description=_SQL, epilog=_SQL_EXAMPLES, formatter_class=_HELP_FORMAT)
-    q.add_argument("--file", required=True, help="the script: ;-separated statements")
+    given = q.add_mutually_exclusive_group(required=True)
+    given.add_argument("--file", help="the script: ;-separated statements")
+    given.add_argument("--script", metavar="TEXT", help="the script itself (what the Airflow operator passes a "
+                       "driver on another machine)")
     q.add_argument("--mode", choices=["batch", "streaming"], default="batch",
                    help="batch (default): every INSERT writes its sink once; streaming is not supported yet")
     q.add_argument("--metrics-file", metavar="PATH_OR_URI", help=_METRICS_FILE_HELP)
@@ -164,7 +167,8 @@ checked before Spark starts."""
 
 _SQL_EXAMPLES = """examples:
   timeweave-job sql --file job.sql
-  timeweave-job sql --file job.sql --metrics-file status.json"""
+  timeweave-job sql --file job.sql --metrics-file status.json
+  timeweave-job sql --script 'CREATE TABLE s (...) WITH (...); INSERT INTO s SELECT ...'"""
 
 
 def _sql(args: argparse.Namespace) -> int:
@@ -175,11 +179,12 @@ def _sql(args: argparse.Namespace) -> int:
     from timeweave.jobs.sql_script import check_script, run_sql_script
 
     status = _status_writer(args)
+    where = args.file or "--script"  # the name errors start with
     try:
-        script = Path(args.file).read_text(encoding="utf-8")
+        script = args.script if args.script is not None else Path(args.file).read_text(encoding="utf-8")
         check_script(script, args.mode)
     except (OSError, TimeweaveError, ValueError) as error:
-        message = f"{args.file}: {str(error).splitlines()[0]}"
+        message = f"{where}: {str(error).splitlines()[0]}"
         _final_status(status, message)
         return _error(message)
     from timeweave.jobs.session import get_session
@@ -189,8 +194,8 @@ def _sql(args: argparse.Namespace) -> int:
     try:
         metrics = run_sql_script(get_session(), script, mode=args.mode)
     except TimeweaveError as error:
-        _final_status(status, f"{args.file}: {error}")
-        return _error(f"{args.file}: {error}")
+        _final_status(status, f"{where}: {error}")
+        return _error(f"{where}: {error}")
     except BaseException as error:
         _final_status(status, f"{type(error).__name__}: {error}")
         raise

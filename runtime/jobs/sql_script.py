@@ -119,6 +119,31 @@ def check_script(script: str, mode: str = "batch") -> tuple[Statement | InsertSe
     return steps
 
 
+def script_datasets(script: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """``(inputs, outputs)`` of a checked script as ``(role, path)``: the filesystem tables it declares and reads,
+    and each sink with its dead-letter directory (lineage for the Airflow operator).
+
+    >>> script_datasets("CREATE TABLE s (a INT) WITH ('connector' = 'filesystem', 'path' = '/o', "
+    ...                 "'format' = 'parquet'); INSERT INTO s SELECT 1")
+    ([], [('s', '/o'), ('s dead_letter', '/o_dead_letter')])
+    """
+    steps = check_script(script)
+    targets = _targets(steps)
+    inputs: list[tuple[str, str]] = []
+    outputs: list[tuple[str, str]] = []
+    for step in steps:
+        if isinstance(step, Statement) and is_create_table(step):
+            table = parse_create_table(step)
+            source = source_of(table)
+            if not isinstance(source, FileSource):
+                continue
+            if table.name.lower() in targets:
+                outputs += [(table.name, source.path), (f"{table.name} dead_letter", source.path.rstrip("/") + "_dead_letter")]
+            else:
+                inputs.append((table.name, source.path))
+    return inputs, outputs
+
+
 def run_sql_script(spark: Any, script: str, *, mode: str = "batch") -> dict[str, Any]:
     """Run a Flink SQL script as a batch job; returns the metrics (per insert: rows written, dead letters).
 
@@ -149,4 +174,4 @@ def run_sql_script(spark: Any, script: str, *, mode: str = "batch") -> dict[str,
             "rows_out": sum(i["rows"] for i in inserts), "dead_letter": sum(i.get("dead_letter", 0) for i in inserts)}
 
 
-__all__ = ["SINK_FORMATS", "check_script", "run_sql_script"]
+__all__ = ["SINK_FORMATS", "check_script", "run_sql_script", "script_datasets"]

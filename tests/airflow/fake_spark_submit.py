@@ -84,12 +84,16 @@ def main(argv: list[str]) -> int:
     from timeweave.jobs.metrics_file import StatusWriter
 
     mode = os.environ.get("FAKE_SPARK_MODE", "ok")
-    config_arg = _option(job_args, "--config")
-    config = json.loads(config_arg if config_arg.lstrip().startswith("{") else Path(config_arg).read_text())
     target = _option(job_args, "--metrics-file")
     status = StatusWriter(target, job_args[0]) if target else None
-    metrics = {"kind": job_args[0], "args": job_args[3:], "output": config["output"]["path"], "rows_out": 7,
-               "config_inline": config_arg.lstrip().startswith("{"), "env_mark": os.environ.get("FAKE_ENV_MARK")}
+    if job_args[0] == "sql":  # a SQL script job: the script travels inline
+        metrics = {"kind": "sql", "script": _option(job_args, "--script"), "rows_out": 7,
+                   "env_mark": os.environ.get("FAKE_ENV_MARK")}
+    else:
+        config_arg = _option(job_args, "--config")
+        config = json.loads(config_arg if config_arg.lstrip().startswith("{") else Path(config_arg).read_text())
+        metrics = {"kind": job_args[0], "args": job_args[3:], "output": config["output"]["path"], "rows_out": 7,
+                   "config_inline": config_arg.lstrip().startswith("{"), "env_mark": os.environ.get("FAKE_ENV_MARK")}
     if mode == "crash":
         return 3
     if mode == "silent":
