@@ -45,6 +45,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException
 
 from timeweave.airflow.utils.metrics_file import clear_status, read_status
+from timeweave.jobs import KINDS as JOB_KINDS
 from timeweave.jobs.cli import METRICS_PREFIX as _CLI_METRICS_PREFIX
 from timeweave.jobs.config import load_job_config as load_runtime_job_config
 
@@ -53,8 +54,7 @@ if TYPE_CHECKING:
 
 #: The prefix of the one line the job CLI prints with its metrics as JSON (the CLI's own constant).
 METRICS_PREFIX = _CLI_METRICS_PREFIX.strip()
-#: The job kinds ``timeweave.jobs.run`` and the job CLI understand.
-JOB_KINDS = ("streaming", "backfill", "sql")
+# JOB_KINDS: the job kinds ``timeweave.jobs.run`` and the job CLI understand (imported, one list).
 #: The launchers this hook knows.
 LAUNCHERS = ("local", "spark-submit")
 #: spark-submit binaries a connection's ``spark-binary`` extra may name (as in the Apache Spark provider).
@@ -120,7 +120,9 @@ def load_sql_job(script: str | os.PathLike[str]) -> dict[str, Any]:
 def _load_job(kind: str, config: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str, Any]:
     if kind == "sql":
         if isinstance(config, Mapping):
-            return load_sql_job(str(config.get("script", "")))
+            if "script" not in config:
+                raise ValueError(f"argument 'config': a sql job is {{'script': text}}, got the keys {sorted(config)}")
+            return load_sql_job(config["script"])
         return load_sql_job(config)
     return load_job_config(config)
 
@@ -485,12 +487,7 @@ class TimeweaveHook(SparkSubmitHook):
         self._in_process = _InProcessRun(spark, tag, frozenset(q.id for q in spark.streams.active))
         sc.addJobTag(tag)
         try:
-            if kind == "sql":
-                from timeweave.jobs.sql_script import run_sql_script
-
-                metrics = run_sql_script(spark, config["script"])
-            else:
-                metrics = jobs.run(kind, dict(config), spark=spark, **_job_times(kind, job_args))
+            metrics = jobs.run(kind, dict(config), spark=spark, **_job_times(kind, job_args))
         except Exception as exc:
             if self._killed.is_set():
                 raise TimeweaveJobError(f"the {kind} job was killed") from exc

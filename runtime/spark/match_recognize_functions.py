@@ -10,7 +10,6 @@ expression is built as Columns, never as SQL text: no identifier or literal of t
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -104,10 +103,6 @@ def with_row_functions(df: DataFrame, spec: ClauseSpec) -> DataFrame:
     return df
 
 
-# Spark's analysis error for a function name it cannot find, e.g. "Cannot resolve routine `rpr_lat`".
-_UNRESOLVED_ROUTINE = re.compile(r"UNRESOLVED_ROUTINE\].*?routine `([^`]+)`")
-
-
 def _with(df: DataFrame, spec: ClauseSpec, function: RowFunction) -> DataFrame:
     try:
         out = df.withColumn(function.column, spark_column(function.expr))
@@ -117,14 +112,20 @@ def _with(df: DataFrame, spec: ClauseSpec, function: RowFunction) -> DataFrame:
     except Exception as error:  # Spark's analysis error: an unknown function, a type mismatch, an arity
         lines = str(error).strip().splitlines()
         first = lines[0] if lines else type(error).__name__
-        unknown = _UNRESOLVED_ROUTINE.search(first)
-        if unknown:  # say what a user looks for first: the name Spark does not know
-            raise PatternValidationError(f"unknown function {unknown.group(1).upper()} in {function.expr}: neither "
+        if _condition(error) == "UNRESOLVED_ROUTINE":  # say what a user looks for first: the name Spark lacks
+            name = str(error.getMessageParameters().get("routineName", function.expr.name)).strip("`")
+            raise PatternValidationError(f"unknown function {name.upper()} in {function.expr}: neither "
                                          "MATCH_RECOGNIZE nor Spark defines it", text=spec.text,
                                          position=function.start) from None
         raise PatternValidationError(f"Spark cannot compute {function.expr} per row: {first}", text=spec.text,
                                      position=function.start) from None
     return out
+
+
+def _condition(error: Exception) -> str | None:
+    """Spark's error condition (``UNRESOLVED_ROUTINE``, ...) of an analysis error; None for any other exception."""
+    get = getattr(error, "getCondition", None)
+    return get() if callable(get) else None
 
 
 def visible_columns(names: list[str]) -> list[str]:
