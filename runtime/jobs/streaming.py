@@ -276,6 +276,7 @@ def _run_streaming(
         queries, marked = _run_bounded(
             spark, writer, job, timeout, until_idle,
             (lambda: write_heartbeat(spark, checkpoint, mark)) if mark is not None else None, progress_log,
+            one_pass=not any(rate_limited(source) for source in jobs.sources(job).values()),
         )
     finally:  # a stop request is this run's, even when the run fails
         stopped = (_STOP_REASON[0] if _STOP_REASON else "requested") if _STOP.is_set() else None
@@ -443,9 +444,21 @@ def _wait(spark: SparkSession, query: StreamingQuery, timeout: float | None, log
             return False
 
 
+def rate_limited(source: Any) -> bool:
+    """Whether a source reads its available input in several micro-batches (``maxFilesPerTrigger``,
+    ``maxBytesPerTrigger``, any ``max...PerTrigger`` option): then a heartbeat read with its first micro-batch
+    would pass the rows of the later ones.
+
+    >>> from timeweave.jobs.config import SourceConfig
+    >>> rate_limited(SourceConfig("in", "csv", "a INT", {"maxFilesPerTrigger": "1"})), rate_limited(SourceConfig("in", "csv", "a INT"))
+    (True, False)
+    """
+    return any(name.lower().startswith("max") and name.lower().endswith("pertrigger") for name in source.options)
+
+
 def _run_bounded(
     spark: SparkSession, writer: Any, job: Any, timeout: float | None,
-    until_idle: bool, mark: Callable[[], None] | None, log: _ProgressLog,
+    until_idle: bool, mark: Callable[[], None] | None, log: _ProgressLog, one_pass: bool = False,
 ) -> tuple[list[StreamingQuery], bool]:
     """Run ``writer``'s query; with ``mark`` (writes a heartbeat), call it once all available input is read.
 
@@ -453,9 +466,14 @@ def _run_bounded(
     unread, so it must come after them: an ``available_now`` run reads what is there in one query (as many
     micro-batches as the sources' limits make), then ``mark`` writes the heartbeat and a second query from
     the same checkpoint reads it (its micro-batch moves the watermark, the no-data batch after it emits
-    what the watermark passed).  A ``processing_time`` query runs until idle (nothing pending), ``mark``
+    what the watermark passed).  With ``one_pass`` (no source limits its micro-batches: everything available
+    is read by the first one) ``mark`` comes first and one query reads the input and the heartbeat in one
+    micro-batch, whose rows all see the watermark they would have seen without it; the no-data batch after it
+    emits everything, as the second query would (one query start, its first-batch planning and two
+    micro-batches fewer).  A ``processing_time`` query runs until idle (nothing pending), ``mark``
     writes the heartbeat while it runs, and it goes on (until idle again with ``until_idle``).  When
-    ``timeout`` ends the run before the input is read, ``mark`` is not applied: rows stay in state, none late.
+    ``timeout`` ends the run before the input is read, ``mark`` is not applied: rows stay in state, none late
+    (in one pass the heartbeat is already written: the run says so, and the next run applies it).
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     queries: list[StreamingQuery] = []
@@ -463,6 +481,23 @@ def _run_bounded(
     def left() -> float | None:
         return None if deadline is None else max(0.0, deadline - time.monotonic())
 
+    if job.available_now and one_pass and mark is not None:
+        if _STOP.is_set():
+            return queries, False
+        mark()
+        query = _start(spark, writer)
+        queries.append(query)
+        try:
+            finished = _wait(spark, query, left(), log)
+            _raise_failure(query)
+        finally:
+            if query.isActive:
+                query.stop()
+            log.poll(query, everything=True)
+        if not finished:
+            _log.warning("the run ended before its input was read; its end-of-input heartbeat is written and the "
+                         "next run of this checkpoint applies it")
+        return queries, finished and not _STOP.is_set()
     if job.available_now:
         for phase in (0, 1):
             if _STOP.is_set():

@@ -51,6 +51,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -64,14 +65,16 @@ from timeweave.core.windows import LateRow, SessionSpec, WindowAggregateOperator
 from timeweave.core.windows.accumulators import AggregateCall, Collect
 from timeweave.core.windows.calls import AggregateText, accumulates, read_aggregates
 from timeweave.core.windows.grouping import GroupingSets
+from timeweave.core.windows.slicing import Slicing
 from timeweave.core.windows.zones import TimeShift
 from timeweave.spark.host.processor import HostProcessor, StateVariables
-from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, ROW, TIME, check_buckets
+from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, OP, ROW, TIME, check_buckets
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
 from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, delay_ms, keyed_packs, run_operator
 from timeweave.spark.host.wire import JSON_OPTIONS, from_wire
 from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.render import quote
+from timeweave.spark.window_partials import COVERED, PARTIAL, PartialPacker, PartialPlan, argument_columns, partial_plan
 from timeweave.spark.window_render import WINDOW_COLUMNS
 from timeweave.spark.window_tagged import (
     DEAD,
@@ -172,7 +175,8 @@ class WindowProcessor(HostProcessor):
     timer_at_end = False
 
     def __init__(self, spec: WindowSpec, aggregates: tuple[AggregateText, ...], time: str, input_json: str,
-                 output_json: str, zone: str | None, end_ms: int = END_OF_INPUT_MS, keep_rows: bool = False) -> None:
+                 output_json: str, zone: str | None, end_ms: int = END_OF_INPUT_MS, keep_rows: bool = False,
+                 partials: PartialPlan | None = None) -> None:
         self.spec = spec
         self.aggregates = aggregates
         self.time = time
@@ -182,6 +186,8 @@ class WindowProcessor(HostProcessor):
         self.end_ms = end_ms
         #: the windows keep their rows (as wire text) and a fired window emits them: Spark aggregates them
         self.keep_rows = keep_rows
+        #: the packing step pre-aggregates rows per key and slice (:mod:`timeweave.spark.window_partials`)
+        self.partials = partials
 
     def open(self, handle: StatefulProcessorHandle) -> None:
         schema = T.StructType.fromJson(json.loads(self.input_json))
@@ -207,6 +213,8 @@ class WindowProcessor(HostProcessor):
         return _frame(_Sink(), dead.column(ROW).to_pylist(), self._dead_reason)
 
     def group(self, table: pa.Table, sink: _Sink) -> list[tuple[str, Any]]:
+        if self.partials is not None:
+            return self._group_partials(table, sink)
         sink.n_in = len(table)
         keys = table.column(KEY_TEXT).to_pylist()
         times = table.column(TIME).to_pylist()
@@ -223,7 +231,40 @@ class WindowProcessor(HostProcessor):
             out.append((key, rows))
         return out
 
-    def process(self, ctx: SparkKeyContext, elements: list[dict[str, Any]], sink: _Sink) -> None:
+    def _group_partials(self, table: pa.Table, sink: _Sink) -> list[tuple[str, Any]]:
+        """The invocation's elements by key with slice partials: each key's partials (decoded) and the rows they
+        cover (decoded only for a partial the operator finds late; see :mod:`timeweave.spark.window_partials`)."""
+        plan = self.partials
+        assert plan is not None
+        ops = table.column(OP).to_numpy(zero_copy_only=False)
+        partial = ops == PARTIAL
+        sink.n_in = len(table) - int(partial.sum())
+        encoded = pc.dictionary_encode(table.column(KEY_TEXT)).combine_chunks()
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        names = encoded.dictionary.to_pylist()
+        texts = table.column(ROW)
+        times = table.column(TIME).to_numpy(zero_copy_only=False)
+        slicing = Slicing.of(plan.spec)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+        out = []
+        for code, name in enumerate(names):
+            positions = order[bounds[code]:bounds[code + 1]]
+            is_partial = partial[positions]
+            parts = [plan.decode(texts[int(i)].as_py()) for i in positions[is_partial]]
+            rows = positions[~is_partial]
+            out.append((name, _KeyPartials(parts, rows, ops[rows] == COVERED, slicing.slice_end(times[rows] // 1000),
+                                           texts, times, self._decode)))
+        return out
+
+    def process(self, ctx: SparkKeyContext, elements: list[dict[str, Any]] | _KeyPartials, sink: _Sink) -> None:
+        if isinstance(elements, _KeyPartials):
+            outputs = self._op.process_partials(ctx, elements.partials, elements.rows_of)
+            plain = elements.plain()
+            if plain:
+                outputs += self._op.process_elements(ctx, plain)
+            self._collect(ctx.key, outputs, sink)
+            return
         self._collect(ctx.key, self._op.process_elements(ctx, elements), sink)
 
     def fire(self, ctx: SparkKeyContext, sink: _Sink) -> None:
@@ -253,6 +294,38 @@ class WindowProcessor(HostProcessor):
     def frames(self, sink: _Sink, always: bool) -> Iterator[pd.DataFrame]:
         if always or sink.windows or sink.late:
             yield _frame(sink)
+
+
+@dataclass
+class _KeyPartials:
+    """One key's elements of an invocation with slice partials: the partials ``(slice end, accumulator row)``
+    and the positions of its other rows in the invocation's table (``covered``: covered by a partial, with the
+    slice each is in), read only when asked for."""
+
+    partials: list[tuple[int, list[Any]]]
+    positions: np.ndarray
+    covered: np.ndarray
+    slices: np.ndarray
+    texts: Any  # the table's tw_row column
+    times: np.ndarray
+    decode: Callable[[list[str]], list[dict[str, Any]]]
+
+    def _rows(self, positions: np.ndarray) -> list[dict[str, Any]]:
+        chosen = [int(i) for i in positions]
+        texts = [self.texts[i].as_py() for i in chosen]
+        rows = self.decode(texts)
+        for row, i, text in zip(rows, chosen, texts, strict=True):
+            row[_TIME_KEY] = int(self.times[i])
+            row[_TEXT_KEY] = text
+        return rows
+
+    def rows_of(self, i: int) -> list[dict[str, Any]]:
+        """The rows partial ``i`` covers, in arrival order."""
+        return self._rows(self.positions[self.covered & (self.slices == self.partials[i][0])])
+
+    def plain(self) -> list[dict[str, Any]]:
+        """The key's rows no partial covers, in arrival order (none when the packing step made partials)."""
+        return self._rows(self.positions[~self.covered]) if not self.covered.all() else []
 
 
 def _time_of(row: dict[str, Any]) -> int:
@@ -537,6 +610,7 @@ def window_aggregate_stream(
     heartbeat: DataFrame | None = None,
     buckets: int = DEFAULT_BUCKETS,
     grouping_sets: GroupingSets | Sequence[Sequence[str]] | None = None,
+    partials: bool = True,
 ) -> StreamingWindows:
     """The streaming window aggregation of a streaming DataFrame (see the module docstring): the arguments of
     :func:`timeweave.spark.windows.window_aggregate` (``aggregates``: output name -> any Spark aggregate as SQL
@@ -546,7 +620,10 @@ def window_aggregate_stream(
     time's allowed out-of-orderness (``"1 minute"``; required: windows fire when the watermark passes their
     end), ``heartbeat`` (a stream with one timestamp column whose rows move the watermark; the job's ``flush``
     writes one past every row's time, the end of input) and ``buckets`` (the key-hash buckets: part of the
-    state layout, resume a checkpoint with the same value).  Everything is checked before any Spark job.
+    state layout, resume a checkpoint with the same value).  ``partials`` (default on) lets the packing step
+    pre-aggregate rows per key and slice where the query allows it (:mod:`timeweave.spark.window_partials`: the
+    same rows out, the state layout unchanged; off: every row reaches the operator).  Everything is checked
+    before any Spark job.
 
     Example::
 
@@ -568,10 +645,13 @@ def window_aggregate_stream(
     for name in LATE_COLUMNS:
         if _find(df.columns, name) is not None:
             raise SpecError("df", f"column '{name}' is added by the late output; rename the input column", where=WHERE)
+    plan = None if query.keep_rows or not partials else partial_plan(query.spec, query.aggregates, df.schema, query.zone)
     internal = keyed_packs(df, query.operator_keys, event_instant(F.col(quote(query.time)), query.time_type),
-                           buckets, heartbeat, watermark)
+                           buckets, heartbeat, watermark,
+                           extra=() if plan is None else argument_columns(plan, query.aggregates, df.schema),
+                           packer=None if plan is None else PartialPacker(plan))
     processor = WindowProcessor(query.spec, query.aggregates, query.time, df.schema.json(), query.schema.json(),
-                                query.zone, end_ms, query.keep_rows)
+                                query.zone, end_ms, query.keep_rows, plan)
     stream = run_operator(internal, processor, tagged_schema(), event_time=True)
     return StreamingWindows(stream, query.schema, df.schema, query.keys, query if query.keep_rows else None)
 

@@ -198,6 +198,42 @@ class WindowAggregateOperator:
         self._schedule(ctx, watermark)
         return out
 
+    def process_partials(self, ctx: KeyContext, partials: Sequence[tuple[int, list[Any]]],
+                         rows_of: Callable[[int], Iterable[Any]]) -> list[Output]:
+        """Add pre-aggregated slices (:mod:`~timeweave.core.windows.partials`): ``(slice_end, accumulator row)``
+        per slice of rows that arrived together at the context's watermark, the row built as :meth:`process_elements`
+        would have built it from them.  A slice whose first window has fired at this watermark is late for some
+        window: its partial is dropped and ``rows_of(i)`` (``i``: its position in ``partials``) gives its rows, which
+        are added one by one (late reports as :meth:`process_elements` makes them).  Aligned windows on the UTC
+        clock only (sessions and shifted clocks assign each row by its own time).
+        """
+        slicing = self._slicing
+        if slicing is None or self.shift is not None:
+            raise SpecError("partials", "slice partials need an aligned window (TUMBLE, HOP, CUMULATE) on the UTC clock")
+        watermark = self._watermark(ctx)
+        out: list[Output] = list(self._fire(ctx, watermark))
+        fire, aggregates = self.fire_time, self.aggregates
+        slices: dict[int, list[Any]] | None = None
+        late: list[int] = []
+        for i, (target, accs) in enumerate(partials):
+            if fire(target) <= watermark:
+                late.append(i)
+                continue
+            if slices is None:
+                slices = ctx.get(SLICES) or {}
+            held = slices.get(target)
+            if held is None:
+                slices[target] = accs
+            else:
+                aggregates.merge(held, accs)
+        if slices is not None:
+            ctx.put(SLICES, slices)
+            ctx.put(FIRED, watermark)
+        for i in late:
+            self._add_to_slices(ctx, rows_of(i), watermark, out)
+        self._schedule(ctx, watermark)
+        return out
+
     # -- the watermark produces output ------------------------------------------------------------------
     def on_watermark(self, ctx: KeyContext) -> list[Output]:
         """Emit every window whose ``window_time`` the watermark has reached (once, by window end)."""

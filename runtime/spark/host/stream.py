@@ -7,8 +7,10 @@ are taken, where it packs): a checkpoint's operators are numbered by the plan, s
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -85,7 +87,8 @@ __all__ = ["BatchOutputs", "delay_ms", "heartbeat_rows", "run_operator"]
 
 
 def keyed_packs(df: DataFrame, keys: list[str] | tuple[str, ...], event_ts: Column, buckets: int,
-                heartbeat: DataFrame | None, watermark: str) -> DataFrame:
+                heartbeat: DataFrame | None, watermark: str, *, extra: Sequence[Column] = (),
+                packer: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None) -> DataFrame:
     """A one-input operator's input (MATCH_RECOGNIZE, window aggregation): ``df``'s rows keyed by ``keys`` into
     ``buckets``, packed per source partition and bucket with each pack's largest event time (``event_ts``, a
     TIMESTAMP column), heartbeats unioned in, watermarked ``watermark`` behind that time.
@@ -95,6 +98,9 @@ def keyed_packs(df: DataFrame, keys: list[str] | tuple[str, ...], event_ts: Colu
     operator input column carries watermark metadata, so Spark's late-row filter (event_time <= watermark)
     does not apply and the core decides lateness (see "Late rows" in :mod:`timeweave.spark.host`).  The plan
     is part of a checkpoint: its shape must not change.
+
+    ``extra`` columns ride along to ``packer`` (the packing step, default :func:`packs_with_latest_time`), which
+    must return packs of :data:`PACKS_WITH_TIME_SCHEMA` without them (the window aggregate's slice partials).
     """
     dead = event_ts.isNull()
     # the input's own columns (not MATCH_RECOGNIZE's computed functions: core.pattern.row_functions)
@@ -104,8 +110,9 @@ def keyed_packs(df: DataFrame, keys: list[str] | tuple[str, ...], event_ts: Colu
         F.when(dead, F.lit(DEAD_ROW)).otherwise(F.lit(DATA_ROW)).cast("tinyint").alias(OP),
         F.unix_micros(F.when(dead, F.lit(DEAD_TS).cast("timestamp")).otherwise(event_ts)).alias(TIME),
         F.when(dead, original).otherwise(to_wire(df)).alias(ROW),
+        *extra,
     )
-    internal = rows.mapInArrow(packs_with_latest_time, PACKS_WITH_TIME_SCHEMA).select(
+    internal = rows.mapInArrow(packer or packs_with_latest_time, PACKS_WITH_TIME_SCHEMA).select(
         BUCKET, F.lit(DATA_ROW).cast("tinyint").alias(OP), F.timestamp_micros(F.col(PACK_TIME)).alias(TS), PACK,
     )
     if heartbeat is not None:
