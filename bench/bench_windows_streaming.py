@@ -1,4 +1,5 @@
-"""Streaming window TVFs, timeweave against Flink (issue 22): TUMBLE 1 minute over 1 M bids, interleaved runs.
+"""Streaming doors, timeweave against Flink (issues 19, 22): TUMBLE 1 minute over 1 M bids (also ``mr``, the
+MATCH_RECOGNIZE ticker query, and ``tj_pk``, the temporal join of 1 M orders with 10 k rate versions), interleaved runs.
 
     .venv/bin/python bench/bench_windows_streaming.py DATADIR [--queries tumble,tumble_keyed] [--rounds 3]
         [--repeat 3] [--flink-python /work/pyflink-venv/bin/python] [--json results.json]
@@ -70,6 +71,37 @@ def count_lines(directory: Path) -> int:
     return total
 
 
+#: The other streaming doors' jobs for flink_bench.py's ``mr`` and ``tj_pk`` (the same queries, watermark 1 s).
+TICKER_SCHEMA = "symbol STRING, rowtime TIMESTAMP, price BIGINT, tax BIGINT"
+ORDERS_SCHEMA = "order_id BIGINT, price DECIMAL(10, 2), currency STRING, order_time TIMESTAMP"
+RATES_SCHEMA = "currency STRING, conversion_rate DECIMAL(10, 4), update_time TIMESTAMP"
+MR_CLAUSE = ("PARTITION BY symbol ORDER BY rowtime MEASURES FIRST(A.rowtime) AS start_tstamp, LAST(A.rowtime) AS "
+             "end_tstamp, AVG(A.price) AS avgPrice ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A+ B) "
+             "DEFINE A AS AVG(A.price) < 15")
+OTHER_QUERIES = ("mr", "tj_pk")
+#: The input directories each query reads (its input rows are theirs).
+INPUTS = {"tumble": ("bids",), "tumble_keyed": ("bids",), "mr": ("ticker",), "tj_pk": ("orders", "rates")}
+
+
+def _csv(datadir: Path, name: str, schema: str) -> dict[str, Any]:
+    return {"path": str(datadir / name), "format": "csv", "schema": schema, "options": {"header": "false"},
+            "watermark_delay": "1 second"}
+
+
+def job_config(datadir: Path, query: str, out: Path) -> dict[str, Any]:
+    """The timeweave streaming job of ``query`` over ``datadir`` (watermarks 1 s), outputs and checkpoint under ``out``."""
+    if query in WINDOW_QUERIES:
+        return window_config(datadir, query, out)
+    common = {"output": {"path": str(out / "out")}, "checkpoint": str(out / "chk")}
+    if query == "mr":
+        return {"match_recognize": {"clause": MR_CLAUSE}, "input": _csv(datadir, "ticker", TICKER_SCHEMA), **common}
+    if query == "tj_pk":
+        return {"left": _csv(datadir, "orders", ORDERS_SCHEMA), "right": _csv(datadir, "rates", RATES_SCHEMA),
+                "versioned": {"key": ["currency"], "time": "update_time"},
+                "join": {"left_time": "order_time", "left_key": ["currency"], "how": "inner"}, **common}
+    raise ValueError(f"unknown query {query!r}")
+
+
 def window_config(datadir: Path, query: str, out: Path) -> dict[str, Any]:
     """The timeweave window job over ``datadir/bids`` (watermark 1 s), outputs and checkpoint under ``out``."""
     return {
@@ -122,12 +154,12 @@ def timeweave_worker(datadir: Path, query: str, repeat: int) -> None:
     from timeweave.jobs.session import get_session
     from timeweave.jobs.streaming import run_streaming
 
-    rows = count_lines(datadir / "bids")
+    rows = sum(count_lines(datadir / name) for name in INPUTS[query])
     spark = get_session()
     scratch = Path(tempfile.mkdtemp(prefix="tw-bench-win-"))
 
     def run(i: int) -> dict[str, Any]:
-        metrics = run_streaming(window_config(datadir, query, scratch / f"run{i}"), spark, flush=True)
+        metrics = run_streaming(job_config(datadir, query, scratch / f"run{i}"), spark, flush=True)
         return {"output_rows": metrics["rows_out"], "late": metrics["late"], "batches": metrics["batches"],
                 "query_s": metrics["seconds"]}
 
@@ -232,7 +264,7 @@ def table(results: Mapping[str, dict[str, Any]], reference: str) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("datadir", type=Path, help="gen_data.py's output directory (its bids/)")
-    p.add_argument("--queries", default="tumble,tumble_keyed", help="comma-separated: " + ", ".join(WINDOW_QUERIES))
+    p.add_argument("--queries", default="tumble,tumble_keyed", help="comma-separated: " + ", ".join([*WINDOW_QUERIES, *OTHER_QUERIES]))
     p.add_argument("--rounds", type=int, default=3, help="processes per engine and query")
     p.add_argument("--repeat", type=int, default=3, help="runs per process (the first is cold)")
     p.add_argument("--engines", default="flink,timeweave")

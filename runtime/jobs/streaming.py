@@ -20,7 +20,9 @@ their watermarks; :func:`write_heartbeat` drops a file there.  ``flush=True`` wr
 :data:`END_OF_INPUT` (a flag: its watermark is one ms past TIMESTAMP's last value, which no row can
 reach, so a row at 9999-12-31 23:59:59.999 is an ordinary row) once every file available to the run is read (an ``available_now``
 run: a first query reads the input, however many micro-batches the sources' ``maxFilesPerTrigger``
-make, a second one from the same checkpoint reads the heartbeat; a ``processing_time`` run: when the
+make, a second one from the same checkpoint reads the heartbeat; with no ``max...PerTrigger`` option on any
+source the first micro-batch reads everything, so the heartbeat is written first and one query reads both,
+the input's rows at the watermark they would have had without it; a ``processing_time`` run: when the
 query is first idle): the watermark passes everything, every buffered row is emitted, and the stream
 is closed — rows arriving later are late and go to the late output (Flink's end-of-input
 ``MAX_WATERMARK`` does the same).  Written before the input is read, the heartbeat's watermark would
