@@ -243,16 +243,23 @@ def _run_streaming(
     control = heartbeat_times(spark.readStream.format("json").schema(CONTROL_SCHEMA).load(f"{checkpoint}/{CONTROL_DIR}"))
     paths = {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path}
     from timeweave.spark.host.writer import TaggedWriter  # the one writer of every operator's tagged outputs
-    from timeweave.spark.sources import split_malformed
+    from timeweave.spark.sources import carry_malformed, split_malformed
 
     operator = operator_of(job)
     jobs = operator.module()
-    rows, malformed = {}, []
+    rows, malformed, carried = {}, [], []
+    one_scan = _one_scan(spark, checkpoint)
     for side, source in jobs.sources(job).items():
-        rows[side], dead = split_malformed(read_stream(spark, source), side)
+        tagged = read_stream(spark, source)
+        rows[side], dead = split_malformed(tagged, side)
         if dead is not None:
             malformed.append(dead)
+            if one_scan:
+                carried.append(carry_malformed(rows[side], tagged, side))
     run = jobs.stream(spark, job, rows, control)
+    # a source whose malformed records the operator's input took is scanned once: no dead-letter branch for it
+    malformed = [dead for dead, c in zip(malformed, carried or [None] * len(malformed), strict=True)
+                 if c is None or not c.consumed]
     stream = _with_malformed(run.stream, malformed, run.dead_letter_columns)
     metrics = dict(run.metrics)
     batch_writer = TaggedWriter(spark, stream, paths, metrics)
@@ -444,6 +451,26 @@ def _wait(spark: SparkSession, query: StreamingQuery, timeout: float | None, log
             return True
         if deadline is not None and time.monotonic() >= deadline:
             return False
+
+
+#: A checkpoint written by a query that scans each source once (its malformed records in the operator's input):
+#: a directory beside ``query/``.  A checkpoint with offsets but without it was written with a second scan of each
+#: CSV / JSON source for its malformed records, and keeps that plan (Spark refuses a changed number of sources).
+ONE_SCAN_MARK = "one-scan-sources"
+
+
+def _one_scan(spark: SparkSession, checkpoint: str) -> bool:
+    """Whether the query may read each source once (see :data:`ONE_SCAN_MARK`); marks a new checkpoint."""
+    from timeweave.spark.hadoop import HadoopFiles
+
+    files = HadoopFiles(spark)
+    mark = f"{checkpoint}/{ONE_SCAN_MARK}"
+    if files.exists(mark):
+        return True
+    if files.exists(f"{checkpoint}/{QUERY_DIR}/offsets"):
+        return False  # written by a two-scan query: its plan stays
+    files.mkdirs(mark)
+    return True
 
 
 def rate_limited(source: Any) -> bool:

@@ -112,7 +112,15 @@ from timeweave.core.windows.spec import duration_ms
 from timeweave.spark.host.processor import HostProcessor, StateVariables
 from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, OP, ROW, TIME, check_buckets
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
-from timeweave.spark.host.stream import DATA_ROW, DEAD_ROW, BatchOutputs, delay_ms, keyed_packs, run_operator
+from timeweave.spark.host.stream import (
+    DATA_ROW,
+    DEAD_ROW,
+    BatchOutputs,
+    dead_letters,
+    delay_ms,
+    keyed_packs,
+    run_operator,
+)
 from timeweave.spark.host.wire import from_wire, key_columns, to_wire
 from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.render import quote
@@ -496,8 +504,8 @@ class DataStreamProcessor(HostProcessor):
 
     def dead_frame(self, dead: pa.Table) -> pd.DataFrame:
         sink = _Sink()
-        for text in dead.column(ROW).to_pylist():
-            sink.add(DEAD_JSON, row=text, reason=self._dead_reason, side="input")
+        for text, reason in zip(*dead_letters(dead, self._dead_reason), strict=True):
+            sink.add(DEAD_JSON, row=text, reason=reason, side="input")
         return sink.frame()
 
     def group(self, table: pa.Table, sink: _Sink) -> list[tuple[str, Any]]:

@@ -58,7 +58,7 @@ from timeweave.core.windows.calls import AggregateText, read_aggregates
 from timeweave.spark.host.processor import HostProcessor, StateVariables
 from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, ROW, check_buckets
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
-from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, delay_ms, keyed_packs, run_operator
+from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, dead_letters, delay_ms, keyed_packs, run_operator
 from timeweave.spark.host.wire import from_wire
 from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.render import quote
@@ -140,7 +140,7 @@ class GroupAggregateProcessor(HostProcessor):
         return _Sink()
 
     def dead_frame(self, dead: pa.Table) -> pd.DataFrame:
-        sink = _Sink(dead=[(text, self._dead_reason) for text in dead.column(ROW).to_pylist()])
+        sink = _Sink(dead=list(zip(*dead_letters(dead, self._dead_reason), strict=True)))
         return _frame(sink)
 
     def group(self, table: pa.Table, sink: _Sink) -> list[tuple[str, Any]]:

@@ -85,7 +85,7 @@ from timeweave.spark.host.processor import HostProcessor, StateVariables
 from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, check_buckets
 from timeweave.spark.host.state import PACKED as _PACKED  # noqa: F401 (the compressed cell's marker: tests)
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
-from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, delay_ms, keyed_packs, run_operator
+from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, dead_letters, delay_ms, keyed_packs, run_operator
 from timeweave.spark.host.wire import from_wire
 from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.match_recognize import MatchPlan, _arrow_schema, _to_arrow, plan
@@ -446,7 +446,7 @@ class MatchRecognizeProcessor(HostProcessor):
         return _Sink()
 
     def dead_frame(self, dead: pa.Table) -> pd.DataFrame:
-        return _dead_frame(self._output, dead.column(ROW).to_pylist(), self._dead_reason)
+        return _dead_frame(self._output, *dead_letters(dead, self._dead_reason))
 
     def group(self, table: pa.Table, sink: _Sink) -> list[tuple[str, Any]]:
         sink.n_in = len(table)

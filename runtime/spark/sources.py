@@ -25,6 +25,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -142,6 +143,36 @@ def split_malformed(df: DataFrame, side: str) -> tuple[DataFrame, DataFrame | No
     return good, dead
 
 
+@dataclass
+class MalformedSource:
+    """A source's tagged frame (:func:`read_source`) behind the well-formed rows a job hands an operator: an
+    operator whose input projection reads the tagged frame itself (:func:`timeweave.spark.host.stream.keyed_packs`)
+    routes the malformed records through its own dead letters, in the same scan as the rows, and sets
+    ``consumed``; the job then adds no second scan of the source for them (see :func:`carry_malformed`)."""
+
+    tagged: DataFrame
+    side: str
+    consumed: bool = False
+
+
+_CARRIED = "_tw_malformed_source"
+
+
+def carry_malformed(good: DataFrame, tagged: DataFrame, side: str) -> MalformedSource:
+    """Attach ``tagged`` (the frame ``good`` was split from, :func:`split_malformed`) to ``good``; the returned
+    record says whether an operator took the malformed records (``consumed``).  Only an operator handed this very
+    ``good`` object (no projection in between) can see it: any other keeps the job's separate dead-letter branch."""
+    source = MalformedSource(tagged, side)
+    setattr(good, _CARRIED, source)
+    return source
+
+
+def malformed_source(df: DataFrame) -> MalformedSource | None:
+    """The :class:`MalformedSource` attached to ``df`` by :func:`carry_malformed`, if any."""
+    source = getattr(df, _CARRIED, None)
+    return source if isinstance(source, MalformedSource) else None
+
+
 def as_tagged_dead(dead: DataFrame, schema: T.StructType, columns: Mapping[str, str]) -> DataFrame:
     """``dead`` (side, reason, row) in a streaming operator's tagged output ``schema``.
 
@@ -162,5 +193,5 @@ def as_tagged_dead(dead: DataFrame, schema: T.StructType, columns: Mapping[str, 
     return dead.select(*out)
 
 
-__all__ = ["BAD_ROW", "CORRUPT", "MALFORMED", "as_tagged_dead", "is_tagged", "read_source",
-           "split_malformed", "tag_malformed"]
+__all__ = ["BAD_ROW", "CORRUPT", "MALFORMED", "MalformedSource", "as_tagged_dead", "carry_malformed", "is_tagged",
+           "malformed_source", "read_source", "split_malformed", "tag_malformed"]

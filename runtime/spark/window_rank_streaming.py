@@ -55,7 +55,7 @@ from timeweave.core.windows.zones import TimeShift
 from timeweave.spark.host.processor import HostProcessor, StateVariables
 from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, ROW, TIME, check_buckets
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
-from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, delay_ms, keyed_packs, run_operator
+from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, dead_letters, delay_ms, keyed_packs, run_operator
 from timeweave.spark.host.wire import from_wire
 from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.render import quote
@@ -234,7 +234,7 @@ class RankProcessor(HostProcessor):
         return _Sink()
 
     def dead_frame(self, dead: pa.Table) -> pd.DataFrame:
-        return _frame(_Sink(), dead.column(ROW).to_pylist(), self._dead_reason)
+        return _frame(_Sink(), *dead_letters(dead, self._dead_reason))
 
     def group(self, table: pa.Table, sink: _Sink) -> list[tuple[str, Any]]:
         sink.n_in = len(table)
@@ -277,7 +277,7 @@ class RankProcessor(HostProcessor):
             yield _frame(sink)
 
 
-def _frame(sink: _Sink, dead: list[str] | None = None, dead_reason: str | None = None) -> pd.DataFrame:
+def _frame(sink: _Sink, dead: list[str] | None = None, dead_reasons: list[str] | None = None) -> pd.DataFrame:
     """The tagged rows of an invocation: ranked rows, late rows, dead letters, one ``stats`` row when counted."""
     ranked, late, dead = sink.ranked, sink.late, dead or []
     stats = [] if sink.n_in is None else [sink.n_in]
@@ -294,7 +294,7 @@ def _frame(sink: _Sink, dead: list[str] | None = None, dead_reason: str | None =
     return pd.DataFrame({
         KIND: column(kinds),
         IN_ROW: column([r[0] for r in ranked] + [r[0] for r in late] + dead + none_s),
-        REASON: column(none_r + [r[1] for r in late] + [dead_reason] * len(dead) + none_s),
+        REASON: column(none_r + [r[1] for r in late] + (dead_reasons or []) + none_s),
         MISSED: column(none_r + [r[3] for r in late] + none_d + none_s),
         SIDE: column(none_r + none_l + ["input"] * len(dead) + none_s),
         W_START: longs([r[1] for r in ranked] + zeros),

@@ -70,7 +70,7 @@ from timeweave.core.windows.zones import TimeShift
 from timeweave.spark.host.processor import HostProcessor, StateVariables
 from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, OP, ROW, TIME, check_buckets
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
-from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, delay_ms, keyed_packs, run_operator
+from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, dead_letters, delay_ms, keyed_packs, run_operator
 from timeweave.spark.host.wire import JSON_OPTIONS, from_wire
 from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.render import quote
@@ -210,7 +210,7 @@ class WindowProcessor(HostProcessor):
         return _Sink()
 
     def dead_frame(self, dead: pa.Table) -> pd.DataFrame:
-        return _frame(_Sink(), dead.column(ROW).to_pylist(), self._dead_reason)
+        return _frame(_Sink(), *dead_letters(dead, self._dead_reason))
 
     def group(self, table: pa.Table, sink: _Sink) -> list[tuple[str, Any]]:
         if self.partials is not None:
@@ -333,7 +333,7 @@ def _time_of(row: dict[str, Any]) -> int:
     return row[_TIME_KEY] // 1000
 
 
-def _frame(sink: _Sink, dead: list[str] | None = None, dead_reason: str | None = None) -> pd.DataFrame:
+def _frame(sink: _Sink, dead: list[str] | None = None, dead_reasons: list[str] | None = None) -> pd.DataFrame:
     """The tagged rows of an invocation: windows, late rows, dead letters, one ``stats`` row when counted."""
     windows, late, dead = sink.windows, sink.late, dead or []
     stats = [] if sink.n_in is None else [sink.n_in]
@@ -348,7 +348,7 @@ def _frame(sink: _Sink, dead: list[str] | None = None, dead_reason: str | None =
         KEY: column([w[0] for w in windows] + none_l + none_d + none_s),
         OUT: column([w[1] for w in windows] + none_l + none_d + none_s),
         IN_ROW: column([w[2] for w in windows] + [r[0] for r in late] + dead + none_s),
-        REASON: column(none_w + [r[1] for r in late] + [dead_reason] * len(dead) + none_s),
+        REASON: column(none_w + [r[1] for r in late] + (dead_reasons or []) + none_s),
         MISSED: column(none_w + [r[3] for r in late] + none_d + none_s),
         SIDE: column(none_w + none_l + ["input"] * len(dead) + none_s),
         WATERMARK: np.array([0] * len(windows) + [r[2] for r in late] + [0] * (len(dead) + len(stats)), dtype=np.int64),

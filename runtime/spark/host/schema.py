@@ -22,6 +22,9 @@ TS = "tw_ts"  #: the watermarked timestamp, dropped before the operator ("Late r
 
 #: ``tw_op`` of a heartbeat row: it only moves the watermark; the host drops it before the operator.
 HEARTBEAT = 3
+#: ``tw_op`` of a source's malformed record carried in a one-input operator's input (``stream.keyed_packs``): a
+#: dead letter of every processor; its ``tw_row`` is ``{"reason": ..., "row": ...}`` (``stream.dead_letters``).
+MALFORMED_ROW = 6
 #: ``tw_ts`` of a row that must never move a watermark (dead letters; Spark's watermark is the largest time seen).
 DEAD_TS = "0001-01-01 00:00:00"
 
@@ -47,6 +50,6 @@ def check_buckets(buckets: Any, where: str) -> None:
 
 
 __all__ = [
-    "BUCKET", "DEAD_TS", "DEFAULT_BUCKETS", "HEARTBEAT", "KEYS_SCHEMA", "KEY_TEXT", "OP", "ROW", "SEQ",
+    "BUCKET", "DEAD_TS", "DEFAULT_BUCKETS", "HEARTBEAT", "KEYS_SCHEMA", "KEY_TEXT", "MALFORMED_ROW", "OP", "ROW", "SEQ",
     "STATE_SCHEMA", "TIME", "TS", "check_buckets",
 ]

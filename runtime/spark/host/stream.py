@@ -7,6 +7,7 @@ are taken, where it packs): a checkpoint's operators are numbered by the plan, s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -19,10 +20,11 @@ from pyspark.sql.streaming import StatefulProcessor
 from timeweave.core.durations import parse_duration
 from timeweave.core.pattern.row_functions import is_hidden
 from timeweave.spark.host.packs import PACK, PACK_TIME, PACKS_WITH_TIME_SCHEMA, packs_with_latest_time
-from timeweave.spark.host.schema import BUCKET, DEAD_TS, HEARTBEAT, OP, ROW, TIME, TS
+from timeweave.spark.host.schema import BUCKET, DEAD_TS, HEARTBEAT, MALFORMED_ROW, OP, ROW, TIME, TS
 from timeweave.spark.host.wire import key_columns, to_wire
 from timeweave.spark.render import quote
 from timeweave.spark.schema import column as named
+from timeweave.spark.sources import BAD_ROW, MALFORMED, malformed_source
 
 #: ``tw_op`` of a one-input operator's row / of its dead letter (NULL event time; ``HEARTBEAT`` is 3).
 DATA_ROW, DEAD_ROW = 0, 4
@@ -83,7 +85,24 @@ def run_operator(internal: DataFrame, processor: StatefulProcessor, output: T.St
     )
 
 
-__all__ = ["BatchOutputs", "delay_ms", "heartbeat_rows", "run_operator"]
+def dead_letters(dead: pa.Table, reason: str) -> tuple[list[str], list[str]]:
+    """An invocation's dead letters (rows of op :data:`DEAD_ROW` / :data:`MALFORMED_ROW`): their ``row`` texts and
+    reasons (``reason`` for a NULL event time; a malformed record's own).
+
+    >>> dead_letters(pa.table({OP: pa.array([4, 6], pa.int8()), ROW: ['{"a":1}', '{"reason":"bad","row":"x"}']}), "NULL")
+    (['{"a":1}', 'x'], ['NULL', 'bad'])
+    """
+    texts = dead.column(ROW).to_pylist()
+    ops = dead.column(OP).to_pylist()
+    reasons = [reason] * len(texts)
+    for i, op in enumerate(ops):
+        if op == MALFORMED_ROW:
+            carried = json.loads(texts[i])
+            texts[i], reasons[i] = carried["row"], carried["reason"]
+    return texts, reasons
+
+
+__all__ = ["BatchOutputs", "dead_letters", "delay_ms", "heartbeat_rows", "run_operator"]
 
 
 def keyed_packs(df: DataFrame, keys: list[str] | tuple[str, ...], event_ts: Column, buckets: int,
@@ -105,11 +124,26 @@ def keyed_packs(df: DataFrame, keys: list[str] | tuple[str, ...], event_ts: Colu
     dead = event_ts.isNull()
     # the input's own columns (not MATCH_RECOGNIZE's computed functions: core.pattern.row_functions)
     original = F.to_json(F.struct(*[F.col(quote(c)) for c in df.columns if not is_hidden(c)]))
-    rows = df.select(
+    op = F.when(dead, F.lit(DEAD_ROW)).otherwise(F.lit(DATA_ROW))
+    time = F.when(dead, F.lit(DEAD_TS).cast("timestamp")).otherwise(event_ts)
+    row = F.when(dead, original).otherwise(to_wire(df))
+    scanned: DataFrame = df
+    carried = malformed_source(df)
+    if carried is not None:
+        # One scan: the source's malformed records ride in this projection as dead letters (op MALFORMED_ROW,
+        # their reason and record), instead of a second scan of the source unioned in after the operator.
+        bad = F.col(MALFORMED).isNotNull()
+        op = F.when(bad, F.lit(MALFORMED_ROW)).otherwise(op)
+        time = F.when(bad, F.lit(DEAD_TS).cast("timestamp")).otherwise(time)
+        row = F.when(bad, F.to_json(F.struct(F.col(MALFORMED).alias("reason"), F.col(BAD_ROW).alias("row")))
+                     ).otherwise(row)
+        scanned = carried.tagged
+        carried.consumed = True
+    rows = scanned.select(
         *key_columns(df, keys, buckets, marked=True),
-        F.when(dead, F.lit(DEAD_ROW)).otherwise(F.lit(DATA_ROW)).cast("tinyint").alias(OP),
-        F.unix_micros(F.when(dead, F.lit(DEAD_TS).cast("timestamp")).otherwise(event_ts)).alias(TIME),
-        F.when(dead, original).otherwise(to_wire(df)).alias(ROW),
+        op.cast("tinyint").alias(OP),
+        F.unix_micros(time).alias(TIME),
+        row.alias(ROW),
         *extra,
     )
     internal = rows.mapInArrow(packer or packs_with_latest_time, PACKS_WITH_TIME_SCHEMA).select(
