@@ -110,7 +110,7 @@ from timeweave.core.updates.modes import ChangelogMode
 from timeweave.core.windows.late import format_ms
 from timeweave.core.windows.spec import duration_ms
 from timeweave.spark.host.processor import HostProcessor, StateVariables
-from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, OP, ROW, TIME, check_buckets
+from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, MALFORMED_ROW, OP, ROW, TIME, check_buckets
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
 from timeweave.spark.host.stream import (
     DATA_ROW,
@@ -467,7 +467,7 @@ class DataStreamProcessor(HostProcessor):
     Spark's UDF mechanism; the state holds data only)."""
 
     state = STATE
-    dead_ops = (DEAD_ROW,)
+    dead_ops = (DEAD_ROW, MALFORMED_ROW)  # MALFORMED_ROW: a source's malformed record (keyed_packs)
     timer_at_end = False  # every window holds a core timer (its trigger's or its cleanup); the global one is kept
 
     def __init__(self, operator: WindowOperator | WindowChangelog, input_json: str, output_json: str, time: str,

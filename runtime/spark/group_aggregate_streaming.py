@@ -56,7 +56,7 @@ from timeweave.core.spec import StateRetention
 from timeweave.core.updates import Change, ChangelogMode, GroupAggregateOperator, GroupAggregateSpec, Rejected
 from timeweave.core.windows.calls import AggregateText, read_aggregates
 from timeweave.spark.host.processor import HostProcessor, StateVariables
-from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, ROW, check_buckets
+from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, MALFORMED_ROW, ROW, check_buckets
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
 from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, dead_letters, delay_ms, keyed_packs, run_operator
 from timeweave.spark.host.wire import from_wire
@@ -106,7 +106,7 @@ class GroupAggregateProcessor(HostProcessor):
     and the schemas as JSON; the operator and the decoder are rebuilt in :meth:`open` on the executor."""
 
     state = STATE
-    dead_ops = (DEAD_ROW,)
+    dead_ops = (DEAD_ROW, MALFORMED_ROW)  # MALFORMED_ROW: a source's malformed record (keyed_packs)
     timer_at_end = False
 
     def __init__(self, keys: tuple[str, ...], aggregates: tuple[AggregateText, ...], changelog: ChangelogMode,

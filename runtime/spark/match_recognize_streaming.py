@@ -82,7 +82,7 @@ from timeweave.core.pattern import (
 )
 from timeweave.spark.host.packs import PACK, PACK_TIME, PACKS_WITH_TIME_SCHEMA, pack_rows, unpack  # noqa: F401 (unpack: tests)
 from timeweave.spark.host.processor import HostProcessor, StateVariables
-from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, check_buckets
+from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, MALFORMED_ROW, check_buckets
 from timeweave.spark.host.state import PACKED as _PACKED  # noqa: F401 (the compressed cell's marker: tests)
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
 from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, dead_letters, delay_ms, keyed_packs, run_operator
@@ -405,7 +405,7 @@ class MatchRecognizeProcessor(HostProcessor):
     """
 
     state = STATE
-    dead_ops = (DEAD_ROW,)
+    dead_ops = (DEAD_ROW, MALFORMED_ROW)  # MALFORMED_ROW: a source's malformed record (keyed_packs)
     timer_at_end = True  # every key holding state sees the final watermark: the core closes its partition
 
     def __init__(self, clause: str, input_json: str, timezone: str, end_ms: int = END_OF_INPUT_MS,

@@ -53,7 +53,7 @@ from timeweave.core.windows.rank_operator import RankedRow, WindowRankOperator
 from timeweave.core.windows.ranking import RankRange, SortKey, dedup_order, sort_keys
 from timeweave.core.windows.zones import TimeShift
 from timeweave.spark.host.processor import HostProcessor, StateVariables
-from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, ROW, TIME, check_buckets
+from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, MALFORMED_ROW, ROW, TIME, check_buckets
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
 from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, dead_letters, delay_ms, keyed_packs, run_operator
 from timeweave.spark.host.wire import from_wire
@@ -209,7 +209,7 @@ class RankProcessor(HostProcessor):
     :class:`~timeweave.core.windows.rank_operator.WindowRankOperator` state per key.  Picklable and small."""
 
     state = STATE
-    dead_ops = (DEAD_ROW,)
+    dead_ops = (DEAD_ROW, MALFORMED_ROW)  # MALFORMED_ROW: a source's malformed record (keyed_packs)
     # Every key holding state keeps a core timer at its next window's window_time, which the end of input passes.
     timer_at_end = False
 

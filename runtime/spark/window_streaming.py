@@ -68,7 +68,7 @@ from timeweave.core.windows.grouping import GroupingSets
 from timeweave.core.windows.slicing import Slicing
 from timeweave.core.windows.zones import TimeShift
 from timeweave.spark.host.processor import HostProcessor, StateVariables
-from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, OP, ROW, TIME, check_buckets
+from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, MALFORMED_ROW, OP, ROW, TIME, check_buckets
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
 from timeweave.spark.host.stream import DEAD_ROW, BatchOutputs, dead_letters, delay_ms, keyed_packs, run_operator
 from timeweave.spark.host.wire import JSON_OPTIONS, from_wire
@@ -170,7 +170,7 @@ class WindowProcessor(HostProcessor):
     """
 
     state = STATE
-    dead_ops = (DEAD_ROW,)
+    dead_ops = (DEAD_ROW, MALFORMED_ROW)  # MALFORMED_ROW: a source's malformed record (keyed_packs)
     # Every key holding state keeps a core timer at its next window's window_time, which the end of input passes.
     timer_at_end = False
 

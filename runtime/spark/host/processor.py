@@ -27,7 +27,7 @@ from timeweave.core.event_time import END_OF_INPUT_MS, watermark_us
 from timeweave.core.operator import StateLayout
 from timeweave.core.state import NO_WATERMARK
 from timeweave.spark.host.packs import PACK, read_packs
-from timeweave.spark.host.schema import HEARTBEAT, KEYS_SCHEMA, MALFORMED_ROW, OP, STATE_SCHEMA
+from timeweave.spark.host.schema import HEARTBEAT, KEYS_SCHEMA, OP, STATE_SCHEMA
 from timeweave.spark.host.state import MapEntry, SparkKeyContext, TimerIndex
 
 
@@ -129,7 +129,7 @@ class HostProcessor(StatefulProcessor):
         sink = self.new_sink()
         if (ops >= HEARTBEAT).any():
             # Heartbeats only move the watermark; dead letters leave at once, untouched.
-            dead = np.isin(ops, self.dead_ops) | (ops == MALFORMED_ROW)
+            dead = np.isin(ops, self.dead_ops)
             if dead.any():
                 yield self.dead_frame(table.filter(pa.array(dead)))
             self.immediate(table, ops, sink)

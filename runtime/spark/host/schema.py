@@ -22,8 +22,8 @@ TS = "tw_ts"  #: the watermarked timestamp, dropped before the operator ("Late r
 
 #: ``tw_op`` of a heartbeat row: it only moves the watermark; the host drops it before the operator.
 HEARTBEAT = 3
-#: ``tw_op`` of a source's malformed record carried in a one-input operator's input (``stream.keyed_packs``): a
-#: dead letter of every processor; its ``tw_row`` is ``{"reason": ..., "row": ...}`` (``stream.dead_letters``).
+#: ``tw_op`` of a source's malformed record carried in a one-input operator's input (``stream.keyed_packs``): in
+#: the ``dead_ops`` of every processor fed by ``keyed_packs`` (a two-input registration's own codes may reuse 6); its ``tw_row`` is ``{"reason": ..., "row": ...}`` (``stream.dead_letters``).
 MALFORMED_ROW = 6
 #: ``tw_ts`` of a row that must never move a watermark (dead letters; Spark's watermark is the largest time seen).
 DEAD_TS = "0001-01-01 00:00:00"

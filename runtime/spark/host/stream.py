@@ -118,6 +118,8 @@ def keyed_packs(df: DataFrame, keys: list[str] | tuple[str, ...], event_ts: Colu
     does not apply and the core decides lateness (see "Late rows" in :mod:`timeweave.spark.host`).  The plan
     is part of a checkpoint: its shape must not change.
 
+    A processor fed by it lists :data:`~timeweave.spark.host.schema.MALFORMED_ROW` in its ``dead_ops``.
+
     ``extra`` columns ride along to ``packer`` (the packing step, default :func:`packs_with_latest_time`), which
     must return packs of :data:`PACKS_WITH_TIME_SCHEMA` without them (the window aggregate's slice partials).
     """
