@@ -247,19 +247,16 @@ def _run_streaming(
 
     operator = operator_of(job)
     jobs = operator.module()
-    rows, malformed, carried = {}, [], []
+    rows, branches = {}, []
     one_scan = _one_scan(spark, checkpoint)
     for side, source in jobs.sources(job).items():
         tagged = read_stream(spark, source)
         rows[side], dead = split_malformed(tagged, side)
         if dead is not None:
-            malformed.append(dead)
-            if one_scan:
-                carried.append(carry_malformed(rows[side], tagged, side))
+            branches.append((dead, carry_malformed(rows[side], tagged, side) if one_scan else None))
     run = jobs.stream(spark, job, rows, control)
     # a source whose malformed records the operator's input took is scanned once: no dead-letter branch for it
-    malformed = [dead for dead, c in zip(malformed, carried or [None] * len(malformed), strict=True)
-                 if c is None or not c.consumed]
+    malformed = [dead for dead, carried in branches if carried is None or not carried.consumed]
     stream = _with_malformed(run.stream, malformed, run.dead_letter_columns)
     metrics = dict(run.metrics)
     batch_writer = TaggedWriter(spark, stream, paths, metrics)
@@ -514,15 +511,7 @@ def _run_bounded(
         if _STOP.is_set():
             return queries, False
         mark()
-        query = _start(spark, writer)
-        queries.append(query)
-        try:
-            finished = _wait(spark, query, left(), log)
-            _raise_failure(query)
-        finally:
-            if query.isActive:
-                query.stop()
-            log.poll(query, everything=True)
+        finished = _run_available_now(spark, writer, queries, left(), log)
         if not finished:
             _log.warning("the run ended before its input was read; its end-of-input heartbeat is written and the "
                          "next run of this checkpoint applies it")
@@ -535,16 +524,7 @@ def _run_bounded(
                 if mark is None or (deadline is not None and left() <= 0):
                     return queries, False
                 mark()
-            query = _start(spark, writer)
-            queries.append(query)
-            try:
-                finished = _wait(spark, query, left(), log)
-                _raise_failure(query)
-            finally:
-                if query.isActive:
-                    query.stop()
-                log.poll(query, everything=True)
-            if not finished:  # the timeout ended it
+            if not _run_available_now(spark, writer, queries, left(), log):  # the timeout ended it
                 return queries, False
         return queries, not _STOP.is_set()
     if _STOP.is_set():
@@ -569,6 +549,22 @@ def _run_bounded(
             query.stop()
         log.poll(query, everything=True)
         _raise_failure(query)
+
+
+def _run_available_now(spark: SparkSession, writer: Any, queries: list[StreamingQuery], timeout: float | None,
+                       log: _ProgressLog) -> bool:
+    """Start ``writer``'s query (appended to ``queries``), wait for it until ``timeout``, stop it and log its last
+    batches; True when it finished (read everything available), False when the timeout ended it."""
+    query = _start(spark, writer)
+    queries.append(query)
+    try:
+        finished = _wait(spark, query, timeout, log)
+        _raise_failure(query)
+    finally:
+        if query.isActive:
+            query.stop()
+        log.poll(query, everything=True)
+    return finished
 
 
 def _raise_failure(query: StreamingQuery) -> None:

@@ -39,7 +39,7 @@ from timeweave.core.windows.calls import AggregateText
 from timeweave.core.windows.partials import STATISTICS, accumulator_row, partial_functions
 from timeweave.core.windows.slicing import Slicing
 from timeweave.core.windows.spec import WindowSpec
-from timeweave.spark.host.packs import PACK_ROWS, pack_rows
+from timeweave.spark.host.packs import pack_rows
 from timeweave.spark.host.schema import BUCKET, KEY_TEXT, OP, ROW, TIME
 from timeweave.spark.host.stream import DATA_ROW
 from timeweave.spark.render import quote
@@ -130,30 +130,18 @@ class PartialPacker:
         self.plan = plan
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return pack_rows(self._with_partials(batches), latest=TIME)
+        return pack_rows(batches, latest=TIME, prepare=self._chunk)
 
-    def _with_partials(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        pending: list[pa.RecordBatch] = []
-        count = 0
-        for batch in batches:
-            if batch.num_rows:
-                pending.append(batch)
-                count += batch.num_rows
-            if count >= PACK_ROWS:
-                yield from self._chunk(pa.Table.from_batches(pending).combine_chunks())
-                pending, count = [], 0
-        if pending:
-            yield from self._chunk(pa.Table.from_batches(pending).combine_chunks())
-
-    def _chunk(self, table: pa.Table) -> Iterator[pa.RecordBatch]:
+    def _chunk(self, table: pa.Table) -> pa.Table:
+        """One chunk of a source partition's rows (what one pack per bucket holds): its data rows marked
+        :data:`COVERED`, one :data:`PARTIAL` row per bucket, key and slice appended, the argument columns dropped."""
         plan = self.plan
         arguments = [a for a in plan.arguments if a is not None]
         rows = table.drop_columns(arguments)
         ops = table.column(OP).to_numpy(zero_copy_only=False)
         data = ops == DATA_ROW
         if not data.any():
-            yield from rows.to_batches()
-            return
+            return rows
         covered = table.filter(pa.array(data))
         times = covered.column(TIME).to_numpy(zero_copy_only=False)
         # the core's slice rule over ms times (floor, as the operator's _time_of reads µs)
@@ -168,9 +156,9 @@ class PartialPacker:
             if statistic == "sum" and pa.types.is_integer(column.type):
                 # exact: an integer sum as a 38-digit decimal (int64 sums would wrap), back to int in decode
                 grouped = grouped.set_column(grouped.schema.get_field_index(name), name, column.cast(pa.decimal128(38, 0)))
-            aggregations.append((name, "count" if statistic == "count" else statistic))
             if statistic != "count":
-                aggregations.append((name, "count"))
+                aggregations.append((name, statistic))
+            aggregations.append((name, "count"))  # the non-NULL values
         result = grouped.group_by([BUCKET, KEY_TEXT, "tw_s"], use_threads=False).aggregate(aggregations)
         texts = self._texts(result)
         partials = pa.table({
@@ -180,24 +168,22 @@ class PartialPacker:
         }).select(rows.schema.names).cast(rows.schema)
         marked = rows.set_column(rows.schema.get_field_index(OP), rows.schema.field(OP),
                                  pc.if_else(pa.array(data), pa.scalar(COVERED, rows.schema.field(OP).type), rows.column(OP)))
-        yield from pa.concat_tables([marked, partials]).to_batches()
+        return pa.concat_tables([marked, partials])
 
     def _texts(self, result: pa.Table) -> list[str]:
         """Each group's ``[slice end, rows, value_1, present_1, ...]`` as JSON (decimals as text)."""
         plan = self.plan
+        nothing = [None] * len(result)
         columns: list[list[Any]] = [result.column("tw_s").to_pylist(), result.column(f"{TIME}_count").to_pylist()]
         for function, name in zip(plan.functions, plan.arguments, strict=True):
-            if name is None:
-                columns += [[None] * len(result)] * 2
+            if name is None:  # COUNT(*): the group's row count
+                columns += [nothing, nothing]
                 continue
             statistic = STATISTICS[function]
-            present = result.column(f"{name}_count").to_pylist() if statistic != "count" else None
-            if statistic == "count":
-                counts = result.column(f"{name}_count").to_pylist()
-                columns += [[None] * len(result), counts]
-                continue
-            values = result.column(f"{name}_{statistic}").to_pylist()
-            columns += [[_json_value(v) for v in values], present]
+            present = result.column(f"{name}_count").to_pylist()
+            values = nothing if statistic == "count" else [
+                _json_value(v) for v in result.column(f"{name}_{statistic}").to_pylist()]
+            columns += [values, present]
         return [json.dumps(list(values)) for values in zip(*columns, strict=True)]
 
 

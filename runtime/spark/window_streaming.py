@@ -51,7 +51,6 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -67,6 +66,7 @@ from timeweave.core.windows.calls import AggregateText, accumulates, read_aggreg
 from timeweave.core.windows.grouping import GroupingSets
 from timeweave.core.windows.slicing import Slicing
 from timeweave.core.windows.zones import TimeShift
+from timeweave.spark.host.packs import key_groups
 from timeweave.spark.host.processor import HostProcessor, StateVariables
 from timeweave.spark.host.schema import DEFAULT_BUCKETS, KEY_TEXT, MALFORMED_ROW, OP, ROW, TIME, check_buckets
 from timeweave.spark.host.state import PackedEntry, SparkKeyContext
@@ -239,14 +239,10 @@ class WindowProcessor(HostProcessor):
         ops = table.column(OP).to_numpy(zero_copy_only=False)
         partial = ops == PARTIAL
         sink.n_in = len(table) - int(partial.sum())
-        encoded = pc.dictionary_encode(table.column(KEY_TEXT)).combine_chunks()
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
-        names = encoded.dictionary.to_pylist()
+        names, order, bounds = key_groups(pd.DataFrame({KEY_TEXT: table.column(KEY_TEXT).to_numpy(zero_copy_only=False)}))
         texts = table.column(ROW)
         times = table.column(TIME).to_numpy(zero_copy_only=False)
         slicing = Slicing.of(plan.spec)
-        order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
         out = []
         for code, name in enumerate(names):
             positions = order[bounds[code]:bounds[code + 1]]

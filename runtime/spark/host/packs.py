@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import pairwise
 from typing import Any
 
@@ -28,15 +28,17 @@ PACKS_SCHEMA = T.StructType([T.StructField(BUCKET, T.IntegerType()), T.StructFie
 PACKS_WITH_TIME_SCHEMA = T.StructType([*PACKS_SCHEMA.fields, T.StructField(PACK_TIME, T.LongType())])
 
 
-def pack_rows(batches: Iterator[pa.RecordBatch], latest: str | None = None) -> Iterator[pa.RecordBatch]:
+def pack_rows(batches: Iterator[pa.RecordBatch], latest: str | None = None,
+              prepare: Callable[[pa.Table], pa.Table] | None = None) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function packing a source partition's internal rows: one output row per bucket
     and up to :data:`PACK_ROWS` input rows or :data:`PACK_BYTES` (see "Packs" in :mod:`timeweave.spark.host`).
 
     Within a pack the rows keep their order (a stable sort by bucket), so each key's rows reach the
     operator in the order they would have arrived unpacked.  With ``latest`` (a BIGINT column), each pack
     also carries the largest value of that column as :data:`PACK_TIME` (schema :data:`PACKS_WITH_TIME_SCHEMA`):
-    a watermark taken over packs' largest event times is the one their rows give.  Both streaming doors
-    (the temporal join and MATCH_RECOGNIZE) pack with this one function.
+    a watermark taken over packs' largest event times is the one their rows give.  Every streaming door packs
+    with this one function; ``prepare`` rewrites each chunk of rows before it is packed (the window
+    aggregate's slice partials, :class:`timeweave.spark.window_partials.PartialPacker`).
 
     >>> rows = pa.record_batch({BUCKET: pa.array([1, 0, 1], pa.int32()), ROW: ["x", "y", "z"], "t": [5, 7, 3]})
     >>> [(b[BUCKET], unpack([b[PACK]])[ROW].tolist()) for b in next(pack_rows(iter([rows]))).to_pylist()]
@@ -52,14 +54,17 @@ def pack_rows(batches: Iterator[pa.RecordBatch], latest: str | None = None) -> I
             count += batch.num_rows
             size += batch.nbytes
         if count >= PACK_ROWS or size >= PACK_BYTES:
-            yield _packs(pending, latest)
+            yield _packs(pending, latest, prepare)
             pending, count, size = [], 0, 0
     if pending:
-        yield _packs(pending, latest)
+        yield _packs(pending, latest, prepare)
 
 
-def _packs(batches: list[pa.RecordBatch], latest: str | None) -> pa.RecordBatch:
+def _packs(batches: list[pa.RecordBatch], latest: str | None,
+           prepare: Callable[[pa.Table], pa.Table] | None = None) -> pa.RecordBatch:
     table = pa.Table.from_batches(batches).combine_chunks()
+    if prepare is not None:
+        table = prepare(table).combine_chunks()
     buckets = table.column(BUCKET).to_numpy(zero_copy_only=False)
     order = np.argsort(buckets, kind="stable")
     table = table.take(pa.array(order)).drop_columns([BUCKET])
