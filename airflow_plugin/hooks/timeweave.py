@@ -69,7 +69,7 @@ _NO_WAIT_CONF = {"spark.yarn.submit.waitAppCompletion": "false", "spark.kubernet
 _JOB_ARGUMENTS: Mapping[str, frozenset[str]] = {
     "streaming": frozenset({"flush", "heartbeat", "timeout_seconds", "until_idle"}),
     "backfill": frozenset({"start", "end", "slices", "only", "slices_per_job"}),
-    "sql": frozenset(),
+    "sql": frozenset({"mode", "checkpoint", "flush", "processing_time", "timeout_seconds"}),
 }
 #: The longest SQL script spark-submit is given inline (Linux refuses a single argument over 128 KiB).
 _MAX_INLINE_SCRIPT = 100_000
@@ -227,7 +227,18 @@ def job_cli_arguments(kind: str, config_path: str, job_args: Mapping[str, Any]) 
         if len(config_path) > _MAX_INLINE_SCRIPT:
             raise ValueError(f"argument 'sql': the script has {len(config_path)} characters, more than spark-submit "
                              f"takes inline ({_MAX_INLINE_SCRIPT}); split it into several tasks")
-        return ["sql", "--script", config_path]
+        args = ["sql", "--script", config_path]
+        if job_args.get("mode") not in (None, "batch"):
+            args += ["--mode", str(job_args["mode"])]
+        if job_args.get("checkpoint"):
+            args += ["--checkpoint", str(job_args["checkpoint"])]
+        if job_args.get("flush"):
+            args.append("--flush")
+        if job_args.get("processing_time"):
+            args += ["--processing-time", str(job_args["processing_time"])]
+        if job_args.get("timeout_seconds") is not None:
+            args += ["--timeout", str(float(job_args["timeout_seconds"]))]
+        return args
     job_args = _job_times(kind, job_args)
     args = [kind, "--config", config_path]
     if kind == "backfill":
@@ -467,7 +478,8 @@ class TimeweaveHook(SparkSubmitHook):
 
         ``job_args`` are those of ``timeweave.jobs.run``: ``flush``, ``heartbeat``, ``timeout_seconds``,
         ``until_idle`` for streaming; ``start``, ``end``, ``slices``, ``only``, ``slices_per_job`` for backfill;
-        none for a SQL script (``config``: its text or a ``.sql`` path).
+        ``mode`` (``batch`` / ``streaming``), ``checkpoint``, ``flush``, ``processing_time``, ``timeout_seconds``
+        for a SQL script (``config``: its text or a ``.sql`` path).
         """
         _check_job_arguments(kind, job_args)
         job = _load_job(kind, config)

@@ -46,7 +46,7 @@ from timeweave.airflow.triggers.timeweave import TimeweaveJobTrigger
 from timeweave.airflow.utils.metrics_file import dataset_uri
 from timeweave.jobs.config import load_job_config as load_runtime_job_config
 from timeweave.jobs.config import parse_duration
-from timeweave.jobs.sql_script import script_datasets
+from timeweave.jobs.sql_script import check_script, script_datasets
 
 ConfigSource = Mapping[str, Any] | str
 #: ``SparkSubmitHook`` arguments the operators pass on to the hook unchanged (see ``TimeweaveHook``).
@@ -412,7 +412,7 @@ class TimeweaveBackfillOperator(_TimeweaveJobOperator):
 
 
 class TimeweaveSqlOperator(_TimeweaveJobOperator):
-    """Run a Flink SQL script as a batch job (``timeweave-job sql``) and return its metrics.
+    """Run a Flink SQL script as a batch or streaming job (``timeweave-job sql``) and return its metrics.
 
     The script's ``CREATE TABLE`` / ``CREATE VIEW`` statements declare its tables (a ``PRIMARY KEY`` and a
     ``WATERMARK`` make a versioned table); each ``INSERT INTO`` / ``INSERT OVERWRITE`` (alone or in ``EXECUTE
@@ -425,6 +425,10 @@ class TimeweaveSqlOperator(_TimeweaveJobOperator):
     :param launcher, conn_id, spark_conf, metrics_file, deferrable, poll_interval, start_timeout: as for
         :class:`TimeweaveBackfillOperator`; with spark-submit the script travels inline (``--script``), so a driver
         in cluster mode needs no file of this machine.
+    :param mode: ``batch`` (default) or ``streaming`` (each insert a checkpointed streaming query into a parquet
+        sink, late rows in ``<sink path>_late``); streaming also takes ``checkpoint`` (templated; default
+        ``<sink path>_checkpoint`` per insert), ``flush`` (the input is complete), ``processing_time`` and
+        ``timeout_seconds`` (a micro-batch every interval until the timeout), as ``timeweave-job sql`` does.
     :param files, jars, packages, executor_memory, deploy_mode, keytab, principal, ...: any ``SparkSubmitHook``
         option (:data:`SPARK_SUBMIT_OPTIONS`), passed on to spark-submit.
 
@@ -443,14 +447,20 @@ class TimeweaveSqlOperator(_TimeweaveJobOperator):
               TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' MINUTES)) GROUP BY item, window_start, window_end''')
     """
 
-    template_fields: Sequence[str] = ("sql", "conn_id", "spark_conf", "metrics_file")
+    template_fields: Sequence[str] = ("sql", "conn_id", "spark_conf", "metrics_file", "checkpoint")
     template_ext: Sequence[str] = (".sql",)
     template_fields_renderers: ClassVar[dict[str, str]] = {"sql": "sql", "spark_conf": "json"}
     ui_color = "#d9e8f5"
 
-    def __init__(self, *, sql: str, **kwargs: Any) -> None:
+    def __init__(self, *, sql: str, mode: str = "batch", checkpoint: str | None = None, flush: bool = False,
+                 processing_time: str | None = None, timeout_seconds: float | None = None, **kwargs: Any) -> None:
         super().__init__(config=sql, **kwargs)
         self.sql = sql
+        self.mode = mode
+        self.checkpoint = checkpoint
+        self.flush = flush
+        self.processing_time = processing_time
+        self.timeout_seconds = timeout_seconds
 
     def _job_config(self) -> dict[str, Any]:
         return load_sql_job(self.sql)
@@ -463,12 +473,16 @@ class TimeweaveSqlOperator(_TimeweaveJobOperator):
         table, _, kind = role.partition(" ")
         for insert in metrics.get("inserts") or ():
             if str(insert.get("table", "")).lower() == table.lower():
-                return insert.get("dead_letter" if kind else "rows")
+                return insert.get("dead_letter") if kind else insert.get("rows", insert.get("rows_out"))
         return None
 
     def execute(self, context: Context) -> dict[str, Any]:
         job = self._job_config()
-        metrics = self._run_job(context, "sql", job)
+        check_script(job["script"], self.mode)  # streaming's own rules (parquet sinks, appends) before Spark starts
+        streaming = {"checkpoint": self.checkpoint, "flush": self.flush or None,
+                     "processing_time": self.processing_time, "timeout_seconds": self.timeout_seconds}
+        extra = {name: value for name, value in streaming.items() if value is not None} if self.mode == "streaming" else {}
+        metrics = self._run_job(context, "sql", job, mode=self.mode, **extra)
         self.log.info("SQL script metrics: %s", json.dumps(metrics, sort_keys=True))
         return metrics
 

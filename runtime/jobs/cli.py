@@ -147,14 +147,22 @@ def parser() -> argparse.ArgumentParser:
                        epilog=_REPORT_EXAMPLES, formatter_class=_HELP_FORMAT)
     r.add_argument("run_dir", metavar="RUN_DIR", help="a directory a job wrote with --run-dir")
     r.add_argument("--output", help="the HTML file to write (default RUN_DIR/report.html)")
-    q = sub.add_parser("sql", help="run a Flink SQL script (CREATE TABLE / VIEW, INSERT INTO) as a batch job",
+    q = sub.add_parser("sql", help="run a Flink SQL script (CREATE TABLE / VIEW, INSERT INTO) as a batch or streaming job",
                        description=_SQL, epilog=_SQL_EXAMPLES, formatter_class=_HELP_FORMAT)
     given = q.add_mutually_exclusive_group(required=True)
     given.add_argument("--file", help="the script: ;-separated statements")
     given.add_argument("--script", metavar="TEXT", help="the script itself (what the Airflow operator passes a "
                        "driver on another machine)")
     q.add_argument("--mode", choices=["batch", "streaming"], default="batch",
-                   help="batch (default): every INSERT writes its sink once; streaming is not supported yet")
+                   help="batch (default): every INSERT writes its sink once; streaming: every INSERT runs as a "
+                   "checkpointed streaming query over the script's tables read as streams")
+    q.add_argument("--checkpoint", metavar="DIR", help="streaming: the checkpoints' directory (insert n keeps its "
+                   "own in DIR/<n>-<sink>; default <sink path>_checkpoint); a re-run resumes from it")
+    q.add_argument("--flush", action="store_true", help="streaming: the input is complete; emit every row still "
+                   "waiting for the watermark (Flink's end of a bounded source)")
+    q.add_argument("--processing-time", metavar="INTERVAL", help="streaming: run a micro-batch every INTERVAL "
+                   "(e.g. '10 seconds') until --timeout instead of reading what is there and stopping (one INSERT)")
+    q.add_argument("--timeout", type=float, metavar="SECONDS", help="streaming: stop after this many seconds")
     q.add_argument("--metrics-file", metavar="PATH_OR_URI", help=_METRICS_FILE_HELP)
     return p
 
@@ -162,13 +170,15 @@ def parser() -> argparse.ArgumentParser:
 _SQL = """Run a Flink SQL script as a batch job: its CREATE TABLE / CREATE VIEW statements declare tables (a
 PRIMARY KEY and a WATERMARK make a versioned table), and each INSERT INTO / INSERT OVERWRITE (alone or in
 EXECUTE STATEMENT SET BEGIN ... END) writes its query's rows into a filesystem sink the script declares (csv,
-json or parquet) or a catalog table; the query's dead letters go to <sink path>_dead_letter.  The script is
-checked before Spark starts."""
+json or parquet) or a catalog table; the query's dead letters go to <sink path>_dead_letter.  With --mode
+streaming the tables are read as streams and each INSERT INTO runs as a checkpointed streaming query into a
+parquet sink, its late rows in <sink path>_late.  The script is checked before Spark starts."""
 
 _SQL_EXAMPLES = """examples:
   timeweave-job sql --file job.sql
   timeweave-job sql --file job.sql --metrics-file status.json
-  timeweave-job sql --script 'CREATE TABLE s (...) WITH (...); INSERT INTO s SELECT ...'"""
+  timeweave-job sql --script 'CREATE TABLE s (...) WITH (...); INSERT INTO s SELECT ...'
+  timeweave-job sql --file job.sql --mode streaming --checkpoint chk/job --flush"""
 
 
 def _sql(args: argparse.Namespace) -> int:
@@ -192,7 +202,8 @@ def _sql(args: argparse.Namespace) -> int:
     if status is not None:
         status.running()
     try:
-        metrics = run_sql_script(get_session(), script, mode=args.mode)
+        metrics = run_sql_script(get_session(), script, mode=args.mode, checkpoint=args.checkpoint, flush=args.flush,
+                                 processing_time=args.processing_time, timeout_seconds=args.timeout)
     except TimeweaveError as error:
         _final_status(status, f"{where}: {error}")
         return _error(f"{where}: {error}")

@@ -15,7 +15,7 @@ CLI's ``validate``, Airflow's parse of a DAG) must not import Spark or every ope
 >>> operator_for({"left": {}, "join": {}}).name, operator_for({}).name
 ('temporal_join', 'temporal_join')
 >>> [op.section for op in OPERATORS]
-['join', 'match_recognize', 'window', 'window_top_n', 'window_deduplicate', 'window_join', 'datastream', 'group_aggregate']
+['join', 'match_recognize', 'window', 'window_top_n', 'window_deduplicate', 'window_join', 'datastream', 'group_aggregate', 'sql_insert']
 """
 
 from __future__ import annotations
@@ -83,6 +83,9 @@ OPERATORS: tuple[JobOperator, ...] = (
                 "timeweave.jobs.datastream"),
     JobOperator("group_aggregate", "group_aggregate", "continuous GROUP BY",
                 "timeweave.jobs.config:GroupAggregateJobConfig", "timeweave.jobs.group_aggregate"),
+    # a streaming script's INSERT (timeweave-job sql --mode streaming builds it; no JSON config selects it)
+    JobOperator("sql_insert", "sql_insert", "streaming SQL insert", "timeweave.jobs.sql_streaming:SqlInsertJob",
+                "timeweave.jobs.sql_streaming"),
 )
 DEFAULT = OPERATORS[0]
 
@@ -103,7 +106,7 @@ def operator_of(job: Any) -> JobOperator:
     >>> operator_of(object())
     Traceback (most recent call last):
     ...
-    timeweave.core.errors.SpecError: job config: argument 'config': an object is no job config of any operator (temporal_join, match_recognize, window, window_top_n, window_deduplicate, window_join, datastream, group_aggregate)
+    timeweave.core.errors.SpecError: job config: argument 'config': an object is no job config of any operator (temporal_join, match_recognize, window, window_top_n, window_deduplicate, window_join, datastream, group_aggregate, sql_insert)
     """
     for op in OPERATORS:
         if type(job) is op.config_class():

@@ -141,6 +141,8 @@ def _with_malformed(stream: Any, dead: Sequence[DataFrame], columns: Mapping[str
     """
     from timeweave.spark.sources import as_tagged_dead
 
+    if not dead:
+        return stream
     tagged = stream.stream
     for one in dead:
         tagged = tagged.unionByName(as_tagged_dead(one, tagged.schema, columns))

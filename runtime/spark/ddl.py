@@ -31,7 +31,13 @@ from timeweave.core.errors import QuerySyntaxError
 from timeweave.core.spec import VersionedTableSpec
 from timeweave.core.sql_tokens import split_qualified_name
 from timeweave.spark import render, sql_rewrite
-from timeweave.spark.registration import register_versioned, register_versioned_view, unregister_versioned
+from timeweave.spark.registration import (
+    history_view_name,
+    register_time_attributes,
+    register_versioned,
+    register_versioned_view,
+    unregister_versioned,
+)
 from timeweave.spark.schema import column, schema_kinds
 
 #: The change column of a changelog table: Flink's row kind of each row.
@@ -41,10 +47,12 @@ _DEBEZIUM_KINDS = {"c": "+I", "r": "+I", "u": "+U", "d": "-D"}
 _CANAL_KINDS = {"INSERT": "+I", "UPDATE": "+U", "DELETE": "-D"}
 
 
-def create_table(spark: Any, table: CreateTable) -> DataFrame | None:
+def create_table(spark: Any, table: CreateTable, streaming: bool = False) -> DataFrame | None:
     """Register ``table`` as a temporary view (versioned when it has a PRIMARY KEY and a WATERMARK); its DataFrame.
 
-    None when ``IF NOT EXISTS`` found the name taken.
+    None when ``IF NOT EXISTS`` found the name taken.  ``streaming``: the view reads its source as a stream
+    (``spark.readStream``: a Flink SQL script in streaming mode); its WATERMARK and PROCTIME() columns are
+    remembered either way (:func:`timeweave.spark.registration.time_attributes`).
 
     Example::
 
@@ -59,7 +67,12 @@ def create_table(spark: Any, table: CreateTable) -> DataFrame | None:
     if any(c.name == ROW_KIND for c in table.columns) and _is_changelog(source):
         raise table.error(f"a changelog table carries its own '{ROW_KIND}' column; rename the column",
                           table.column(ROW_KIND).position)
-    df = _file_table(spark, table, source) if isinstance(source, FileSource) else _kafka_table(spark, table, source)
+    reader = spark.readStream if streaming else spark.read
+    df = _file_table(reader, table, source) if isinstance(source, FileSource) else _kafka_table(reader, table, source)
+    watermark = table.watermark
+    register_time_attributes(
+        spark, name, None if watermark is None or watermark.delay_micros is None
+        else (watermark.column, watermark.delay_micros), table.proctime_columns)
     if table.versioned:
         changelog = _is_changelog(source)
         spec = VersionedTableSpec(
@@ -98,6 +111,21 @@ def create_view(spark: Any, view: CreateView) -> DataFrame | None:
     return df
 
 
+def drop_declared(spark: Any, name: str) -> None:
+    """Forget a table or view :func:`create_table` / :func:`create_view` registered: the temporary view, its versions
+    and its time attributes (a script's tables live for the script's run).
+
+    Example::
+
+        drop_declared(spark, "rates")
+    """
+    name = _view_name(name, lambda m, p: QuerySyntaxError(m, text=name, position=p), 0)
+    spark.catalog.dropTempView(name)
+    spark.catalog.dropTempView(history_view_name(name))
+    unregister_versioned(spark, name)
+    register_time_attributes(spark, name, None, ())
+
+
 def _view_error(view: CreateView, message: str, position: int) -> QuerySyntaxError:
     return QuerySyntaxError(f"CREATE VIEW {view.name}: {message}", text=view.script, position=position)
 
@@ -133,9 +161,9 @@ def _read_type(c: PhysicalColumn, as_text: bool) -> str:
     return "STRING" if as_text and not nested else c.type.spark
 
 
-def _file_table(spark: Any, table: CreateTable, source: FileSource) -> DataFrame:
+def _file_table(reader: Any, table: CreateTable, source: FileSource) -> DataFrame:
     physical = list(table.physical)
-    reader = spark.read.format(source.spark_format).options(**dict(source.reader_options))
+    reader = reader.format(source.spark_format).options(**dict(source.reader_options))
     if source.changelog is None:
         df = reader.schema(_schema_ddl(physical)).load(source.path)
         base = {c.name: column(c.name) for c in physical}
@@ -219,8 +247,8 @@ def _declared(rows: DataFrame, table: CreateTable, base: dict[str, Column], chan
     ], *([F.col(ROW_KIND)] if changelog else []))
 
 
-def _kafka_table(spark: Any, table: CreateTable, source: KafkaSource) -> DataFrame:
-    records = spark.read.format("kafka").options(**dict(source.options)).load()
+def _kafka_table(reader: Any, table: CreateTable, source: KafkaSource) -> DataFrame:
+    records = reader.format("kafka").options(**dict(source.options)).load()
     return decode_kafka(records, table, source)
 
 
@@ -270,4 +298,4 @@ def _decode(text: Column, fmt: str, columns: list[PhysicalColumn]) -> Column:
     return F.from_csv(text, _schema_ddl(columns), {"mode": "FAILFAST"})
 
 
-__all__ = ["ROW_KIND", "create_table", "create_view", "decode_kafka"]
+__all__ = ["ROW_KIND", "create_table", "create_view", "decode_kafka", "drop_declared"]

@@ -99,10 +99,11 @@ class Finalizer:
         right_columns: Sequence[str],
         left_alias: str = "l",
         right_alias: str = "r",
+        nested: bool = False,
     ) -> None:
         self._spec = spec
         self._columns = (list(left_columns), list(right_columns))
-        self._aliases = {"left_alias": left_alias, "right_alias": right_alias}
+        self._aliases = {"left_alias": left_alias, "right_alias": right_alias, "nested": nested}
         self._view = f"__tw_matched_{next(_counter)}"
         self._parsed: Any = None  # the JVM's unresolved plan of the SQL over self._view, parsed on the first classic call
 

@@ -20,6 +20,8 @@ from timeweave.core.spec import VersionedTableSpec
 from timeweave.spark import render
 
 _CONF_PREFIX = "timeweave.versioned."
+#: A DDL table's time attributes (its WATERMARK and its PROCTIME() columns), read by the streaming SQL door.
+_TIME_PREFIX = "timeweave.time_attributes."
 
 
 def _spec_to_json(spec: VersionedTableSpec, relation: str | None = None) -> str:
@@ -133,5 +135,40 @@ def versioned_spec(spark, name: str) -> VersionedTableSpec | None:
     return _spec_from_mapping(data, where=name)
 
 
-__all__ = ["history_view_name", "register_versioned", "register_versioned_view", "unregister_versioned",
-           "versioned_relation", "versioned_spec"]
+def register_time_attributes(spark, name: str, watermark: tuple[str, int] | None, proctime: tuple[str, ...]) -> None:
+    """Remember ``name``'s time attributes: ``watermark`` (its event-time column and the delay in µs behind the
+    largest time seen) and its processing-time (``PROCTIME()``) columns; neither forgets them.
+
+    Example::
+
+        register_time_attributes(spark, "orders", ("order_time", 5_000_000), ("proc",))
+        time_attributes(spark, "orders")   # (('order_time', 5000000), ('proc',))
+    """
+    if watermark is None and not proctime:
+        spark.conf.unset(_TIME_PREFIX + name.lower())
+        return
+    spark.conf.set(_TIME_PREFIX + name.lower(), json.dumps({"watermark": list(watermark) if watermark else None,
+                                                            "proctime": list(proctime)}))
+
+
+def time_attributes(spark, name: str) -> tuple[tuple[str, int] | None, tuple[str, ...]]:
+    """``(watermark, proctime columns)`` registered for ``name`` (:func:`register_time_attributes`); ``(None, ())``
+    for a relation without any."""
+    stored = spark.conf.get(_TIME_PREFIX + name.lower(), None)
+    if not stored:
+        return None, ()
+    data = json.loads(stored)
+    watermark = data.get("watermark")
+    return (watermark[0], int(watermark[1])) if watermark else None, tuple(data.get("proctime") or ())
+
+
+__all__ = [
+    "history_view_name",
+    "register_time_attributes",
+    "register_versioned",
+    "register_versioned_view",
+    "time_attributes",
+    "unregister_versioned",
+    "versioned_relation",
+    "versioned_spec",
+]

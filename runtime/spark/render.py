@@ -250,11 +250,13 @@ def finalize_sql(
     *,
     left_alias: str = "l",
     right_alias: str = "r",
+    nested: bool = False,
 ) -> str:
-    """Join type + predicate + projection over a relation with columns ``__tw_l`` and ``__tw_v``."""
+    """Join type + predicate + projection over a relation with columns ``__tw_l`` and ``__tw_v``; ``nested``: each
+    side also as a struct named by its alias (the SQL door's shape)."""
     sql = macro(
         "timeweave__finalize_sql", matched, list(left_columns), list(right_columns),
-        **_finalize_kwargs(spec, right_columns, left_alias, right_alias),
+        **_finalize_kwargs(spec, right_columns, left_alias, right_alias), nested=nested,
     )
     return f"SELECT * EXCEPT (__tw_matched) FROM ({sql}) __tw_out"
 

@@ -140,28 +140,36 @@ def _versions_of(spark: Any, clause: TemporalJoinClause) -> str:
     return render.quote(history) if history else clause.right_name
 
 
-def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
-    bound = bind_clause(spark, clause, n)
-    clause, spec, left_df, right_df = bound.clause, bound.spec, bound.left, bound.right
-    versioned, where = spec.versioned, spec.where
-    right_columns = right_df.columns
-    hidden = hidden_columns(clause)
-    left_columns = left_df.columns[: len(left_df.columns) - len(hidden)]
-    # The versioned table's key and time columns are listed flat only under a name the left side leaves free
-    # (as before: `SELECT ts` and `SELECT *` of a query that ran keep their meaning); its other columns are
-    # listed flat also under a name the left side has (as Spark's `*` over a join), so only a reference to such
-    # a name without its alias is ambiguous.
+def exposed_spec(bound: BoundClause) -> TemporalJoinSpec:
+    """The spec of the SQL door's shape of join ``bound``: the right columns it lists flat beside the left ones.
+
+    The versioned table's key and time columns are listed flat only under a name the left side leaves free
+    (as before: `SELECT ts` and `SELECT *` of a query that ran keep their meaning); its other columns are
+    listed flat also under a name the left side has (as Spark's `*` over a join), so only a reference to such
+    a name without its alias is ambiguous.  The streaming SQL door shapes its joined rows by the same spec.
+    """
+    spec, right_columns = bound.spec, bound.right.columns
+    versioned = spec.versioned
+    left_columns = bound.left.columns[: len(bound.left.columns) - len(hidden_columns(bound.clause))]
     own = {*versioned.key, versioned.time}
     flat_right = [
         c for c in right_columns if c not in versioned.meta_columns and not (c in own and c in left_columns)
     ]
-    spec = TemporalJoinSpec(
+    return TemporalJoinSpec(
         versioned, left_time=spec.left_time, left_key=spec.left_key, how=spec.how, right_columns=flat_right,
-        predicate=spec.predicate, where=where,
+        predicate=spec.predicate, where=spec.where,
     )
+
+
+def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
+    bound = bind_clause(spark, clause, n)
+    clause, left_df, right_df = bound.clause, bound.left, bound.right
+    spec = exposed_spec(bound)
+    hidden = hidden_columns(clause)
+    left_columns = left_df.columns[: len(left_df.columns) - len(hidden)]
     body = render.temporal_join_sql(
-        spec, f"{keyed_left_relation(clause)} AS __tw_left{n}", _versions_of(spark, clause), left_columns, right_columns,
-        left_alias=clause.left_alias, right_alias=clause.right_alias, nested=True,
+        spec, f"{keyed_left_relation(clause)} AS __tw_left{n}", _versions_of(spark, clause), left_columns,
+        right_df.columns, left_alias=clause.left_alias, right_alias=clause.right_alias, nested=True,
         time_domain=spec.time_domain(schema_kinds(left_df.schema), schema_kinds(right_df.schema)),
     )
     return f"({body}) AS __tw_join{n}"
@@ -169,4 +177,4 @@ def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
 
 sql_rewrite.register(sql_rewrite.ClauseRewriter("temporal join", 20, rewrite_temporal_joins))
 
-__all__ = ["BoundClause", "bind_clause", "hidden_columns", "keyed_left_relation", "rewrite_temporal_joins"]
+__all__ = ["BoundClause", "bind_clause", "exposed_spec", "hidden_columns", "keyed_left_relation", "rewrite_temporal_joins"]

@@ -57,7 +57,7 @@ and its ``from_json`` builds a new reader with an 8 KB buffer per value: sampled
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -456,6 +456,16 @@ def _sequence(value: Any) -> int:
 # Building the stream
 # =================================================================================================
 @dataclass(frozen=True)
+class SqlExposure:
+    """The SQL door's shape of a temporal join's rows (:mod:`timeweave.spark.temporal_join_sql`): the left
+    columns, the right columns ``spec`` outputs flat, and each side as a struct named by its alias."""
+
+    spec: TemporalJoinSpec
+    left_alias: str
+    right_alias: str
+
+
+@dataclass(frozen=True)
 class StreamingJoin:
     """A streaming temporal join: the tagged stream and how to split each of its micro-batches.
 
@@ -468,6 +478,12 @@ class StreamingJoin:
     left_schema: T.StructType
     right_schema: T.StructType
     mode: str
+    #: The left key columns the SQL door computed from key expressions (last in ``left_schema``): keyed on,
+    #: never output (the late output and the dead letters' ``row`` leave them out, as the batch door does).
+    hidden_left: tuple[str, ...] = ()
+    #: How the main output is shaped: None is the plain output (the spec's); a :class:`SqlExposure` is the SQL
+    #: door's subquery shape (the streaming SQL door runs the query around the join over it).
+    exposure: SqlExposure | None = None
 
     #: The batch's cache is mostly read by the main output's write: uncompressed (see the host's writer).
     compress_cache: ClassVar[bool] = False
@@ -495,7 +511,11 @@ class StreamingJoin:
     @functools.cached_property
     def _finalizer(self) -> plan.Finalizer:
         """The finalize step of :meth:`split`, parsed once per job (see :class:`plan.Finalizer`)."""
-        return plan.Finalizer(self.spec, self.left_schema.fieldNames(), self.right_schema.fieldNames())
+        left = [c for c in self.left_schema.fieldNames() if c not in self.hidden_left]
+        if self.exposure is None:
+            return plan.Finalizer(self.spec, left, self.right_schema.fieldNames())
+        e = self.exposure
+        return plan.Finalizer(e.spec, left, self.right_schema.fieldNames(), e.left_alias, e.right_alias, nested=True)
 
     def split(self, batch: DataFrame) -> BatchOutputs:
         """Main (finalized), late and dead-letter DataFrames of one micro-batch of :attr:`stream`."""
@@ -528,7 +548,7 @@ class StreamingJoin:
             from_wire(F.col(L_ROW), self.left_schema).alias("__tw_l"),
             F.col(REASON).alias("reason"),
             F.timestamp_micros(F.col(WATERMARK)).alias("watermark"),
-        ).select("__tw_l.*", "reason", "watermark")
+        ).select("__tw_l.*", "reason", "watermark").drop(*self.hidden_left)
         dead = batch.where(kind == DEAD).select(
             F.col(OUT_SIDE).alias("side"), F.col(REASON).alias("reason"), F.col(L_ROW).alias("row")
         )
@@ -546,12 +566,14 @@ def temporal_join_stream(
     retention: StateRetention | None = None,
     heartbeat: DataFrame | None = None,
     buckets: int = DEFAULT_BUCKETS,
+    hidden_left: Sequence[str] = (),
 ) -> StreamingJoin:
     """The streaming temporal join of two streaming DataFrames (see the module docstring).
 
     ``left_watermark``/``right_watermark`` are each side's allowed out-of-orderness (Spark delay
     strings); ``heartbeat`` is an optional stream with one timestamp column whose rows advance both
-    sides' watermarks (the job uses it to flush at end of input).  ``buckets`` is how many hash
+    sides' watermarks (the job uses it to flush at end of input).  ``hidden_left``: left columns the join keys
+    on but never outputs (the SQL door's key expressions, last in ``left``).  ``buckets`` is how many hash
     buckets the join keys are spread over (the operator's grouping key); it is part of the state
     layout, so a checkpoint must be resumed with the same value.
 
@@ -584,7 +606,7 @@ def temporal_join_stream(
             f"found {right.schema[spec.versioned.sequence].dataType.simpleString()}",
             where=spec.versioned.where,
         )
-    left_in = _internal_with_dead(left, spec, "left", buckets)
+    left_in = _internal_with_dead(left, spec, "left", buckets, tuple(hidden_left))
     right_in = _internal_with_dead(right, spec, "right", buckets)
     if mode == "event_time":
         if heartbeat is not None:
@@ -604,7 +626,7 @@ def temporal_join_stream(
         end_of_input_ms(max(delay_ms(left_watermark), delay_ms(right_watermark))),
     )
     joined = run_operator(internal, processor, OUTPUT_SCHEMA, event_time=mode == "event_time")
-    return StreamingJoin(joined, spec, left.schema, right.schema, mode)
+    return StreamingJoin(joined, spec, left.schema, right.schema, mode, tuple(hidden_left))
 
 
 def _internal(df: DataFrame, spec: TemporalJoinSpec, side: str, buckets: int = DEFAULT_BUCKETS) -> DataFrame:
@@ -637,7 +659,9 @@ def _internal_columns(df: DataFrame, spec: TemporalJoinSpec, side: str, buckets:
     return columns
 
 
-def _internal_with_dead(df: DataFrame, spec: TemporalJoinSpec, side: str, buckets: int) -> DataFrame:
+def _internal_with_dead(
+    df: DataFrame, spec: TemporalJoinSpec, side: str, buckets: int, hidden: tuple[str, ...] = (),
+) -> DataFrame:
     """All of one side's rows in the internal schema: :func:`_internal`'s for valid rows, dead letters tagged.
 
     One projection over the input (see "Dead letters" in the module docstring): a dead letter's op
@@ -652,7 +676,7 @@ def _internal_with_dead(df: DataFrame, spec: TemporalJoinSpec, side: str, bucket
         replaced = {OP: F.lit(UNMATCHED_LEFT), TS: F.lit(DEAD_TS).cast("timestamp")}
         reason = F.lit(None)
     else:
-        original = F.to_json(F.struct(*[named(c) for c in df.columns]))
+        original = F.to_json(F.struct(*[named(c) for c in df.columns if c not in hidden]))
         replaced = {
             OP: F.lit(DEAD_LEFT if side == "left" else DEAD_RIGHT),
             TS: F.lit(DEAD_TS).cast("timestamp"),
@@ -671,6 +695,7 @@ __all__ = [
     "OUTPUT_SCHEMA",
     "STATE",
     "BatchOutputs",
+    "SqlExposure",
     "StreamingJoin",
     "TemporalJoinProcessor",
     "temporal_join_stream",

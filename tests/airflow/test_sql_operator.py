@@ -44,7 +44,7 @@ def test_a_sql_file_is_rendered_as_a_template(tmp_path):
     op.resolve_template_files()
     op.render_template_fields(_context())
     assert f"{tmp_path / 'counts'}/2026-01-01" in op.sql and "{{" not in op.sql
-    assert TimeweaveSqlOperator.template_fields == ("sql", "conn_id", "spark_conf", "metrics_file")
+    assert TimeweaveSqlOperator.template_fields == ("sql", "conn_id", "spark_conf", "metrics_file", "checkpoint")
 
 
 def test_a_bad_script_fails_the_task_before_anything_is_submitted(fake_spark):
@@ -56,7 +56,7 @@ def test_a_bad_script_fails_the_task_before_anything_is_submitted(fake_spark):
     assert fake_spark() == []
 
 
-def test_a_sql_job_takes_no_job_arguments():
+def test_a_sql_job_takes_only_its_own_job_arguments():
     with pytest.raises(ValueError, match=r"argument 'start': a sql job does not take it"):
         TimeweaveHook().run("sql", "INSERT INTO t SELECT 1", start="2026-01-01")
 
@@ -72,6 +72,26 @@ def test_spark_submit_ships_the_script_inline_and_the_job_cli_reads_it(fake_spar
     job_args = argv[argv.index(default_application()) + 1:]
     parsed = parser().parse_args(job_args)
     assert (parsed.kind, parsed.script, parsed.file) == ("sql", script, None)
+
+
+def test_a_streaming_script_reaches_the_job_cli_with_its_checkpoint_and_flush(fake_spark, tmp_path):
+    from timeweave.jobs.cli import parser
+
+    script = _script(tmp_path).replace("INSERT OVERWRITE", "INSERT INTO")
+    op = TimeweaveSqlOperator(task_id="sql", sql=script, launcher="spark-submit", mode="streaming",
+                              checkpoint=str(tmp_path / "chk"), flush=True)
+    op.execute(_context())
+    ((_, argv),) = fake_spark()
+    parsed = parser().parse_args(argv[argv.index(default_application()) + 1:])
+    assert (parsed.mode, parsed.checkpoint, parsed.flush, parsed.processing_time) == (
+        "streaming", str(tmp_path / "chk"), True, None)
+
+
+def test_a_streaming_script_is_checked_by_streamings_rules_before_anything_is_submitted(fake_spark, tmp_path):
+    op = TimeweaveSqlOperator(task_id="sql", sql=_script(tmp_path), launcher="spark-submit", mode="streaming")
+    with pytest.raises(Exception, match="a streaming query appends"):
+        op.execute(_context())
+    assert fake_spark() == []
 
 
 def test_a_script_too_long_for_one_argument_is_refused_with_the_reason():

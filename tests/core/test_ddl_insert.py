@@ -43,6 +43,20 @@ def test_sinks_are_checked_before_spark_runs() -> None:
     bad = SINK.replace("'parquet'", "'debezium-json'") + "INSERT INTO s SELECT 1, 'x'"
     with pytest.raises(QuerySyntaxError, match="must be a filesystem table"):
         check_script(bad)
-    with pytest.raises(SpecError, match="streaming SQL scripts"):
-        check_script(SINK + "INSERT INTO s SELECT 1, 'x'", mode="streaming")
+    with pytest.raises(SpecError, match="unknown mode 'stream'"):
+        check_script(SINK + "INSERT INTO s SELECT 1, 'x'", mode="stream")
     assert len(check_script(SINK + "INSERT INTO s SELECT 1, 'x'")) == 2
+    assert len(check_script(SINK + "INSERT INTO s SELECT 1, 'x'", mode="streaming")) == 2
+
+
+@pytest.mark.parametrize(("script", "message", "at"), [
+    (SINK.replace("'parquet'", "'csv'") + "INSERT INTO s SELECT 1, 'x'", "written by a streaming query", "'csv'"),
+    (SINK + "INSERT OVERWRITE s SELECT 1, 'x'", "a streaming query appends", "s SELECT"),
+    (SINK + "INSERT INTO catalog_t SELECT 1, 'x'", "sink is a filesystem table declared earlier", "catalog_t"),
+    ("INSERT INTO s SELECT 1, 'x';\n" + SINK, "sink is a filesystem table declared earlier", "s SELECT 1, 'x';"),
+], ids=["csv sink", "overwrite", "catalog sink", "sink declared after"])
+def test_a_streaming_script_needs_parquet_sinks_it_declares_and_appends(script: str, message: str, at: str) -> None:
+    with pytest.raises(QuerySyntaxError, match=message) as caught:
+        check_script(script, mode="streaming")
+    assert script[caught.value.position:].startswith(at)
+    check_script(script.replace("OVERWRITE", "INTO") if "OVERWRITE" in script else SINK + "INSERT INTO s SELECT 1, 'x'")

@@ -54,6 +54,15 @@ class ComputedColumn:
     expression: str
     position: int
 
+    @property
+    def proctime(self) -> bool:
+        """``col AS PROCTIME()``: Flink's processing-time attribute (the wall clock when a row is processed).
+
+        >>> ComputedColumn("p", "current_timestamp()", 0).proctime, ComputedColumn("t", "to_timestamp_ntz(s)", 0).proctime
+        (True, False)
+        """
+        return "".join(self.expression.split()).lower() == "current_timestamp()"
+
 
 Column = PhysicalColumn | MetadataColumn | ComputedColumn
 
@@ -110,6 +119,11 @@ class CreateTable:
     @property
     def physical(self) -> tuple[PhysicalColumn, ...]:
         return tuple(c for c in self.columns if isinstance(c, PhysicalColumn))
+
+    @property
+    def proctime_columns(self) -> tuple[str, ...]:
+        """The columns declared ``AS PROCTIME()`` (processing-time attributes)."""
+        return tuple(c.name for c in self.columns if isinstance(c, ComputedColumn) and c.proctime)
 
     @property
     def versioned(self) -> bool:

@@ -1,0 +1,234 @@
+"""A Flink SQL script in streaming mode (``timeweave-job sql --mode streaming``): each INSERT a checkpointed query.
+
+* Flushed, the streaming script writes the batch script's rows and dead letters (random orders with out-of-order
+  times, NULL keys and NULL times; inner and LEFT joins; a key expression), and Flink's rows of ``tj_pk_inner``.
+* Restarted across runs with late rows, it writes exactly what the temporal join's streaming job config writes
+  over the same files in the same runs (main, late and dead letter): the door translates, never re-decides.
+* A ``PROCTIME()`` column makes Flink's processing-time temporal join: each order joins its key's latest version.
+* What streaming cannot run (an aggregate around the join, MATCH_RECOGNIZE, a left time that is no time attribute)
+  fails before any Spark job, positioned in the script.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.flink_cases import load_case, rows_as_text
+from tests.spark.test_ddl_tables import _headerless_csv
+from tests.spark.test_sql_script_job import SCRIPT as FLINK_SCRIPT
+from timeweave.core.errors import QuerySyntaxError
+from timeweave.jobs import cli
+from timeweave.jobs.sql_script import run_sql_script
+from timeweave.jobs.streaming import run_streaming
+
+pytestmark = pytest.mark.spark
+
+DELAY = 5
+
+SCRIPT = """-- orders enriched with the rate in force at each order's time
+CREATE TEMPORARY TABLE {orders} (
+  order_id STRING, currency STRING, price DECIMAL(10, 2), order_time TIMESTAMP(3){proc},
+  WATERMARK FOR order_time AS order_time - INTERVAL '{delay}' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '{orders_path}', 'format' = 'csv');
+CREATE TEMPORARY TABLE {rates} (
+  currency STRING, rate DECIMAL(10, 4), update_time TIMESTAMP(3),
+  PRIMARY KEY (currency) NOT ENFORCED,
+  WATERMARK FOR update_time AS update_time - INTERVAL '{delay}' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '{rates_path}', 'format' = 'csv');
+CREATE TEMPORARY TABLE {sink} (
+  order_id STRING, currency STRING, price DECIMAL(10, 2), order_time TIMESTAMP(3), rate DECIMAL(10, 4),
+  update_time TIMESTAMP(3), price_eur DECIMAL(24, 6)
+) WITH ('connector' = 'filesystem', 'path' = '{sink_path}', 'format' = 'parquet');
+INSERT INTO {sink}
+SELECT o.order_id, o.currency, o.price, o.order_time, r.rate, r.update_time, o.price * r.rate AS price_eur
+FROM {orders} AS o
+{how} JOIN {rates} FOR SYSTEM_TIME AS OF o.{time} AS r
+ON {key} = r.currency
+WHERE o.price >= 0;
+"""
+
+CURRENCIES = ["EUR", "USD", "JPY", "GBP"]
+
+
+def _script(tmp_path: Path, *, how: str = "", key: str = "o.currency", time: str = "order_time", proc: str = "",
+            orders: Path | None = None, rates: Path | None = None, sink: str = "out") -> str:
+    tag = uuid.uuid4().hex[:8]
+    return SCRIPT.format(
+        orders=f"orders_{tag}", rates=f"rates_{tag}", sink=f"sink_{tag}", delay=DELAY, how=how, key=key, time=time,
+        proc=proc, orders_path=orders or tmp_path / "orders", rates_path=rates or tmp_path / "rates",
+        sink_path=tmp_path / sink)
+
+
+def _stamp(second: int) -> str:
+    return f"2024-03-01 {10 + second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
+
+
+def _orders(rng: random.Random, n: int, start: int, span: int, prefix: str) -> list[str]:
+    """Orders over ``[start, start + span)`` seconds in random order; some with a NULL currency or time."""
+    lines = []
+    for i in range(n):
+        currency = "" if rng.random() < 0.08 else rng.choice(CURRENCIES)
+        when = "" if rng.random() < 0.05 else _stamp(start + rng.randrange(span))
+        lines.append(f"{prefix}{i},{currency},{rng.randrange(-5, 500)}.{rng.randrange(100):02d},{when}")
+    return lines
+
+
+def _rates(rng: random.Random, n: int, start: int, span: int) -> list[str]:
+    lines = []
+    for _ in range(n):
+        currency = "" if rng.random() < 0.05 else rng.choice(CURRENCIES)
+        lines.append(f"{currency},{rng.randrange(1, 3)}.{rng.randrange(10_000):04d},{_stamp(start + rng.randrange(span))}")
+    return lines
+
+
+def _write(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _main(spark, path: Path) -> list[tuple]:
+    return sorted(map(tuple, spark.read.parquet(str(path)).collect()), key=repr)
+
+
+def _dead(spark, path: Path) -> list[tuple]:
+    if not path.exists():
+        return []
+    return sorted((r["reason"], r["row"]) for r in spark.read.parquet(str(path)).collect())
+
+
+@pytest.mark.parametrize(("how", "key"), [("", "o.currency"), ("LEFT", "o.currency"), ("", "upper(o.currency)")],
+                         ids=["inner", "left", "key expression"])
+def test_a_flushed_streaming_script_writes_the_batch_scripts_rows(spark, tmp_path: Path, how: str, key: str) -> None:
+    rng = random.Random(f"{how}{key}")
+    _write(tmp_path / "orders" / "part-0.csv", _orders(rng, 300, 0, 600, "o"))
+    _write(tmp_path / "rates" / "part-0.csv", _rates(rng, 60, 0, 600))
+    streaming = run_sql_script(spark, _script(tmp_path, how=how, key=key, sink="stream"), mode="streaming",
+                               checkpoint=str(tmp_path / "chk"), flush=True)
+    batch = run_sql_script(spark, _script(tmp_path, how=how, key=key, sink="batch"))
+    rows = _main(spark, tmp_path / "batch")
+    assert rows and _main(spark, tmp_path / "stream") == rows
+    dead = _dead(spark, tmp_path / "batch_dead_letter")
+    assert dead and _dead(spark, tmp_path / "stream_dead_letter") == dead
+    [one] = streaming["inserts"]
+    assert one["flushed"] and one["late"] == 0 and one["rows_out"] == len(rows) == batch["rows_out"]
+    assert one["dead_letter"] == len(dead) and one["rows_in_left"] == 300 and one["rows_in_right"] == 60
+    if key != "o.currency":  # the hidden key column stays out of the dead letters, as in the batch door
+        assert all("upper" not in row for _, row in dead)
+
+
+def test_flinks_rows_through_the_streaming_cli(spark, tmp_path: Path, capsys) -> None:
+    # the batch job's Flink script (test_sql_script_job) without its GROUP BY insert, which streams no Flink rows
+    text = FLINK_SCRIPT.split("CREATE TEMPORARY TABLE {counts}")[0] + "INSERT INTO {sink}\n" + (
+        FLINK_SCRIPT.split("INSERT INTO {sink}\n")[1].split("INSERT OVERWRITE")[0])
+    tag = uuid.uuid4().hex[:8]
+    script = text.format(
+        orders=f"orders_{tag}", rates=f"rates_{tag}", sink=f"sink_{tag}",
+        orders_path=_headerless_csv(tmp_path, "tj_pk_inner", "orders.csv"),
+        rates_path=_headerless_csv(tmp_path, "tj_pk_inner", "currency_rates.csv"), sink_path=tmp_path / "out")
+    path = tmp_path / "job.sql"
+    path.write_text(script)
+    argv = ["sql", "--file", str(path), "--mode", "streaming", "--checkpoint", str(tmp_path / "chk"), "--flush"]
+    assert cli.main(argv) == 0
+    metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1].split(" ", 1)[1])
+    header, expected = load_case("tj_pk_inner").expected()
+    assert rows_as_text(spark.read.parquet(str(tmp_path / "out")), header) == sorted(expected)
+    assert metrics["mode"] == "streaming" and metrics["rows_out"] == len(expected)
+    assert cli.main(argv) == 0  # a re-run resumes from the checkpoint: nothing new, nothing written twice
+    assert spark.read.parquet(str(tmp_path / "out")).count() == len(expected)
+
+
+def _job_config(tmp_path: Path) -> dict:
+    schema = "order_id STRING, currency STRING, price DECIMAL(10, 2), order_time TIMESTAMP_NTZ"
+    return {
+        "left": {"path": str(tmp_path / "orders"), "format": "csv", "schema": schema,
+                 "watermark_delay": f"{DELAY} seconds"},
+        "right": {"path": str(tmp_path / "rates"), "format": "csv",
+                  "schema": "currency STRING, rate DECIMAL(10, 4), update_time TIMESTAMP_NTZ",
+                  "watermark_delay": f"{DELAY} seconds"},
+        "versioned": {"key": "currency", "time": "update_time"},
+        "join": {"left_time": "order_time", "how": "left"},
+        "output": {"path": str(tmp_path / "job")},
+        "checkpoint": str(tmp_path / "job_chk"),
+    }
+
+
+def test_a_restarted_streaming_script_writes_the_streaming_jobs_rows(spark, tmp_path: Path) -> None:
+    rng = random.Random(7)
+    script = _script(tmp_path, how="LEFT")
+    config = _job_config(tmp_path)
+
+    def both(flush: bool) -> None:
+        run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"), flush=flush)
+        run_streaming(config, spark, flush=flush)
+
+    _write(tmp_path / "orders" / "part-0.csv", _orders(rng, 200, 0, 1200, "a"))
+    _write(tmp_path / "rates" / "part-0.csv", _rates(rng, 40, 0, 1200))
+    both(False)
+    # the second file's orders before second 1,000 are behind the watermark the first run reached: late
+    _write(tmp_path / "orders" / "part-1.csv", _orders(rng, 200, 600, 1200, "b"))
+    _write(tmp_path / "rates" / "part-1.csv", _rates(rng, 40, 1000, 900))
+    both(False)
+    both(True)
+    columns = ["order_id", "currency", "price", "order_time", "rate"]  # the job outputs no version time
+    job_rows = spark.read.parquet(str(tmp_path / "job")).where("price >= 0").select(*columns)  # the script's WHERE
+    job = sorted(map(tuple, job_rows.collect()), key=repr)
+    assert job and sorted((r[:5] for r in _main(spark, tmp_path / "out")), key=repr) == job
+    late = sorted(r["order_id"] for r in spark.read.parquet(str(tmp_path / "job_late")).collect())
+    assert late and sorted(r["order_id"] for r in spark.read.parquet(str(tmp_path / "out_late")).collect()) == late
+    assert _dead(spark, tmp_path / "out_dead_letter") == _dead(spark, tmp_path / "job_dead_letter")
+    assert spark.read.parquet(str(tmp_path / "out")).where("price_eur <> price * rate").count() == 0
+
+
+def test_a_proctime_column_makes_a_processing_time_join(spark, tmp_path: Path) -> None:
+    _write(tmp_path / "rates" / "part-0.csv", ["EUR,1.1000,2024-03-01 10:00:00", "EUR,1.2000,2024-03-01 11:00:00",
+                                                "USD,0.9000,2024-03-01 10:30:00"])
+    script = _script(tmp_path, proc=", proc AS PROCTIME()", time="proc", how="LEFT")
+    chk = str(tmp_path / "chk")
+    (tmp_path / "orders").mkdir()
+    run_sql_script(spark, script, mode="streaming", checkpoint=chk)
+    # orders from any time join the version in force when they are processed: the latest, without waiting
+    _write(tmp_path / "orders" / "part-0.csv", ["o1,EUR,10.00,2024-03-01 09:00:00", "o2,USD,20.00,2024-03-01 12:00:00",
+                                                 "o3,JPY,1.00,2024-03-01 10:00:00"])
+    metrics = run_sql_script(spark, script, mode="streaming", checkpoint=chk)
+    got = {r["order_id"]: r["rate"] for r in spark.read.parquet(str(tmp_path / "out")).collect()}
+    assert {k: None if v is None else str(v) for k, v in got.items()} == {"o1": "1.2000", "o2": "0.9000", "o3": None}
+    assert metrics["inserts"][0]["late"] == 0
+
+
+@pytest.mark.parametrize(("change", "message", "at"), [
+    (("SELECT o.order_id, o.currency, o.price, o.order_time, r.rate, r.update_time, o.price * r.rate AS price_eur",
+      "SELECT MAX(o.order_id), MAX(o.currency), SUM(o.price), MAX(o.order_time), MAX(r.rate), MAX(r.update_time), 0"),
+     "holds Aggregate", "orders_"),
+    (("WHERE o.price >= 0;", "ORDER BY o.price LIMIT 5;"), "holds GlobalLimit, LocalLimit, Sort", "orders_"),
+    (("SELECT o.order_id,", "SELECT DISTINCT o.order_id,"), "holds Distinct", "orders_"),
+    (("o.price * r.rate AS price_eur", "COUNT(*) OVER (PARTITION BY o.currency)"), "holds Window", "orders_"),
+    ((",\n  WATERMARK FOR order_time AS order_time - INTERVAL '5' SECOND", ""), "declares no WATERMARK", "orders_"),
+])
+def test_what_streaming_cannot_run_fails_before_any_spark_job(spark, tmp_path: Path, change, message, at) -> None:
+    _write(tmp_path / "orders" / "part-0.csv", ["o1,EUR,10.00,2024-03-01 09:00:00"])
+    _write(tmp_path / "rates" / "part-0.csv", ["EUR,1.1000,2024-03-01 08:00:00"])
+    script = _script(tmp_path).replace(*change)
+    with pytest.raises(QuerySyntaxError, match=message) as caught:
+        run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"))
+    assert script[caught.value.position:].startswith(at)
+    assert not (tmp_path / "out").exists()
+
+
+def test_match_recognize_in_a_streaming_script_names_the_job_config(spark, tmp_path: Path) -> None:
+    _write(tmp_path / "orders" / "part-0.csv", ["o1,EUR,10.00,2024-03-01 09:00:00"])
+    _write(tmp_path / "rates" / "part-0.csv", ["EUR,1.1000,2024-03-01 08:00:00"])
+    script = _script(tmp_path)
+    orders = re.search(r"TABLE (orders_\w+)", script).group(1)
+    script = script[: script.index("SELECT o.order_id")] + (
+        f"SELECT * FROM {orders} MATCH_RECOGNIZE (ORDER BY order_time MEASURES A.order_id AS a, A.currency AS c, "
+        "A.price AS p, A.order_time AS t, 1.0 AS r, A.order_time AS u, A.price AS e PATTERN (A) "
+        "DEFINE A AS A.price > 0);\n")
+    with pytest.raises(QuerySyntaxError, match="MATCH_RECOGNIZE in a streaming SQL script") as caught:
+        run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"))
+    assert script[caught.value.position:].startswith(orders)
