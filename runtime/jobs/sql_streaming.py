@@ -64,15 +64,16 @@ def stream(spark: Any, job: SqlInsertJob, rows: Mapping[str, Any], control: Any)
     from timeweave.jobs.streaming import StreamingRun
     from timeweave.spark.sql_streaming import streaming_sql
     from timeweave.spark.temporal_join_streaming import DEAD as JOIN_DEAD
-    from timeweave.spark.temporal_join_streaming import KIND, L_ROW, OUT_SIDE, REASON
+    from timeweave.spark.temporal_join_streaming import KIND, L_ROW, OUT_SIDE, REASON, StreamingJoin
 
     insert = job.insert
     query = streaming_sql(spark, in_place(insert.script, insert.query_start, insert.query), heartbeat=control,
                           finish=job.finish)
-    if query.operator is not None:
+    if isinstance(query.operator, StreamingJoin):  # two inputs, counted apart
         metrics = {"rows_in_left": 0, "rows_in_right": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}
     else:
         metrics = {"rows_in": 0, "rows_out": 0, "late": 0, "dead_letter": 0, "batches": 0}
+    # The dead-letter columns take a source's malformed records in: the driver reads no source here, so none come.
     return StreamingRun(query, {KIND: f"={JOIN_DEAD}", OUT_SIDE: "side", REASON: "reason", L_ROW: "row"}, metrics,
                         {"kind": "sql", "table": insert.table})
 

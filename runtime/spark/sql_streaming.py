@@ -1,22 +1,27 @@
 """A ``timeweave.sql`` query as a streaming query: what a Flink SQL script's ``INSERT INTO`` runs in streaming mode.
 
 The query's relations are streaming views (a script's ``CREATE TABLE`` statements registered with
-``streaming=True``: :func:`timeweave.spark.ddl.create_table`).  Its temporal join (``JOIN r FOR SYSTEM_TIME AS OF
-o.t``, also written as Flink's temporal table function ``LATERAL TABLE (Rates(o.t))``) runs as the streaming
-operator (:mod:`timeweave.spark.temporal_join_streaming`): rows wait for the watermark, late rows go to the late
-output, rows the join cannot use to the dead letter, as in a streaming job.  The query around the join runs per
-micro-batch over the join's rows, shaped exactly as the batch door's subquery shapes them
-(:func:`timeweave.spark.temporal_join_sql.exposed_spec`: ``o.col`` / ``r.col`` and the flat columns), so the
-projection, the filters and the functions are the batch door's, and a flushed stream writes the batch door's rows.
+``streaming=True``: :func:`timeweave.spark.ddl.create_table`).  Its one operator runs as that operator's streaming
+registration, so rows wait for the watermark, late rows go to the late output and rows the operator cannot use
+to the dead letter, as in the operator's streaming job:
 
-What the query around the join may do: row by row work (projections, filters, any scalar function, ``CASE``,
-``explode``).  An aggregate, a sort, a LIMIT, DISTINCT, a window function or another join needs the whole stream
-and is refused before any Spark job (run the query in batch mode, or as its own streaming job).  The join's
-time: the left table's ``WATERMARK`` column (an event-time join: each side's watermark is its table's ``WATERMARK
-FOR ... - INTERVAL``) or a ``PROCTIME()`` column (Flink's processing-time temporal join: each row joins its key's
-latest version when it is processed, without waiting).  A query without a temporal join runs row by row too (an
-``INSERT INTO sink SELECT ... FROM source WHERE ...``); MATCH_RECOGNIZE and window TVFs in a streaming script are
-not supported yet (their streaming jobs run them).
+* a temporal join (``JOIN r FOR SYSTEM_TIME AS OF o.t``, also Flink's temporal table function form ``LATERAL
+  TABLE (Rates(o.t))``): :mod:`timeweave.spark.temporal_join_streaming`, its rows shaped exactly as the batch
+  door's subquery shapes them (:func:`timeweave.spark.temporal_join_sql.exposed_spec`: ``o.col`` / ``r.col`` and
+  the flat columns).  The time is the left table's ``WATERMARK`` column (an event-time join: each side's watermark
+  is its table's ``WATERMARK FOR ... - INTERVAL``) or a ``PROCTIME()`` column (Flink's processing-time temporal
+  join: each row joins its key's latest version when it is processed, without waiting);
+* a window aggregation over one TUMBLE / HOP / CUMULATE call (also Flink's legacy ``GROUP BY TUMBLE(...)``) of
+  the shape :mod:`timeweave.core.windows.aggregate_sql` reads: :mod:`timeweave.spark.window_streaming`, the
+  SELECT block a projection of its rows under the batch door's output names;
+* MATCH_RECOGNIZE over a table, ordered by its WATERMARK column first: :mod:`timeweave.spark.match_recognize_streaming`.
+
+The query around the operator runs per micro-batch over the operator's rows, so the projection, the filters and
+the functions are the batch door's, and a flushed stream writes the batch door's rows.  It must work row by row
+(projections, filters, any scalar function, ``CASE``, ``explode``): an aggregate, a sort, a LIMIT, DISTINCT, a
+window function or another join needs the whole stream and is refused before any Spark job (run the query in
+batch mode, or as a streaming job config).  A query without an operator runs row by row too (``INSERT INTO sink
+SELECT ... FROM source WHERE ...``).
 """
 
 from __future__ import annotations
@@ -30,10 +35,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from timeweave.core.errors import QuerySyntaxError
-from timeweave.core.match_sql import find_match_recognize
+from timeweave.core.match_sql import MatchRecognizeClause, find_match_recognize
+from timeweave.core.sql_tokens import split_qualified_name
 from timeweave.core.temporal_sql import TemporalJoinClause, find_temporal_joins
+from timeweave.core.windows.aggregate_sql import Declined, window_aggregate_query
 from timeweave.core.windows.legacy_sql import rewrite_group_windows
-from timeweave.core.windows.tvf_sql import find_window_tvfs
+from timeweave.core.windows.tvf_sql import WindowTvf, find_window_tvfs
 from timeweave.spark import render
 from timeweave.spark.host.stream import BatchOutputs
 from timeweave.spark.host.writer import OutputCounts
@@ -41,7 +48,8 @@ from timeweave.spark.registration import time_attributes
 from timeweave.spark.temp_views import drop_temp_view
 from timeweave.spark.temporal_functions import rewrite_temporal_function_joins
 from timeweave.spark.temporal_join_sql import bind_clause, exposed_spec, hidden_columns
-from timeweave.spark.temporal_join_streaming import SqlExposure, StreamingJoin, temporal_join_stream
+from timeweave.spark.temporal_join_streaming import SqlExposure, temporal_join_stream
+from timeweave.spark.window_render import window_tvf_sql
 
 _views = itertools.count()
 
@@ -59,12 +67,13 @@ class StreamingSqlQuery:
     """The tagged stream of a streaming SQL query (a ``TaggedStream`` of the host's writer): the operator's
     stream, each micro-batch's main rows put through the query around the operator (and ``finish``).
 
-    ``operator``: the streaming operator's stream (a ``StreamingJoin``), or None for a query without one (then
+    ``operator``: the streaming operator's stream (a ``StreamingJoin``, ``StreamingWindows``, ``StreamingMatch``),
+    or None for a query without one (then
     :attr:`source` is the query itself, every row is a main row).  ``outer``: the query with the operator's clause
     replaced by ``view``, which each micro-batch's main rows are registered as.
     """
 
-    operator: StreamingJoin | None
+    operator: Any
     source: DataFrame | None
     outer: str
     view: str
@@ -119,9 +128,9 @@ def streaming_sql(
 ) -> StreamingSqlQuery:
     """``query`` over streaming views as a tagged stream for the host's writer (see the module docstring).
 
-    ``heartbeat``: the job's control stream (its rows move both sides' watermarks: the end-of-input flush).
-    ``finish``: applied to each micro-batch's main rows (a script casts them to its sink's columns).  Raises a
-    positioned error for what streaming cannot run, before any Spark job.
+    ``heartbeat``: the job's control stream (its rows move the watermarks: the end-of-input flush).  ``finish``:
+    applied to each micro-batch's main rows (a script casts them to its sink's columns).  Raises a positioned
+    error for what streaming cannot run, before any Spark job.
 
     Example::
 
@@ -131,21 +140,109 @@ def streaming_sql(
         query.stream.writeStream.foreachBatch(TaggedWriter(spark, query, paths, metrics)).start()
     """
     query = rewrite_temporal_function_joins(spark, query)  # Flink's LATERAL TABLE form is a temporal join
-    _refuse_unsupported(query)
-    clauses = find_temporal_joins(query)
+    query = rewrite_group_windows(query)  # Flink's legacy group windows are window TVF calls
     view = f"__tw_streaming_rows_{next(_views)}"
-    if not clauses:
+    found = [(c.start, "MATCH_RECOGNIZE", c) for c in find_match_recognize(query)]
+    found += [(c.start, "window TVF", c) for c in find_window_tvfs(query)]
+    found += [(c.start, "temporal join", c) for c in find_temporal_joins(query)]
+    found.sort(key=lambda f: f[0])
+    if not found:
         source = spark.sql(query)
         if not source.isStreaming:
             raise QuerySyntaxError("in streaming mode the query must read a streaming table (a CREATE TABLE of the "
                                    "script)", text=query, position=0)
-        result = StreamingSqlQuery(None, source, query, view, finish)
         _check_row_by_row(source, query, 0, "the query")
-        return result
-    if len(clauses) > 1:
-        raise QuerySyntaxError(f"in streaming mode a query holds one temporal join (found {len(clauses)}); run "
-                               "the others as queries of their own", text=query, position=clauses[1].start)
-    clause = clauses[0]
+        return StreamingSqlQuery(None, source, query, view, finish)
+    if len(found) > 1:
+        raise QuerySyntaxError(
+            f"in streaming mode a query runs one operator (found {', '.join(kind for _, kind, _ in found)}); run each "
+            "as the query of an INSERT of its own", text=query, position=found[1][0])
+    _, kind, clause = found[0]
+    build = {"MATCH_RECOGNIZE": _match_recognize, "window TVF": _window_aggregation, "temporal join": _temporal_join}
+    operator, outer, position = build[kind](spark, query, clause, view, heartbeat)
+    result = StreamingSqlQuery(operator, None, outer, view, finish)
+    probe = result.project(operator.split(spark.createDataFrame([], operator.stream.schema)).main)
+    _check_row_by_row(probe, query, position, f"the query around the {kind}")
+    return result
+
+
+def _streaming_table(spark: Any, query: str, relation: str, position: int, what: str) -> tuple[str, DataFrame]:
+    """The streaming table named ``relation`` (its name and DataFrame); a positioned error for anything else."""
+    name = relation.strip()
+    try:
+        parts = split_qualified_name(name)
+    except QuerySyntaxError:
+        parts = []
+    if len(parts) != 1:
+        raise QuerySyntaxError(f"in streaming mode the input of {what} is a table the script declares (CREATE TABLE "
+                               f"... WITH a WATERMARK), not {name[:40]!r}", text=query, position=position)
+    df = spark.table(render.quote(parts[0]))
+    if not df.isStreaming:
+        raise QuerySyntaxError(f"in streaming mode the input of {what}, {name}, must be a stream (declare it with "
+                               "CREATE TABLE in the script)", text=query, position=position)
+    return parts[0], df
+
+
+def _event_time_delay(spark: Any, query: str, name: str, column: str, position: int, what: str) -> int:
+    """The watermark delay (µs) of table ``name``, whose WATERMARK must be on ``column``."""
+    watermark, _ = time_attributes(spark, name)
+    if watermark is None or watermark[0].lower() != column.lower():
+        found = f"its WATERMARK is on {watermark[0]!r}" if watermark else "it declares no WATERMARK FOR ... AS col - INTERVAL ..."
+        raise QuerySyntaxError(f"in streaming mode {what} runs on the event time of {name}: {column!r} must be its "
+                               f"WATERMARK column; {found}", text=query, position=position)
+    return watermark[1]
+
+
+def _window_aggregation(spark: Any, query: str, call: WindowTvf, view: str, heartbeat: DataFrame | None):
+    """A window aggregation over one TUMBLE / HOP / CUMULATE call as the streaming window operator; the SELECT
+    block becomes a projection of its rows (the batch door's output names, from Spark's analysis)."""
+    from timeweave.spark.window_streaming import window_aggregate_stream
+    from timeweave.spark.windows import bind, session_zone
+
+    shape = window_aggregate_query(query, call)
+    if isinstance(shape, Declined):
+        raise QuerySyntaxError(
+            "in streaming mode a window TVF runs as a window aggregation (SELECT the window columns, GROUP BY keys "
+            f"and COUNT / SUM / MIN / MAX / AVG of a column, GROUP BY window_start, window_end, keys): {shape.reason}",
+            text=query, position=shape.position)
+    name, df = _streaming_table(spark, query, call.relation, call.relation_start, f"{call.function}")
+    delay = _event_time_delay(spark, query, name, call.time_column, call.start, f"{call.function}")
+    time, kind, spec = bind(df.schema, call.time_column, call.spec)
+    tvf = window_tvf_sql(spec, render.quote(name), df.columns, time, kind=kind, zone=session_zone(spark, kind))
+    names = spark.sql(query[shape.start : call.start] + "(" + tvf + ")" + query[call.end : shape.end]).columns
+    aggregates = {f"__tw_a{i}": item.aggregate for i, item in enumerate(shape.items) if item.aggregate}
+    windows = window_aggregate_stream(df, aggregates, keys=shape.keys, time=time, window=call.spec,
+                                      watermark=f"{delay // 1000} milliseconds", heartbeat=heartbeat)
+    selected = ", ".join(f"{render.quote(item.column or f'__tw_a{i}')} AS {render.quote(out)}"
+                         for i, (item, out) in enumerate(zip(shape.items, names, strict=True)))
+    outer = query[: shape.start] + f"SELECT {selected} FROM {render.quote(view)} __tw_windows" + query[shape.end :]
+    return windows, outer, call.start
+
+
+def _match_recognize(spark: Any, query: str, clause: MatchRecognizeClause, view: str, heartbeat: DataFrame | None):
+    """MATCH_RECOGNIZE over a streaming table as the streaming matcher; the clause becomes its rows' view."""
+    from timeweave.core.match_sql import reposition
+    from timeweave.spark.match_recognize_streaming import match_recognize_stream
+
+    name, df = _streaming_table(spark, query, clause.relation, clause.start, "MATCH_RECOGNIZE")
+    spec = clause.spec
+    first = spec.order_by[0].column if spec.order_by else None
+    if first is None or spec.order_by[0].descending:
+        raise QuerySyntaxError("in streaming mode MATCH_RECOGNIZE needs ORDER BY <event time> (ascending) first",
+                               text=query, position=clause.clause_start)
+    delay = _event_time_delay(spark, query, name, first, clause.clause_start, "MATCH_RECOGNIZE")
+    try:
+        matched = match_recognize_stream(df, spec, watermark=f"{delay // 1000} milliseconds", heartbeat=heartbeat)
+    except QuerySyntaxError as error:  # positioned in the clause: moved into the query
+        raise reposition(error, query, clause.clause_start) from None
+    replacement = render.quote(view)
+    if clause.alias is not None:
+        replacement += f" AS {render.quote(clause.alias)}{clause.alias_columns or ''}"
+    return matched, query[: clause.start] + replacement + query[clause.end :], clause.start
+
+
+def _temporal_join(spark: Any, query: str, clause: TemporalJoinClause, view: str, heartbeat: DataFrame | None):
+    """The temporal join as the streaming join; its rows shaped as the batch door's subquery."""
     bound = bind_clause(spark, clause, 1)
     if not (bound.left.isStreaming and bound.right.isStreaming):
         side = "left side" if not bound.left.isStreaming else f"versioned table {clause.right_name}"
@@ -159,11 +256,7 @@ def streaming_sql(
     )
     joined = dataclasses.replace(joined, exposure=SqlExposure(exposed_spec(bound), clause.left_alias,
                                                               clause.right_alias))
-    outer = _outer_query(clause, view)
-    result = StreamingSqlQuery(joined, None, outer, view, finish)
-    probe = result.project(joined.split(spark.createDataFrame([], joined.stream.schema)).main)
-    _check_row_by_row(probe, query, clause.start, "the query around the temporal join")
-    return result
+    return joined, _outer_query(clause, view), clause.start
 
 
 def _outer_query(clause: TemporalJoinClause, view: str) -> str:
@@ -198,18 +291,6 @@ def _join_times(spark: Any, clause: TemporalJoinClause) -> tuple[str, int, int]:
             f"in streaming mode the versioned table {clause.right_name} needs a WATERMARK FOR <time> AS <time> - "
             "INTERVAL ... (its watermark decides when a version is complete)", text=clause.query, position=clause.start)
     return "event_time", watermark[1], right_watermark[1]
-
-
-def _refuse_unsupported(query: str) -> None:
-    clauses = find_match_recognize(query)
-    if clauses:
-        raise QuerySyntaxError("MATCH_RECOGNIZE in a streaming SQL script is not supported yet: run it as a streaming "
-                               "job config (a 'match_recognize' section)", text=query, position=clauses[0].start)
-    windows = find_window_tvfs(rewrite_group_windows(query))
-    if windows:
-        raise QuerySyntaxError("window TVFs and group windows in a streaming SQL script are not supported yet: run "
-                               "them as a streaming job config (a 'window' section)", text=query,
-                               position=windows[0].start if rewrite_group_windows(query) == query else 0)
 
 
 def _check_row_by_row(rows: DataFrame, query: str, position: int, what: str) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import uuid
 from pathlib import Path
 
@@ -220,15 +219,62 @@ def test_what_streaming_cannot_run_fails_before_any_spark_job(spark, tmp_path: P
     assert not (tmp_path / "out").exists()
 
 
-def test_match_recognize_in_a_streaming_script_names_the_job_config(spark, tmp_path: Path) -> None:
-    _write(tmp_path / "orders" / "part-0.csv", ["o1,EUR,10.00,2024-03-01 09:00:00"])
-    _write(tmp_path / "rates" / "part-0.csv", ["EUR,1.1000,2024-03-01 08:00:00"])
-    script = _script(tmp_path)
-    orders = re.search(r"TABLE (orders_\w+)", script).group(1)
-    script = script[: script.index("SELECT o.order_id")] + (
-        f"SELECT * FROM {orders} MATCH_RECOGNIZE (ORDER BY order_time MEASURES A.order_id AS a, A.currency AS c, "
-        "A.price AS p, A.order_time AS t, 1.0 AS r, A.order_time AS u, A.price AS e PATTERN (A) "
-        "DEFINE A AS A.price > 0);\n")
-    with pytest.raises(QuerySyntaxError, match="MATCH_RECOGNIZE in a streaming SQL script") as caught:
-        run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"))
-    assert script[caught.value.position:].startswith(orders)
+BIDS_SCRIPT = """
+CREATE TEMPORARY TABLE {bids} (
+  bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING, supplier_id STRING,
+  WATERMARK FOR bidtime AS bidtime - INTERVAL '{delay}' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '{bids_path}', 'format' = 'csv');
+CREATE TEMPORARY TABLE {sink} ({columns}) WITH ('connector' = 'filesystem', 'path' = '{sink_path}', 'format' = 'parquet');
+INSERT INTO {sink}
+{query};
+"""
+
+#: (sink columns, query over {bids}): Flink's window queries, as written for Flink.
+BIDS_QUERIES = {
+    "tumble": ("window_start TIMESTAMP(3), window_end TIMESTAMP(3), item STRING, n BIGINT, total DECIMAL(20, 2)",
+               "SELECT window_start, window_end, item, COUNT(*) AS n, SUM(price) AS total FROM TABLE("
+               "TUMBLE(TABLE {bids}, DESCRIPTOR(bidtime), INTERVAL '1' MINUTES)) GROUP BY window_start, window_end, item"),
+    "hop": ("window_start TIMESTAMP(3), window_end TIMESTAMP(3), lo DECIMAL(10, 2), hi DECIMAL(10, 2), "
+            "mean DECIMAL(14, 6)",
+            "SELECT window_start, window_end, MIN(price), MAX(price) AS hi, AVG(price) FROM TABLE(HOP(TABLE {bids}, "
+            "DESCRIPTOR(bidtime), INTERVAL '30' SECONDS, INTERVAL '2' MINUTES)) GROUP BY window_start, window_end"),
+    "legacy group window": (
+        "item STRING, window_end TIMESTAMP(3), n BIGINT",
+        "SELECT item, TUMBLE_END(bidtime, INTERVAL '1' MINUTE) AS window_end, COUNT(price) AS n FROM {bids} "
+        "GROUP BY TUMBLE(bidtime, INTERVAL '1' MINUTE), item"),
+    "match_recognize": (
+        "item STRING, start_price DECIMAL(10, 2), bottom DECIMAL(10, 2), rows_in BIGINT",
+        "SELECT m.item, m.start_price, m.bottom, m.n * 1 FROM {bids} MATCH_RECOGNIZE (PARTITION BY item "
+        "ORDER BY bidtime MEASURES A.price AS start_price, LAST(B.price) AS bottom, COUNT(*) AS n "
+        "PATTERN (A B+) DEFINE B AS B.price < PREV(B.price)) AS m WHERE m.n > 2"),
+}
+
+
+def _bids(rng: random.Random, n: int) -> list[str]:
+    lines = []
+    for _ in range(n):
+        when = "" if rng.random() < 0.03 else _stamp(rng.randrange(600))
+        lines.append(f"{when},{rng.randrange(1, 90)}.{rng.randrange(100):02d},{rng.choice('abcd')},s{rng.randrange(5)}")
+    return lines
+
+
+def _bids_script(tmp_path: Path, name: str, sink: str) -> str:
+    tag = uuid.uuid4().hex[:8]
+    columns, query = BIDS_QUERIES[name]
+    return BIDS_SCRIPT.format(bids=f"bids_{tag}", sink=f"sink_{tag}", delay=DELAY, bids_path=tmp_path / "bids",
+                              sink_path=tmp_path / sink, columns=columns, query=query.format(bids=f"bids_{tag}"))
+
+
+@pytest.mark.parametrize("name", list(BIDS_QUERIES))
+def test_window_aggregations_and_match_recognize_stream_the_batch_scripts_rows(spark, tmp_path: Path, name: str) -> None:
+    _write(tmp_path / "bids" / "part-0.csv", _bids(random.Random(name), 400))
+    streaming = run_sql_script(spark, _bids_script(tmp_path, name, "stream"), mode="streaming",
+                               checkpoint=str(tmp_path / "chk"), flush=True)
+    run_sql_script(spark, _bids_script(tmp_path, name, "batch"))
+    rows = _main(spark, tmp_path / "batch")
+    assert rows and _main(spark, tmp_path / "stream") == rows
+    [one] = streaming["inserts"]
+    assert one["late"] == 0 and one["rows_out"] == len(rows) and one["rows_in"] == 400
+    null_times = sum(1 for line in (tmp_path / "bids" / "part-0.csv").read_text().splitlines() if line.startswith(","))
+    assert one["dead_letter"] == null_times > 0
+    assert _dead(spark, tmp_path / "stream_dead_letter") == _dead(spark, tmp_path / "batch_dead_letter")
