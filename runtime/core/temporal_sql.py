@@ -107,18 +107,19 @@ class TemporalJoinClause:
         return " AND ".join(f"({r})" if len(rest) > 1 else r for r in rest) or None
 
     def for_key(self, key: Sequence[str]) -> TemporalJoinClause:
-        """The clause once the versioned table's ``key`` is known: an equality whose left side is an expression
-        and whose right column is no key column is part of the predicate (a condition on the version found, as
-        before key expressions existed); one on a key column that cannot be a key raises its positioned error.
+        """The clause once the versioned table's ``key`` is known: an equality whose right column is no key column
+        is part of the predicate (a condition on the version found: Flink's join keys need only *contain* the
+        primary key, ``ON o.currency = r.currency AND o.currency_no = r.currency_no`` against a table keyed by
+        ``currency``); one on a key column that cannot be a key raises its positioned error.
 
         >>> [c] = find_temporal_joins("SELECT o.id FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r "
-        ...                           "ON upper(o.cur) = r.cur AND o.price * 2 = r.rate")
+        ...                           "ON upper(o.cur) = r.cur AND o.price * 2 = r.rate AND o.no = r.no")
         >>> c.key_pairs, c.predicate
-        ((('upper(o.cur)', 'cur'), ('o.price * 2', 'rate')), None)
+        ((('upper(o.cur)', 'cur'), ('o.price * 2', 'rate'), ('no', 'no')), None)
         >>> c.for_key(["cur"]).key_pairs, c.for_key(["cur"]).predicate
-        ((('upper(o.cur)', 'cur'),), 'o.price * 2 = r.rate')
+        ((('upper(o.cur)', 'cur'),), '(o.price * 2 = r.rate) AND (o.no = r.no)')
         """
-        keys = tuple(k for k in self.keys if k.left_expression is None or k.right in key)
+        keys = tuple(k for k in self.keys if k.right in key)
         for k in keys:
             if k.refusal is not None:
                 raise QuerySyntaxError(k.refusal[0], text=self.query, position=k.refusal[1])
@@ -157,7 +158,7 @@ class TemporalJoinClause:
             keyless = replace(self, keys=())
             return keyless, (), keyless.predicate
         clause = self.for_key(versioned_key)
-        if not clause.keys:
+        if not self.keys:
             message, position = self.no_key or ("the ON condition needs at least one equality", 0)
             raise QuerySyntaxError(f"{message} (the versioned table {self.right_name} has the key "
                                    f"{list(versioned_key)})", text=self.query, position=position)
@@ -165,8 +166,8 @@ class TemporalJoinClause:
         if sorted(right_keys) != sorted(versioned_key):
             raise SpecError(
                 "ON",
-                f"the equalities join on {right_keys}, but the versioned table's key is {list(versioned_key)} "
-                "(a temporal join must equate the whole key, as in Flink)",
+                f"the equalities join on {[r for _, r in self.key_pairs]}, but the versioned table's key is "
+                f"{list(versioned_key)} (a temporal join must equate the whole key, as in Flink)",
                 where=where,
             )
         by_right = {r: left for left, r in clause.key_pairs}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.temporal_sql import find_temporal_joins
 
 JOIN = "FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur"
@@ -156,6 +156,18 @@ def test_expression_equalities_on_non_key_columns_stay_in_the_predicate(on: str)
     assert resolved.key_pairs == (("cur", "cur"),)
     assert resolved.predicate == on.split(" AND ", 1)[1]
     assert resolved.key_expressions == ()
+
+
+def test_column_equalities_on_non_key_columns_stay_in_the_predicate() -> None:
+    # Flink's TemporalJoinITCase.testEventTimeTemporalJoinThatJoinkeyContainsPk: the equalities contain the key
+    [clause] = find_temporal_joins(KEYED + "o.cur = r.cur AND o.cur_no = r.cur_no")
+    resolved, left_key, predicate = clause.join_keys(("cur",), "join")
+    assert (resolved.key_pairs, left_key, predicate) == ((("cur", "cur"),), ("cur",), "o.cur_no = r.cur_no")
+    # equalities that miss a key column are still refused, naming every equality's column
+    with pytest.raises(SpecError, match=r"join on \['cur', 'cur_no'\], but the versioned table's key is \['cur', 'k'\]"):
+        clause.join_keys(("cur", "k"), "join")
+    with pytest.raises(SpecError, match=r"join on \['cur', 'cur_no'\], but the versioned table's key is \['id'\]"):
+        clause.join_keys(("id",), "join")
 
 
 def test_a_column_named_like_a_function_is_no_call() -> None:
