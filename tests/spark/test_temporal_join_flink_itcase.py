@@ -22,7 +22,8 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(scope="module")
 def flink_tables(spark, tmp_path_factory):
     flink_itcase.setup(spark, tmp_path_factory.mktemp("flink_temporal_join_itcase"))
-    return spark
+    yield spark
+    flink_itcase.teardown(spark)
 
 
 def _case(name: str, statement: str, expected: list[tuple]) -> object:
