@@ -9,7 +9,9 @@ row's time::
 
 It is an INNER join (Flink supports no other kind for it) of each order with the version of its currency's
 rate valid at ``o.rowtime``: exactly ``JOIN <history> FOR SYSTEM_TIME AS OF o.rowtime AS r ON r.currency =
-o.currency``.  :func:`rewrite_temporal_functions` writes that form, moving the WHERE conjuncts that equate a
+o.currency``.  Several such joins after one relation (``FROM Orders AS o, LATERAL TABLE (Prices(o.rowtime)) AS p,
+LATERAL TABLE (Rates(o.rowtime)) AS r WHERE o.productId = p.productId AND r.currency = p.currency``, Flink's
+``testNestedTemporalJoin``) become chained temporal joins, a later one keyed by the earlier ones' columns.  :func:`rewrite_temporal_functions` writes that form, moving the WHERE conjuncts that equate a
 right-side key column with a left-side expression into the ON clause (the rest stay in WHERE, which filters
 an inner join's rows as a residual ON predicate would); ``JOIN LATERAL TABLE (...) AS r ON ...`` keeps its ON
 clause (``ON TRUE`` takes the key from WHERE too).  The temporal join's own rewrite then runs it, so every rule
@@ -226,11 +228,13 @@ def _rewrite_one(text: str, functions: Mapping[str, TemporalFunction]) -> tuple[
     else:
         raise _fail("LATERAL TABLE (...) joins the table before it: write FROM Orders AS o, LATERAL TABLE "
                     f"({call.function.text}(o.rowtime)) AS r WHERE r.<key> = o.<key>", text, tokens[at])
-    # Only one relation may precede it in its FROM: the temporal join's left side.
+    # Only one relation may precede it in its FROM, the temporal join's left side, or that relation's temporal
+    # table function joins (rewritten after this one: the temporal joins chain, each reading the ones before).
     for j in range(join_start - 1, -1, -1):
         if depths[j] < depth:
             break
-        if depths[j] == depth and (tokens[j].text == "," or tokens[j].upper == "JOIN"):
+        lateral = j + 2 < len(tokens) and tokens[j + 1].upper == "LATERAL" and tokens[j + 2].upper == "TABLE"
+        if depths[j] == depth and (tokens[j].text == "," or tokens[j].upper == "JOIN") and not lateral:
             raise _fail("a temporal table function joins one relation (FROM Orders AS o, LATERAL TABLE (...) AS r); "
                         "join the others in a subquery first", text, tokens[at])
         if depths[j] == depth and tokens[j].upper == "FROM":

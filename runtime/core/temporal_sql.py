@@ -15,8 +15,12 @@ that calls a non-deterministic function (``rand()``, ``current_timestamp``...: t
 doors and re-runs) or also reads the versioned side, and an expression on the versioned side (``upper(r.k)``:
 Flink looks versions up by the primary key itself).  A keyless versioned table (one history) takes any ON condition (``ON TRUE``, or only a predicate): there every
 conjunct, equalities too, is the extra predicate (:meth:`TemporalJoinClause.join_keys` decides, once the versioned
-table's key is known).  The left side must be one table or subquery directly after
-FROM (wrap earlier joins in a subquery); errors say so with the position.
+table's key is known).  An equality on a column outside the versioned table's key is part of the
+predicate (Flink's join keys need only contain the primary key).  The left side must be one table or subquery
+directly after FROM, or the temporal joins right before this one (chained joins, Flink's ``FROM o JOIN a FOR
+SYSTEM_TIME AS OF o.t AS r ON ... LEFT JOIN b FOR SYSTEM_TIME AS OF o.t AS r1 ON o.k = r1.k``): a chained join's
+AS OF and ON may read every alias before it (:attr:`TemporalJoinClause.chain`); any other earlier join must be
+wrapped in a subquery.  Errors say so with the position.
 """
 
 from __future__ import annotations
@@ -98,6 +102,17 @@ class TemporalJoinClause:
     query: str = field(default="", repr=False, compare=False)
     #: why the ON condition has no key equality (message, position), raised for a keyed versioned table
     no_key: tuple[str, int] | None = None
+    #: the aliases of a chained join's left side (the previous joins' aliases, in order); empty for one join
+    chain: tuple[str, ...] = ()
+    #: a chained join's AS OF expression as written (``o.order_time``), computed as :data:`CHAIN_TIME`
+    time_expression: str | None = None
+
+    @property
+    def chained(self) -> bool:
+        """Whether the left side is the temporal joins before this one in the same FROM (``FROM o JOIN r FOR
+        SYSTEM_TIME AS OF o.t AS r ON ... JOIN r1 FOR SYSTEM_TIME AS OF o.t AS r1 ON ...``): its
+        :attr:`left_relation` is empty until the SQL door fills it with the previous join's plan."""
+        return bool(self.chain)
 
     @property
     def predicate(self) -> str | None:
@@ -107,18 +122,19 @@ class TemporalJoinClause:
         return " AND ".join(f"({r})" if len(rest) > 1 else r for r in rest) or None
 
     def for_key(self, key: Sequence[str]) -> TemporalJoinClause:
-        """The clause once the versioned table's ``key`` is known: an equality whose left side is an expression
-        and whose right column is no key column is part of the predicate (a condition on the version found, as
-        before key expressions existed); one on a key column that cannot be a key raises its positioned error.
+        """The clause once the versioned table's ``key`` is known: an equality whose right column is no key column
+        is part of the predicate (a condition on the version found: Flink's join keys need only *contain* the
+        primary key, ``ON o.currency = r.currency AND o.currency_no = r.currency_no`` against a table keyed by
+        ``currency``); one on a key column that cannot be a key raises its positioned error.
 
         >>> [c] = find_temporal_joins("SELECT o.id FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r "
-        ...                           "ON upper(o.cur) = r.cur AND o.price * 2 = r.rate")
+        ...                           "ON upper(o.cur) = r.cur AND o.price * 2 = r.rate AND o.no = r.no")
         >>> c.key_pairs, c.predicate
-        ((('upper(o.cur)', 'cur'), ('o.price * 2', 'rate')), None)
+        ((('upper(o.cur)', 'cur'), ('o.price * 2', 'rate'), ('no', 'no')), None)
         >>> c.for_key(["cur"]).key_pairs, c.for_key(["cur"]).predicate
-        ((('upper(o.cur)', 'cur'),), 'o.price * 2 = r.rate')
+        ((('upper(o.cur)', 'cur'),), '(o.price * 2 = r.rate) AND (o.no = r.no)')
         """
-        keys = tuple(k for k in self.keys if k.left_expression is None or k.right in key)
+        keys = tuple(k for k in self.keys if k.right in key)
         for k in keys:
             if k.refusal is not None:
                 raise QuerySyntaxError(k.refusal[0], text=self.query, position=k.refusal[1])
@@ -157,7 +173,7 @@ class TemporalJoinClause:
             keyless = replace(self, keys=())
             return keyless, (), keyless.predicate
         clause = self.for_key(versioned_key)
-        if not clause.keys:
+        if not self.keys:
             message, position = self.no_key or ("the ON condition needs at least one equality", 0)
             raise QuerySyntaxError(f"{message} (the versioned table {self.right_name} has the key "
                                    f"{list(versioned_key)})", text=self.query, position=position)
@@ -165,8 +181,8 @@ class TemporalJoinClause:
         if sorted(right_keys) != sorted(versioned_key):
             raise SpecError(
                 "ON",
-                f"the equalities join on {right_keys}, but the versioned table's key is {list(versioned_key)} "
-                "(a temporal join must equate the whole key, as in Flink)",
+                f"the equalities join on {[r for _, r in self.key_pairs]}, but the versioned table's key is "
+                f"{list(versioned_key)} (a temporal join must equate the whole key, as in Flink)",
                 where=where,
             )
         by_right = {r: left for left, r in clause.key_pairs}
@@ -200,10 +216,10 @@ def find_temporal_joins(text: str) -> list[TemporalJoinClause]:
     (7,)
     """
     tokens = tokenize(text)
-    found = []
+    found: list[TemporalJoinClause] = []
     for i in range(len(tokens) - 3):
         if [t.upper for t in tokens[i : i + 4]] == ["FOR", "SYSTEM_TIME", "AS", "OF"]:
-            found.append(_parse_one(text, tokens, i))
+            found.append(_parse_one(text, tokens, i, found[-1] if found else None))
     return found
 
 
@@ -211,7 +227,8 @@ def _fail(message: str, text: str, tok: Token | None) -> QuerySyntaxError:
     return QuerySyntaxError(message, text=text, position=tok.start if tok else len(text))
 
 
-def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinClause:
+def _parse_one(text: str, tokens: list[Token], for_index: int,
+               previous: TemporalJoinClause | None = None) -> TemporalJoinClause:
     # -- backwards: right table name, JOIN, join type, left alias, left relation, FROM ------------------
     j = for_index - 1
     name_end = j
@@ -234,6 +251,8 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
         j -= 1
     elif j >= 0 and tokens[j].upper in ("RIGHT", "FULL", "CROSS", "NATURAL"):
         raise _fail(f"{tokens[j].upper} temporal joins are not supported; use INNER or LEFT (as Flink)", text, tokens[j])
+    if previous is not None and j >= 0 and tokens[j].end == previous.end:
+        return _parse_chained(text, tokens, for_index, previous, right_name, how)
     # left alias
     left_alias = None
     if j >= 1 and _is_ident(tokens[j]) and (tokens[j - 1].upper == "AS" or tokens[j - 1].type is TokenType.RPAREN
@@ -277,6 +296,34 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
         at = tokens[for_index + 4] if for_index + 4 < len(tokens) else None
         raise _fail(f"AS OF needs a time column of the left side ({left_alias}.<column>)", text, at)
     left_time = parts[-1]
+    return _parse_rest(text, tokens, for_index, i, right_name, how, left_relation, left_alias, left_time,
+                       tokens[left_start].start, select_stars, (left_alias,), None)
+
+
+#: The hidden column a chained temporal join's AS OF expression is computed as (one per chain level).
+CHAIN_TIME = "__tw_as_of"
+
+
+def _parse_chained(text: str, tokens: list[Token], for_index: int, previous: TemporalJoinClause, right_name: str,
+                   how: str) -> TemporalJoinClause:
+    """A temporal join right after another one's ON condition: its left side is that join (and the ones before),
+    so its AS OF and key expressions may read every alias before it (``o.t``, ``p.currency``)."""
+    aliases = (*(previous.chain or (previous.left_alias,)), previous.right_alias)
+    i = for_index + 4
+    at = tokens[i] if i < len(tokens) else None
+    parts, i = _qualified(tokens, i)
+    if len(parts) != 2 or parts[0] not in aliases:
+        raise _fail(f"AS OF needs a time column of the joins before it ({' / '.join(aliases)}.<column>)", text, at)
+    time_expression = text[at.start : tokens[i - 1].end]
+    return _parse_rest(text, tokens, for_index, i, right_name, how, "", f"__tw_chain{len(aliases)}", CHAIN_TIME,
+                       previous.start, previous.select_stars, aliases, time_expression)
+
+
+def _parse_rest(text: str, tokens: list[Token], for_index: int, i: int, right_name: str, how: str,
+                left_relation: str, left_alias: str, left_time: str, start: int, select_stars: tuple[int, ...],
+                aliases: tuple[str, ...], time_expression: str | None) -> TemporalJoinClause:
+    """The clause from its right alias on: ``[AS] r ON <condition>``."""
+    chained = time_expression is not None
     if i < len(tokens) and tokens[i].upper == "AS":
         i += 1
     right_alias = right_name.split(".")[-1].strip("`")
@@ -304,7 +351,7 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
     keys: list[KeyEquality] = []
     refused: Token | None = None  # an equality with an expression on the versioned side, for the error
     for n, conj in enumerate(conjuncts):
-        key = _key_equality(text, conj, n, left_alias, right_alias)
+        key = _key_equality(text, conj, n, aliases, right_alias, None if chained else left_alias)
         if isinstance(key, KeyEquality):
             keys.append(key)
         elif key is not None:
@@ -315,10 +362,10 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
                   f"expression: Flink looks versions up by the versioned table's primary key (compute on the left "
                   f"side instead)", refused.start)
     elif not keys:
-        no_key = (f"the ON condition needs at least one equality {left_alias}.<key> = {right_alias}.<key> (the left "
-                  f"side may be any deterministic expression over {left_alias}.<columns>)", tokens[cond_start].start)
+        no_key = (f"the ON condition needs at least one equality {aliases[0]}.<key> = {right_alias}.<key> (the left "
+                  f"side may be any deterministic expression over {aliases[0]}.<columns>)", tokens[cond_start].start)
     return TemporalJoinClause(
-        start=tokens[left_start].start,
+        start=start,
         end=tokens[k - 1].end,
         left_relation=left_relation,
         left_alias=left_alias,
@@ -331,6 +378,8 @@ def _parse_one(text: str, tokens: list[Token], for_index: int) -> TemporalJoinCl
         select_stars=select_stars,
         query=text,
         no_key=no_key,
+        chain=aliases if chained else (),
+        time_expression=time_expression,
     )
 
 
@@ -390,20 +439,26 @@ def _split_and(tokens: list[Token]) -> list[list[Token]]:
 
 
 def _key_equality(
-    text: str, conj: list[Token], conjunct: int, left_alias: str, right_alias: str,
+    text: str, conj: list[Token], conjunct: int, left_aliases: tuple[str, ...], right_alias: str,
+    plain_alias: str | None,
 ) -> KeyEquality | Token | None:
     """The conjunct as a key equality; otherwise None (it belongs to the predicate), or, for an equality between
     the left side and an expression over the versioned side, that expression's first token (refused when no
-    other conjunct is a key)."""
+    other conjunct is a key).  The left side reads ``left_aliases`` (a chained join's: every alias before it);
+    ``<plain_alias>.<column>`` is a plain left column (None: every left side is an expression)."""
     sides = _equality_sides(conj)
     if sides is None:
         return None
     a, b = sides
+
+    def reads(side: list[Token]) -> tuple[Token, Token] | None:
+        return next((ref for ref in (_reference(side, alias) for alias in left_aliases) if ref), None)
+
     for right, left in ((a, b), (b, a)):
         column = _right_column(right, right_alias)
         if column is None:
             continue
-        reads_left, mixed = _reference(left, left_alias), _reference(left, right_alias)
+        reads_left, mixed = reads(left), _reference(left, right_alias)
         if reads_left is None:
             continue
         refusal = None
@@ -416,12 +471,12 @@ def _key_equality(
             if called and not qualified and refusal is None:
                 refusal = (f"a key expression must be deterministic; {tok.text} gives another value at every call, "
                            "so the version a row finds would change between runs and doors", tok.start)
-        if len(left) == 3 and left[1].text == "." and left[0].name == left_alias and refusal is None:
+        if len(left) == 3 and left[1].text == "." and left[0].name == plain_alias and refusal is None:
             return KeyEquality(column, left[2].name, None, conjunct, conj[0].start)
         return KeyEquality(column, None, text[left[0].start : left[-1].end], conjunct, conj[0].start, refusal)
     for right, left in ((a, b), (b, a)):
-        if _reference(right, right_alias) is not None and _reference(right, left_alias) is None \
-                and _reference(left, left_alias) is not None and _reference(left, right_alias) is None:
+        if _reference(right, right_alias) is not None and reads(right) is None \
+                and reads(left) is not None and _reference(left, right_alias) is None:
             return right[0]
     return None
 

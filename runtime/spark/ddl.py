@@ -11,13 +11,15 @@
   :mod:`timeweave.core.versioned` rules); an append table (csv, json, parquet, kafka) with both is a versioned
   table in the ``append`` format.
 * A view of Flink's versioned-view shape (:mod:`timeweave.core.ddl.view`) reads as written (each key's kept
-  row) and joins ``FOR SYSTEM_TIME AS OF`` against its versions; any other view is a plain temporary view.
+  row) and joins ``FOR SYSTEM_TIME AS OF`` against its versions; ``SELECT * FROM t`` over a versioned ``t`` is
+  versioned as ``t`` is (the same key, time and versions); any other view is a plain temporary view.
 
 Names are one part (temporary views); an existing name is an error unless ``IF NOT EXISTS`` (Flink's rule).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -37,6 +39,8 @@ from timeweave.spark.registration import (
     register_versioned,
     register_versioned_view,
     unregister_versioned,
+    versioned_relation,
+    versioned_spec,
 )
 from timeweave.spark.schema import column, schema_kinds
 
@@ -100,6 +104,18 @@ def create_view(spark: Any, view: CreateView) -> DataFrame | None:
         return None
     df = sql_rewrite.run(spark, view.query)
     shape = view.versioned
+    if shape is None and view.selects_all_of is not None:
+        source = versioned_spec(spark, view.selects_all_of)
+        if source is not None:
+            # `SELECT * FROM t` keeps t's primary key and time attribute (Flink's rule): versioned as t is
+            spec = replace(source, where=f"CREATE VIEW {name}")
+            hidden = versioned_relation(spark, view.selects_all_of)
+            if hidden is None:
+                register_versioned(spark, name, df, spec.bind(schema_kinds(df.schema)))
+            else:
+                history = spark.table(render.quote(hidden))
+                register_versioned_view(spark, name, df, history, spec.bind(schema_kinds(history.schema)))
+            return df
     if shape is None:
         unregister_versioned(spark, name)
         df.createOrReplaceTempView(name)

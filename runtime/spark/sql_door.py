@@ -35,7 +35,6 @@ from timeweave.core.ddl.view import is_create_view, parse_create_view
 from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.match_sql import find_match_recognize
 from timeweave.core.spec import VersionedTableSpec
-from timeweave.core.temporal_sql import find_temporal_joins
 from timeweave.spark import (  # noqa: F401 (they register rewriters and SQL checks)
     ddl,
     group_aggregate_sql,
@@ -47,7 +46,7 @@ from timeweave.spark.dataframe import dead_letters as side_dead_letters
 from timeweave.spark.match_recognize import match_recognize_with_rejects, register_udtf, rewrite_match_recognize
 from timeweave.spark.subqueries import inline_subqueries
 from timeweave.spark.temp_views import drop_temp_view
-from timeweave.spark.temporal_join_sql import bind_clause, hidden_columns
+from timeweave.spark.temporal_join_sql import bound_clauses, hidden_columns
 from timeweave.spark.windows import rewrite_window_tvfs, window_tvf_dead_letters
 
 
@@ -219,8 +218,7 @@ def dead_letters(spark, query: str, **kwargs) -> DataFrame:
             parts.append(rejected.withColumn("clause", F.lit(f"MATCH_RECOGNIZE #{n}")))
         parts.extend(window_tvf_dead_letters(spark, text, sql))
         text = rewrite_match_recognize(spark, rewrite_window_tvfs(spark, text, rewrite))
-        for n, clause in enumerate(find_temporal_joins(text), start=1):
-            bound = bind_clause(spark, clause, n)
+        for bound in bound_clauses(spark, text):
             rejected = side_dead_letters(bound.left, bound.right, bound.spec, hidden=hidden_columns(bound.clause))
             parts.append(rejected.withColumn("clause", F.lit(bound.spec.where)))
         if not parts:

@@ -20,7 +20,7 @@ from timeweave.core.errors import SpecError
 from timeweave.core.spec import VersionedTableSpec
 from timeweave.core.temporal_function_sql import TemporalFunction, rewrite_temporal_functions
 from timeweave.spark import render, sql_rewrite
-from timeweave.spark.registration import register_versioned
+from timeweave.spark.registration import register_versioned, unregister_versioned
 
 _CONF_PREFIX = "timeweave.temporal_function."
 
@@ -58,6 +58,22 @@ def create_temporal_table_function(spark: Any, name: str, history: Any, *, time:
                             where=f"temporal table function {name}")
     register_versioned(spark, _view_name(name), df, spec)
     spark.conf.set(_CONF_PREFIX + name.lower(), json.dumps({"key": list(spec.key)}))
+
+
+def drop_temporal_table_function(spark: Any, name: str) -> bool:
+    """Forget the temporal table function ``name`` (Flink's ``dropTemporarySystemFunction``); whether it existed.
+
+    Example::
+
+        timeweave.spark.temporal_functions.drop_temporal_table_function(spark, "Rates")
+    """
+    key = _CONF_PREFIX + name.lower()
+    if spark.conf.get(key, None) is None:
+        return False
+    spark.conf.unset(key)
+    unregister_versioned(spark, _view_name(name))
+    spark.sql(f"DROP VIEW IF EXISTS {render.quote(_view_name(name))}")
+    return True
 
 
 def _functions(spark: Any) -> dict[str, TemporalFunction]:

@@ -3,6 +3,9 @@
 Each clause (found by :mod:`timeweave.core.temporal_sql`) is replaced by the shared batch plan as a
 subquery.  A key whose left side is an expression (``ON upper(o.cur) = r.currency``) is computed first, as a
 hidden column of the left relation (:func:`keyed_left_relation`) that the plan keys on and never outputs.
+Chained joins nest: each one's left side is the plan of the joins before it (:func:`chained_onto`), whose
+aliases it reads as struct columns; a left subquery holding temporal joins is rewritten first.  ``SELECT *``
+over a chain is refused with its position (list the columns).
 
 The subquery exposes the left and right columns flat and as struct columns named by the aliases, so
 ``l.col`` / ``r.col`` in the outer query keep working; a bare ``SELECT *`` of that query block becomes ``SELECT
@@ -17,14 +20,15 @@ Importing this module registers the rewriter with the SQL door (:mod:`timeweave.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import DataFrame
 
-from timeweave.core.errors import SpecError
+from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.spec import TemporalJoinSpec
-from timeweave.core.temporal_sql import TemporalJoinClause, find_temporal_joins
+from timeweave.core.sql_tokens import TokenType, tokenize
+from timeweave.core.temporal_sql import CHAIN_TIME, TemporalJoinClause, find_temporal_joins
 from timeweave.spark import render, sql_rewrite
 from timeweave.spark.registration import versioned_relation, versioned_spec
 from timeweave.spark.schema import schema_kinds
@@ -33,20 +37,89 @@ from timeweave.spark.schema import schema_kinds
 def rewrite_temporal_joins(spark: Any, query: str) -> str:
     """``query`` with each ``JOIN r FOR SYSTEM_TIME AS OF ...`` replaced by the batch plan (a subquery).
 
+    Chained joins (``FROM o JOIN r FOR SYSTEM_TIME AS OF o.t AS r ON ... LEFT JOIN r1 FOR SYSTEM_TIME AS OF o.t
+    AS r1 ON ...``) nest: each one's left side is the plan of the joins before it (:func:`chained_onto`), and the
+    whole chain is replaced by the last plan.
+
     Example::
 
         print(rewrite_temporal_joins(spark, "SELECT ... JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON ..."))
     """
-    edits: list[tuple[int, int, str]] = []
-    for n, clause in enumerate(find_temporal_joins(query), start=1):
-        edits.append((clause.start, clause.end, _render_clause(spark, clause, n)))
+    edits: dict[int, tuple[int, str]] = {}  # the chain's first character -> (its end, its plan)
+    stars: list[tuple[int, int, str]] = []
+    plans = _plans(spark, query)
+    spans = [(clause.start, clause.end) for _, clause, _ in plans]
+    for _, clause, rendered in plans:
+        if any(lo < clause.start and clause.end <= hi for lo, hi in spans):
+            continue  # inside another join's left subquery: rewritten with it (:func:`_plans`)
+        edits[clause.start] = (clause.end, rendered)
+        if clause.chained:
+            if clause.select_stars:
+                raise QuerySyntaxError(
+                    f"SELECT * over chained temporal joins ({', '.join((*clause.chain, clause.right_alias))}) is "
+                    "not supported: list the columns, or each side's (o.*, r.*, ...)",
+                    text=query, position=clause.select_stars[0])
+            continue
         # The rewritten join also exposes the aliases as struct columns (so `o.col` keeps working); a bare
         # `*` must not list them.
         hidden = ", ".join(render.quote(alias) for alias in (clause.left_alias, clause.right_alias))
-        edits.extend((star, star + 1, f"* EXCEPT ({hidden})") for star in clause.select_stars)
-    for start, end, replacement in sorted(edits, reverse=True):
+        stars.extend((star, star + 1, f"* EXCEPT ({hidden})") for star in clause.select_stars)
+    replaced = [(start, end, text) for start, (end, text) in edits.items()]
+    for start, end, replacement in sorted(replaced + stars, reverse=True):
         query = query[:start] + replacement + query[end:]
     return query
+
+
+def _plans(spark: Any, query: str) -> list[tuple[int, TemporalJoinClause, str]]:
+    """Each join of ``query`` (number, clause with its left side as Spark SQL, its plan as SQL): a chained
+    join's left side is the plan of the joins before it; a left subquery holding temporal joins of its own
+    (``FROM (SELECT ... JOIN r FOR SYSTEM_TIME AS OF ...) AS j JOIN r1 FOR SYSTEM_TIME AS OF j.t ...``) is
+    rewritten first."""
+    plans: list[tuple[int, TemporalJoinClause, str]] = []
+    for n, clause in enumerate(find_temporal_joins(query), start=1):
+        if clause.chained:
+            clause = chained_onto(clause, plans[-1][2])
+        elif find_temporal_joins(clause.left_relation):
+            clause = replace(clause, left_relation=rewrite_temporal_joins(spark, clause.left_relation))
+        plans.append((n, clause, _render_clause(spark, clause, n)))
+    return plans
+
+
+def bound_clauses(spark: Any, query: str) -> list[BoundClause]:
+    """Every join of ``query`` bound to its sides (:func:`bind_clause`; a chained join's left side is the plan of
+    the joins before it), in order: what the SQL door's dead letters read."""
+    return [bind_clause(spark, clause, n) for n, clause, _ in _plans(spark, query)]
+
+
+def chained_onto(clause: TemporalJoinClause, previous: str) -> TemporalJoinClause:
+    """A chained join whose left side is ``previous`` (the plan of the joins before it, ``(...) AS __tw_join<n>``):
+    the earlier aliases' struct columns and the AS OF expression, computed as :data:`CHAIN_TIME`.  The extra
+    predicate reads the earlier aliases through the chain's alias (the plan's predicate sees the sides as
+    structs).
+
+    >>> [_, c] = find_temporal_joins("SELECT 1 FROM o JOIN a FOR SYSTEM_TIME AS OF o.t AS r ON o.k = r.k "
+    ...                              "JOIN b FOR SYSTEM_TIME AS OF o.t AS r1 ON o.k = r1.k AND r.x < r1.x")
+    >>> c = chained_onto(c, "(plan) AS __tw_join1")
+    >>> print(c.left_relation)
+    (SELECT `o`, `r`, o.t AS `__tw_as_of` FROM (plan) AS __tw_join1)
+    >>> c.left_alias, c.left_time, c.key_pairs, c.predicate
+    ('__tw_chain2', '__tw_as_of', (('o.k', 'k'),), '`__tw_chain2`.r.x < r1.x')
+    """
+    aliases = ", ".join(render.quote(alias) for alias in clause.chain)
+    relation = f"(SELECT {aliases}, {clause.time_expression} AS {render.quote(CHAIN_TIME)} FROM {previous})"
+    return replace(clause, left_relation=relation,
+                   conditions=tuple(_through(c, clause.chain, clause.left_alias) for c in clause.conditions))
+
+
+def _through(condition: str, aliases: tuple[str, ...], chain: str) -> str:
+    """``condition`` with each ``<alias>.`` of an earlier join read through the chain's struct column."""
+    tokens = tokenize(condition)
+    edits = [t.start for i, t in enumerate(tokens)
+             if t.type in (TokenType.WORD, TokenType.QUOTED) and t.name in aliases and i + 1 < len(tokens)
+             and tokens[i + 1].text == "." and (i == 0 or tokens[i - 1].text != ".")]
+    for at in reversed(edits):
+        condition = f"{condition[:at]}{render.quote(chain)}.{condition[at:]}"
+    return condition
 
 
 def keyed_left_relation(clause: TemporalJoinClause) -> str:
@@ -177,4 +250,5 @@ def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
 
 sql_rewrite.register(sql_rewrite.ClauseRewriter("temporal join", 20, rewrite_temporal_joins))
 
-__all__ = ["BoundClause", "bind_clause", "exposed_spec", "hidden_columns", "keyed_left_relation", "rewrite_temporal_joins"]
+__all__ = ["BoundClause", "bind_clause", "bound_clauses", "chained_onto", "exposed_spec", "hidden_columns",
+           "keyed_left_relation", "rewrite_temporal_joins"]

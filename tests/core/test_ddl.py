@@ -143,6 +143,15 @@ def test_a_watermark_strategy_other_than_a_delay_keeps_its_text():
                   ).watermark.delay_micros == 300_000_000
 
 
+@pytest.mark.parametrize(("interval", "micros"), [
+    ("'0.001' SECOND", 1_000), ("'1.5' SECONDS", 1_500_000), ("'0.000001' SECOND", 1), ("'2' DAYS", 172_800_000_000)])
+def test_a_watermark_delay_takes_fractional_seconds(interval: str, micros: int) -> None:
+    # Flink's TemporalJoinITCase declares WATERMARK FOR t AS t - interval '0.001' SECOND (SQL's fractional seconds)
+    table = _table(f"CREATE TABLE t (ts TIMESTAMP(3), WATERMARK FOR ts AS ts - interval {interval}) "
+                   f"WITH ({FS}, 'format' = 'csv')")
+    assert table.watermark.delay_micros == micros
+
+
 def test_flink_tables_are_told_from_sparks_create_table():
     texts = [f"CREATE TABLE a (x INT) WITH ({FS})", f"create temporary table a (x INT) COMMENT 'c' WITH ({FS})",
              "CREATE TABLE b (x INT) USING parquet", "CREATE TABLE c AS SELECT 1", "CREATE TABLE d (x INT"]
@@ -161,6 +170,8 @@ def test_flink_tables_are_told_from_sparks_create_table():
     ("k INT j INT", "expected ',' or '\\)', found 'j'", "j INT"),
     ("c AS k + 1", "at least one physical column", "t"),
     ("ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' FORTNIGHT", "watermark delay", "'5'"),
+    ("ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '0.0000001' SECOND", "watermark delay", "'0.0000001'"),
+    ("ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1.5' MINUTE", "watermark delay", "'1.5'"),
 ])
 def test_column_list_errors_name_their_position(columns, match, at):
     text = f"CREATE TABLE t ({columns}) WITH ({FS}, 'format' = 'csv')"

@@ -91,6 +91,14 @@ ALLOWED = {
         "the MATCH_RECOGNIZE input as the user wrote it in their own query (SQL text by definition)",
     ("runtime/spark/temporal_join_sql.py", "rewrite_temporal_joins", "hidden"):
         "the aliases joined after render.quote, one line above",
+    ("runtime/spark/temporal_join_sql.py", "rewrite_temporal_joins", "', '.join((*clause.chain, clause.right_alias))"):
+        "an error message naming the chain's aliases",
+    ("runtime/spark/temporal_join_sql.py", "chained_onto", "aliases"):
+        "the earlier joins' aliases, each through render.quote one line above",
+    ("runtime/spark/temporal_join_sql.py", "chained_onto", "clause.time_expression"):
+        "the AS OF expression as the user wrote it in their own query (SQL text by definition)",
+    ("runtime/spark/temporal_join_sql.py", "chained_onto", "previous"):
+        "the previous join's plan, rendered under the quoting rule by _render_clause",
     ("runtime/spark/temporal_join_sql.py", "keyed_left_relation", "clause.left_relation"):
         "the left relation as the user wrote it in their own query (SQL text by definition)",
     ("runtime/spark/temporal_join_sql.py", "keyed_left_relation", "hidden"):

@@ -55,6 +55,21 @@ def test_text_without_lateral_table_is_unchanged() -> None:
     assert rewrite_temporal_functions(text, RATES) == text
 
 
+def test_several_functions_after_one_relation_chain_their_temporal_joins() -> None:
+    # Flink's TemporalTableFunctionJoinITCase.testNestedTemporalJoin: Rates is keyed by a column of Prices' rows
+    functions = {**RATES, "prices": TemporalFunction("prices_history", ("productId",))}
+    query = ("SELECT o.orderId, (o.amount * p.price * r.rate) as total_price FROM Orders AS o, "
+             "LATERAL TABLE (Prices(o.rowtime)) AS p, LATERAL TABLE (Rates(o.rowtime)) AS r "
+             "WHERE o.productId = p.productId AND r.currency = p.currency AND o.amount > 1")
+    assert " ".join(rewrite_temporal_functions(query, functions).split()) == (
+        "SELECT o.orderId, (o.amount * p.price * r.rate) as total_price FROM Orders AS o "
+        "JOIN prices_history FOR SYSTEM_TIME AS OF o.rowtime AS p ON o.productId = p.productId "
+        "JOIN `rates_history` FOR SYSTEM_TIME AS OF o.rowtime AS r ON r.currency = p.currency WHERE o.amount > 1")
+    on_form = ("SELECT 1 FROM Orders AS o JOIN LATERAL TABLE (Prices(o.t)) AS p ON p.productId = o.id, "
+               "LATERAL TABLE (Rates(o.t)) AS r WHERE r.currency = p.currency")
+    assert rewrite_temporal_functions(on_form, functions).count("FOR SYSTEM_TIME AS OF o.t") == 2
+
+
 @pytest.mark.parametrize(("query", "message", "at"), [
     ("SELECT * FROM Orders o, LATERAL TABLE (Prices(o.t)) AS r WHERE r.currency = o.c",
      "Prices is not a temporal table function", "Prices"),

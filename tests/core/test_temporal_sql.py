@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.temporal_sql import find_temporal_joins
 
 JOIN = "FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur"
@@ -156,6 +158,51 @@ def test_expression_equalities_on_non_key_columns_stay_in_the_predicate(on: str)
     assert resolved.key_pairs == (("cur", "cur"),)
     assert resolved.predicate == on.split(" AND ", 1)[1]
     assert resolved.key_expressions == ()
+
+
+def test_column_equalities_on_non_key_columns_stay_in_the_predicate() -> None:
+    # Flink's TemporalJoinITCase.testEventTimeTemporalJoinThatJoinkeyContainsPk: the equalities contain the key
+    [clause] = find_temporal_joins(KEYED + "o.cur = r.cur AND o.cur_no = r.cur_no")
+    resolved, left_key, predicate = clause.join_keys(("cur",), "join")
+    assert (resolved.key_pairs, left_key, predicate) == ((("cur", "cur"),), ("cur",), "o.cur_no = r.cur_no")
+    # equalities that miss a key column are still refused, naming every equality's column
+    with pytest.raises(SpecError, match=r"join on \['cur', 'cur_no'\], but the versioned table's key is \['cur', 'k'\]"):
+        clause.join_keys(("cur", "k"), "join")
+    with pytest.raises(SpecError, match=r"join on \['cur', 'cur_no'\], but the versioned table's key is \['id'\]"):
+        clause.join_keys(("id",), "join")
+
+
+def test_chained_joins_read_every_alias_before_them() -> None:
+    # Flink's TemporalJoinITCase.testEventTimeMultiTemporalJoin: the second join's left side is the first join
+    query = ("SELECT o.id, r.rate, r1.rate FROM orders AS o LEFT JOIN a FOR SYSTEM_TIME AS OF o.ts AS r "
+             "ON o.cur = r.cur AND o.no = r.no LEFT JOIN b FOR SYSTEM_TIME AS OF o.ts AS r1 "
+             "ON o.cur = r1.cur AND r.rate < r1.rate JOIN c FOR SYSTEM_TIME AS OF r1.t AS r2 ON r2.k = upper(r.no) "
+             "WHERE o.id > 0")
+    first, second, third = find_temporal_joins(query)
+    assert not first.chained and first.left_relation == "orders" and first.key_pairs == (("cur", "cur"), ("no", "no"))
+    assert second.chained and second.chain == ("o", "r") and second.start == first.start == query.index("orders")
+    assert (second.how, second.left_time, second.time_expression) == ("left", "__tw_as_of", "o.ts")
+    assert second.key_pairs == (("o.cur", "cur"),) and second.predicate == "r.rate < r1.rate"
+    assert third.chain == ("o", "r", "r1") and third.time_expression == "r1.t" and third.how == "inner"
+    assert third.key_pairs == (("upper(r.no)", "k"),) and third.end == query.index(" WHERE")
+
+
+@pytest.mark.parametrize(("tail", "message", "at"), [
+    ("JOIN b FOR SYSTEM_TIME AS OF x.ts AS r1 ON o.cur = r1.cur", "AS OF needs a time column of the joins before it "
+     "(o / r.<column>)", "x.ts"),
+    ("JOIN b FOR SYSTEM_TIME AS OF ts AS r1 ON o.cur = r1.cur", "AS OF needs a time column", "ts AS r1"),
+])
+def test_chained_join_errors_point_at_the_problem(tail: str, message: str, at: str) -> None:
+    query = f"SELECT 1 FROM orders AS o JOIN a FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur {tail}"
+    with pytest.raises(QuerySyntaxError, match=re.escape(message)) as info:
+        find_temporal_joins(query)
+    assert info.value.position == query.index(at)
+
+
+def test_a_join_after_another_tables_join_still_needs_a_subquery() -> None:
+    query = "SELECT 1 FROM orders AS o JOIN x ON o.a = x.a JOIN r FOR SYSTEM_TIME AS OF o.ts AS r ON o.c = r.c"
+    with pytest.raises(QuerySyntaxError, match="one table or subquery right after FROM"):
+        find_temporal_joins(query)
 
 
 def test_a_column_named_like_a_function_is_no_call() -> None:

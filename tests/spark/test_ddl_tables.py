@@ -257,6 +257,31 @@ def test_plain_view_script_and_ddl_results(spark, tmp_path) -> None:
     assert timeweave.sql(spark, f"SELECT count(*) AS n FROM {view}").first().n == 3
 
 
+@pytest.mark.parametrize("case", ["tj_view_inner", "tj_view_left"])
+def test_a_view_selecting_all_of_a_versioned_table_or_view_is_versioned_as_it_is(spark, tmp_path, case) -> None:
+    # Flink keeps the primary key and time attribute through SELECT * (TemporalJoinITCase's CREATE VIEW v1)
+    orders, history, view = _orders(spark, tmp_path, case), _history_table(spark, tmp_path, case), _name("versioned")
+    how = "LEFT" if case.endswith("left") else ""
+    of_table, of_view = _name("of_table"), _name("of_view")
+    timeweave.versioned_table(spark.table(history), key="currency", time="update_time", name=view)
+    timeweave.sql(spark, f"""CREATE VIEW {of_table} AS SELECT * FROM {view};
+        CREATE VIEW {view}_latest AS SELECT currency, conversion_rate, update_time FROM (
+          SELECT *, ROW_NUMBER() OVER (PARTITION BY currency ORDER BY update_time DESC) AS rownum FROM {history})
+        WHERE rownum = 1;
+        CREATE VIEW {of_view} AS SELECT * FROM {view}_latest""")
+    for rates in (of_table, of_view):
+        assert rows_as_text(timeweave.sql(spark, JOIN.format(orders=orders, how=how, rates=rates)), COLUMNS) \
+            == _expected(case), rates
+    # what the view reads is the source's rows (a versioned view: each key's latest row)
+    assert timeweave.sql(spark, f"SELECT count(*) AS n FROM {of_view}").first().n \
+        == timeweave.sql(spark, f"SELECT count(*) AS n FROM {view}_latest").first().n
+    # anything more than SELECT * is a plain view, as before
+    plain = _name("plain")
+    timeweave.sql(spark, f"CREATE VIEW {plain} AS SELECT * FROM {view} WHERE conversion_rate > 0")
+    with pytest.raises(SpecError, match="is not a versioned table"):
+        timeweave.sql(spark, JOIN.format(orders=orders, how=how, rates=plain))
+
+
 def test_versioned_view_without_its_key_among_the_columns_fails_naming_it(spark, tmp_path) -> None:
     history = _history_table(spark, tmp_path, "tj_view_inner")
     with pytest.raises(SpecError, match="column 'currency' not found"):

@@ -2,7 +2,7 @@
 
 * :mod:`tests.helpers.mr_suites.flink_itcase`: Flink's queries verbatim over its test collections, with
   Flink's results (where the standard answers otherwise, the standard's, with Flink's rows and the reason
-  in ``DIFFERENCES``); five queries need Flink group windows or Java UDFs and are listed in ``SKIPPED``.
+  in ``DIFFERENCES``); two queries need Java UDFs and are listed in ``SKIPPED``.
 * :mod:`tests.helpers.mr_suites.analyzer_errors`: IoTDB's port of Trino's row-pattern analysis tests and
   Flink's ``MatchRecognizeValidationTest``.  A failing case must fail before any Spark job, with an error
   positioned in the query; a passing case must analyse (``timeweave.sql`` returns a DataFrame).
@@ -31,7 +31,12 @@ def peers(spark):
 
 @pytest.mark.parametrize(("name", "query", "expected"), flink_itcase.CASES, ids=[c[0] for c in flink_itcase.CASES])
 def test_flink_match_recognize_itcase(peers, name: str, query: str, expected: list[tuple]) -> None:
-    got = [tuple(r) for r in timeweave.sql(peers, query).collect()]
+    zone = peers.conf.get("spark.sql.session.timeZone")
+    peers.conf.set("spark.sql.session.timeZone", flink_itcase.SESSION_TIME_ZONES.get(name, zone))
+    try:
+        got = [tuple(r) for r in timeweave.sql(peers, query).collect()]
+    finally:
+        peers.conf.set("spark.sql.session.timeZone", zone)
     assert Counter(got) == Counter(expected), f"{name}: {got}"
 
 

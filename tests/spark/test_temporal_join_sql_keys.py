@@ -160,3 +160,39 @@ def test_expression_on_a_non_key_column_is_a_predicate(spark, tables) -> None:
     plain = ("SELECT o.id, r.rate FROM orders_keys AS o JOIN rates_keys FOR SYSTEM_TIME AS OF o.ts AS r "
              "ON upper(o.cur) = r.currency WHERE CASE WHEN o.x = 1 THEN 1.1 ELSE 0.8 END = r.rate")
     assert _rows(timeweave.sql(spark, query)) == _rows(timeweave.sql(spark, plain)) == [("o0", 1.1)]
+
+
+@pytest.fixture(scope="module")
+def fees(spark, tables):
+    fees = spark.createDataFrame(
+        [("EUR", 0.5, T0), ("EUR", 2.0, T0 + timedelta(minutes=50)), ("USD", 0.1, T0), ("GBP", 0.2, T0)],
+        "currency STRING, fee DOUBLE, t TIMESTAMP",
+    )
+    timeweave.register_versioned(spark, "fees_keys", fees, VersionedTableSpec("currency", "t"))
+    return fees
+
+
+@pytest.mark.parametrize("how", ["JOIN", "LEFT JOIN"])
+def test_chained_joins_equal_the_first_join_as_a_subquery(spark, fees, how) -> None:
+    # Flink's TemporalJoinITCase.testEventTimeMultiTemporalJoin shape: the second join reads both aliases before it
+    chained = (f"SELECT o.id, r.rate, r1.fee FROM orders_keys AS o {how} rates_keys FOR SYSTEM_TIME AS OF o.ts AS r "
+               f"ON upper(o.cur) = r.currency {how} fees_keys FOR SYSTEM_TIME AS OF o.ts AS r1 "
+               "ON r1.currency = r.currency AND r1.fee < r.rate WHERE o.x >= 0")
+    nested = (f"SELECT j.id, j.rate, r1.fee FROM (SELECT o.id, o.ts, o.x, r.currency AS r_currency, r.rate "
+              f"FROM orders_keys AS o {how} rates_keys FOR SYSTEM_TIME AS OF o.ts AS r ON upper(o.cur) = r.currency) "
+              f"AS j {how} fees_keys FOR SYSTEM_TIME AS OF j.ts AS r1 ON j.r_currency = r1.currency AND r1.fee < j.rate "
+              "WHERE j.x >= 0")
+    got = _rows(timeweave.sql(spark, chained))
+    assert got == _rows(timeweave.sql(spark, nested))
+    assert any(fee is not None for *_, fee in got) and any(fee is None for *_, fee in got) == (how == "LEFT JOIN")
+    rejected = timeweave.dead_letters(spark, chained)
+    assert {r.clause.split(" (")[0] for r in rejected.collect()} <= {"temporal join #1", "temporal join #2"}
+
+
+def test_select_star_over_chained_joins_is_refused_with_its_position(spark, fees) -> None:
+    query = ("SELECT * FROM orders_keys AS o JOIN rates_keys FOR SYSTEM_TIME AS OF o.ts AS r ON upper(o.cur) = "
+             "r.currency JOIN fees_keys FOR SYSTEM_TIME AS OF o.ts AS r1 ON r1.currency = r.currency")
+    with pytest.raises(QuerySyntaxError, match=r"SELECT \* over chained temporal joins \(o, r, r1\)") as err:
+        timeweave.sql(spark, query)
+    assert err.value.position == query.index("*")
+    assert timeweave.sql(spark, query.replace("SELECT *", "SELECT o.*, r1.fee")).count() > 0

@@ -62,3 +62,14 @@ def test_unknown_function_and_missing_key_condition_are_positioned(spark, case) 
 def test_a_history_without_the_key_column_fails_naming_it(spark, case) -> None:
     with pytest.raises(SpecError, match="'ccy' not found"):
         timeweave.create_temporal_table_function(spark, "Bad", "rates_history", time="update_time", key="ccy")
+
+
+def test_a_dropped_function_is_unknown_again(spark, case) -> None:
+    from timeweave.spark.temporal_functions import drop_temporal_table_function
+
+    timeweave.create_temporal_table_function(spark, "DropMe", "rates_history", time="update_time", key="currency")
+    query = FLINK_FORM.replace("Rates(", "DropMe(")
+    assert timeweave.sql(spark, query).count() > 0
+    assert drop_temporal_table_function(spark, "dropme") and not drop_temporal_table_function(spark, "DropMe")
+    with pytest.raises(QuerySyntaxError, match="DropMe is not a temporal table function"):
+        timeweave.sql(spark, query)

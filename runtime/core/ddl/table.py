@@ -16,6 +16,7 @@ Computed columns keep their expression text; the Flink functions Spark names dif
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from timeweave.core.ddl.cursor import Cursor
@@ -294,8 +295,13 @@ def _watermark(cursor: Cursor) -> Watermark:
     return Watermark(column.name, expression, _delay(cursor, expression_start, cursor.i, column.name), start.start)
 
 
+#: ``INTERVAL 'n.fff' SECOND``'s amount: whole seconds and a fraction.
+_FRACTIONAL_SECONDS = re.compile(r"^(\d+)\.(\d+)$")
+
+
 def _delay(cursor: Cursor, start: int, stop: int, column: str) -> int | None:
-    """``column`` alone (0) or ``column - INTERVAL 'n' UNIT`` (n units, µs); any other strategy: None."""
+    """``column`` alone (0) or ``column - INTERVAL 'n' UNIT`` (n units, µs; ``'n.fff' SECOND`` a fraction of
+    seconds, at most µs); any other strategy: None."""
     tokens = cursor.tokens[start:stop]
     if not tokens or tokens[0].type not in (TokenType.WORD, TokenType.QUOTED) or tokens[0].name != column:
         return None
@@ -303,6 +309,12 @@ def _delay(cursor: Cursor, start: int, stop: int, column: str) -> int | None:
         return 0
     if len(tokens) == 5 and tokens[1].text == "-" and tokens[2].upper == "INTERVAL" and tokens[3].type is TokenType.STRING:
         amount = _string(tokens[3]).strip()
+        seconds = _FRACTIONAL_SECONDS.match(amount)
+        if seconds and tokens[4].upper in ("SECOND", "SECONDS"):
+            # SQL's (and Flink's) INTERVAL 'n.fff' SECOND: a fraction of seconds, down to the µs
+            whole, fraction = seconds.groups()
+            if len(fraction) <= 6:
+                return int(whole) * 1_000_000 + int(fraction.ljust(6, "0"))
         try:
             return parse_duration(f"{amount} {tokens[4].text}", "WATERMARK")
         except SpecError as error:

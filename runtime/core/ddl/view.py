@@ -7,7 +7,12 @@
 
 ``DESC`` keeps each key's last row: a versioned table whose versions are every row of the relation, keyed by
 the PARTITION BY columns, valid from ``time_attr``.  ``ASC`` keeps each key's first row (Flink's keep-first
-deduplication): one version per key, valid from its first time on.  Any other view is a plain view.
+deduplication): one version per key, valid from its first time on.
+
+A view that is exactly ``SELECT * FROM t`` is ``t`` under another name (:attr:`CreateView.selects_all_of`): in
+Flink it keeps ``t``'s primary key and time attribute, so over a versioned table it is versioned too (Flink's
+``TemporalJoinITCase``: ``CREATE VIEW v1 AS SELECT * FROM versioned_currency_with_single_key``).  Any other view
+is a plain view.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ class CreateView:
     versioned: VersionedShape | None
     script: str
     position: int
+    #: the one table the query is ``SELECT * FROM`` (as written), when that is the whole query
+    selects_all_of: str | None = None
 
 
 def is_create_view(statement: Statement) -> bool:
@@ -83,7 +90,25 @@ def parse_create_view(statement: Statement) -> CreateView:
     body = cursor.i
     query = statement.script[statement.tokens[body].start : statement.end]
     return CreateView(name, temporary, if_not_exists, query, _versioned_shape(statement, body),
-                      statement.script, name_token.start)
+                      statement.script, name_token.start, _selects_all_of(statement, body))
+
+
+def _selects_all_of(statement: Statement, body: int) -> str | None:
+    """``t`` when the query from token ``body`` is exactly ``SELECT * FROM t`` (``t`` a name, maybe qualified).
+
+    >>> from timeweave.core.ddl.script import split_statements
+    >>> [parse_create_view(split_statements(f"CREATE VIEW v AS {q}")[0]).selects_all_of
+    ...  for q in ("SELECT * FROM `my rates`", "select * from db.rates", "SELECT * FROM r WHERE x > 1", "SELECT a FROM r")]
+    ['`my rates`', 'db.rates', None, None]
+    """
+    cursor = Cursor(statement, body)
+    if not (cursor.accept_word("SELECT") and cursor.accept_symbol("*") and cursor.accept_word("FROM")):
+        return None
+    start = cursor.peek()
+    if start is None or start.type not in (TokenType.WORD, TokenType.QUOTED):
+        return None
+    name, _ = cursor.qualified_name()
+    return name if cursor.at_end() else None
 
 
 def _versioned_shape(statement: Statement, body: int) -> VersionedShape | None:

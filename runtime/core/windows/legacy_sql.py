@@ -25,8 +25,9 @@ The group windows and their auxiliary functions (Flink's "Group Windows" page):
 * ``WHERE`` filters rows before they are windowed (it matters for sessions): it moves into the TVF's input,
   ``TABLE (SELECT * FROM t WHERE ...)``.
 
-The query's FROM must be one table or subquery (``FROM t [AS a]``); joins and comma lists are refused with the
-position (write the TVF form).  Every error is positioned in the query as written.
+The query's FROM must be one table or subquery (``FROM t [AS a]``), or one with its MATCH_RECOGNIZE (``FROM t
+MATCH_RECOGNIZE (...) [AS] a``: the windows group the matches, by a measure such as ``MATCH_ROWTIME()``); joins and
+comma lists are refused with the position (write the TVF form).  Every error is positioned in the query as written.
 """
 
 from __future__ import annotations
@@ -195,6 +196,12 @@ def _relation(text: str, tokens: list[Token], depths: list[int], lo: int, hi: in
             stop += 2
     else:
         raise _fail(why, text, tokens[lo])
+    if stop + 1 < hi and tokens[stop].upper == "MATCH_RECOGNIZE" and tokens[stop + 1].type is TokenType.LPAREN:
+        # t MATCH_RECOGNIZE (...) [AS] a: the windows group the matches (Flink's MATCH_ROWTIME() use)
+        close = _closing(tokens, stop + 1)
+        if close < 0 or close >= hi:
+            raise _fail("( is never closed", text, tokens[stop + 1])
+        stop = close + 1
     alias, after = None, stop
     if after < hi and tokens[after].upper == "AS" and after + 1 < hi and tokens[after + 1].type in _NAMES:
         alias, after = text[tokens[after].start:tokens[after + 1].end], after + 2
@@ -258,11 +265,16 @@ def _rewrite_block(text: str, tokens: list[Token], depths: list[int], at: int, b
 
     # -- the window TVF call replacing the relation ---------------------------------------------------------
     relation = text[tokens[first].start:tokens[stop - 1].end]
+    recognized = tokens[stop - 1].type is TokenType.RPAREN and tokens[first].type in _NAMES
     # keep "t.col" references valid: without an alias the TVF's result is named as the table was
-    named = alias or (f"AS {tokens[stop - 1].text}" if tokens[first].type in _NAMES else "")
-    data = f"TABLE {relation}" if where_at is None else (
-        f"TABLE (SELECT * FROM {relation}{' ' + alias if alias else ''} WHERE "
-        f"{text[tokens[where_at + 1].start:tokens[group - 1].end]})")
+    named = alias or (f"AS {tokens[stop - 1].text}" if tokens[first].type in _NAMES and not recognized else "")
+    if where_at is not None:
+        data = (f"TABLE (SELECT * FROM {relation}{' ' + alias if alias else ''} WHERE "
+                f"{text[tokens[where_at + 1].start:tokens[group - 1].end]})")
+    elif recognized:  # the matches of t MATCH_RECOGNIZE (...) [AS] a are the TVF's input rows
+        data = f"TABLE (SELECT * FROM {relation}{' ' + alias if alias else ''})"
+    else:
+        data = f"TABLE {relation}"
     if window == "SESSION" and others:
         keys = []
         for lo, hi in others:

@@ -68,6 +68,20 @@ def test_global_session_and_subquery_input_and_nested_blocks() -> None:
     assert "window_time AS rt" in out and out.startswith("SELECT window_start AS s, SUM(n) FROM TABLE(SESSION(")
 
 
+@pytest.mark.parametrize(("alias", "where"), [(" AS T", ""), (" T", ""), ("", ""), (" AS T", " WHERE T.price > 1")])
+def test_the_matches_of_a_match_recognize_are_windowed(alias: str, where: str) -> None:
+    # Flink's MatchRecognizeITCase.testWindowedGroupingAppliedToMatchRecognize: FROM t MATCH_RECOGNIZE (...) AS T
+    recognize = ("Ticker MATCH_RECOGNIZE ( PARTITION BY symbol ORDER BY rowtime MEASURES A.price as price, "
+                 "MATCH_ROWTIME() as matchRowtime PATTERN (A) DEFINE A AS A.price > 0 )")
+    q = (f"SELECT symbol, SUM(price), TUMBLE_START(matchRowtime, interval '3' second) FROM {recognize}{alias}{where} "
+         "GROUP BY symbol, TUMBLE(matchRowtime, interval '3' second)")
+    call = _one_call(q)
+    assert call.spec == TumbleSpec(size=3_000, offset=0) and call.time_column == "matchRowtime"
+    assert call.relation == f"(SELECT * FROM {recognize}{alias}{where})"
+    out = rewrite_group_windows(q)
+    assert out.endswith(f"){alias} GROUP BY symbol, window_start, window_end, window_time")
+
+
 def test_queries_without_group_windows_are_unchanged() -> None:
     for q in ["SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))",
               "SELECT k, COUNT(*) FROM t GROUP BY k",

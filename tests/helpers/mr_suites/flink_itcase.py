@@ -9,11 +9,16 @@ whitespace collapsed).  The inputs are the test's collections as temporary views
 back into tuples.  Where the standard's answer differs from Flink's, ``CASES`` holds the standard's and
 ``DIFFERENCES`` Flink's, with the reason.
 
-``SKIPPED`` lists the queries not run, with the reason: Flink group windows (``TUMBLE(...)`` in GROUP BY)
-outside the clause, which Spark SQL writes differently, and user-defined Java functions.
+The three queries with Flink's legacy group windows (``GROUP BY symbol, TUMBLE(rowtime, ...)`` feeding or
+grouping the matches) read ``'rowtime.rowtime`` as a TIMESTAMP(3) (TIMESTAMP_NTZ) and, for the
+``TIMESTAMP_LTZ`` one, run in Flink's local time zone (:data:`SESSION_TIME_ZONES`).
+
+``SKIPPED`` lists the queries not run, with the reason: user-defined Java functions.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 N = None
 
@@ -56,6 +61,17 @@ def setup(spark: object) -> None:
     view("NullPriceTable", "id, name, price",
          [f"{i}, '{n}', CAST({p} AS INT)" for i, (n, p) in enumerate(zip(agg_names, prices, strict=True), 1)])
     view("TimeTable", "id, name", ["1, 'a'"])
+    # 'rowtime.rowtime over the tuple's milliseconds: a TIMESTAMP(3) (zone-less, as Flink's sink prints it)
+    ticks = [("ACME", 1, 1, 1), ("ACME", 2, 2, 2), ("ACME", 4, 1, 4), ("ACME", 5, 1, 3), ("ACME", 7, 2, 3),
+             ("ACME", 8, 2, 3), ("ACME1", 1, 20, 4), ("ACME1", 1, 24, 4), ("ACME1", 1, 25, 3), ("ACME1", 1, 19, 8)]
+    for name, rows in (("WindowedTicker", ticks), ("MatchedTicker", ticks[:4])):
+        values = ", ".join(f"('{s}', {t * 1000}L, {p}, {x})" for s, t, p, x in rows)
+        spark.sql(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT symbol, CAST(timestamp_millis(_ms) AS TIMESTAMP_NTZ) "
+                  f"AS rowtime, price, tax FROM VALUES {values} AS t(symbol, _ms, price, tax)")
+    # Flink's TIMESTAMP_LTZ(3) table of Instant.ofEpochSecond(1..4)
+    spark.sql("CREATE OR REPLACE TEMP VIEW LtzTicker AS SELECT symbol, timestamp_seconds(s) AS ts_ltz, price, tax "
+              "FROM VALUES ('ACME', 1, 1, 1), ('ACME', 2, 2, 2), ('ACME', 3, 1, 4), ('ACME', 4, 1, 3) "
+              "AS t(symbol, s, price, tax)")
 
 
 def _q(table: str, query: str) -> str:
@@ -105,7 +121,30 @@ CASES: list[tuple[str, str, list[tuple]]] = [
     ("testAccessingCurrentTime", _q("TimeTable", "SELECT T.aid FROM MyTable MATCH_RECOGNIZE ( ORDER BY proctime "
      "MEASURES A.id AS aid, A.proctime AS aProctime, LAST(A.proctime + INTERVAL '1' second) as calculatedField "
      "PATTERN (A) DEFINE A AS proctime >= (CURRENT_TIMESTAMP - INTERVAL '1' day) ) AS T"), [(1,)]),
+    ("testMatchRecognizeAppliedToWindowedGrouping", _q("WindowedTicker", "SELECT * FROM ( SELECT symbol, SUM(price) "
+     "as price, TUMBLE_ROWTIME(rowtime, interval '3' second) as rowTime, TUMBLE_START(rowtime, interval '3' second) "
+     "as startTime FROM Ticker GROUP BY symbol, TUMBLE(rowtime, interval '3' second) ) MATCH_RECOGNIZE ( PARTITION "
+     "BY symbol ORDER BY rowTime MEASURES B.price as dPrice, B.startTime as dTime ONE ROW PER MATCH PATTERN (A B) "
+     "DEFINE B AS B.price < A.price )"), [("ACME", 2, datetime(1970, 1, 1, 0, 0, 3))]),
+    ("testWindowedGroupingAppliedToMatchRecognize", _q("MatchedTicker", "SELECT symbol, SUM(price) as price, "
+     "TUMBLE_ROWTIME(matchRowtime, interval '3' second) as rowTime, TUMBLE_START(matchRowtime, interval '3' second) "
+     "as startTime FROM Ticker MATCH_RECOGNIZE ( PARTITION BY symbol ORDER BY rowtime MEASURES A.price as price, "
+     "A.tax as tax, MATCH_ROWTIME() as matchRowtime ONE ROW PER MATCH PATTERN (A) DEFINE A AS A.price > 0 ) AS T "
+     "GROUP BY symbol, TUMBLE(matchRowtime, interval '3' second)"),
+     [("ACME", 3, datetime(1970, 1, 1, 0, 0, 2, 999000), datetime(1970, 1, 1, 0, 0)),
+      ("ACME", 2, datetime(1970, 1, 1, 0, 0, 5, 999000), datetime(1970, 1, 1, 0, 0, 3))]),
+    # Flink's local time zone Asia/Shanghai (SESSION_TIME_ZONES); TIMESTAMP_LTZ values as PySpark collects an instant
+    ("testWindowedGroupingAppliedToMatchRecognizeOnLtzRowtime", _q("LtzTicker", "SELECT symbol, SUM(price) as price, "
+     "TUMBLE_ROWTIME(matchRowtime, interval '3' second) as rowTime, TUMBLE_START(matchRowtime, interval '3' second) "
+     "as startTime FROM Ticker MATCH_RECOGNIZE ( PARTITION BY symbol ORDER BY ts_ltz MEASURES A.price as price, "
+     "A.tax as tax, MATCH_ROWTIME(ts_ltz) as matchRowtime ONE ROW PER MATCH PATTERN (A) DEFINE A AS A.price > 0 ) "
+     "AS T GROUP BY symbol, TUMBLE(matchRowtime, interval '3' second)"),
+     [("ACME", 3, datetime.fromtimestamp(2.999), datetime.fromtimestamp(0)),
+      ("ACME", 2, datetime.fromtimestamp(5.999), datetime.fromtimestamp(3))]),
 ]
+
+#: The session time zone a case runs in (Flink's ``tEnv.getConfig.setLocalTimeZone``); the others run in UTC.
+SESSION_TIME_ZONES = {"testWindowedGroupingAppliedToMatchRecognizeOnLtzRowtime": "Asia/Shanghai"}
 
 # Where the standard's answer (above) differs from Flink's published one: Flink's rows and why.
 DIFFERENCES = {
@@ -114,12 +153,16 @@ DIFFERENCES = {
         "Flink's CEP does not give back a row a greedy loop took: after DOWN{2,} takes 19, 17, 13 and UP fails on "
         "20, the standard (and Trino) backtrack to DOWN = 19, 17 and UP = 13 (13 < 19), a match Flink never "
         "tries; the same deviation as the mr_* conformance cases' greedy quantifiers"),
+    "testWindowedGroupingAppliedToMatchRecognizeOnLtzRowtime": (
+        [("ACME", 3, datetime(1970, 1, 1, 0, 0, 2, 999000, tzinfo=UTC), datetime(1970, 1, 1, 8, 0)),
+         ("ACME", 2, datetime(1970, 1, 1, 0, 0, 5, 999000, tzinfo=UTC), datetime(1970, 1, 1, 8, 0, 3))],
+        "TUMBLE_START over a TIMESTAMP_LTZ time is a zone-less TIMESTAMP(3) in Flink (the wall clock in the "
+        "session zone, 08:00 in Asia/Shanghai); timeweave's window columns keep the time column's type, a "
+        "TIMESTAMP_LTZ, which is the same instant (1970-01-01 00:00 UTC) and reads 08:00 in that zone: README, "
+        "'window columns' precision'"),
 }
 
 SKIPPED = {
-    "testMatchRecognizeAppliedToWindowedGrouping": "input is a Flink group window (TUMBLE_ROWTIME/TUMBLE in GROUP BY)",
-    "testWindowedGroupingAppliedToMatchRecognize": "output grouped by a Flink group window (TUMBLE in GROUP BY)",
-    "testWindowedGroupingAppliedToMatchRecognizeOnLtzRowtime": "as above, over TIMESTAMP_LTZ in Asia/Shanghai",
     "testAggregates": "a user-defined Java aggregate (weightedAvg) in MEASURES and DEFINE",
     "testUserDefinedFunctions": "user-defined Java functions reading Flink job parameters",
 }
