@@ -393,6 +393,14 @@ def measure(engine: str, query: str, record: Feed, poller: Poller, warmup: float
     }
     if emitted:
         result["emitted_s"] = percentiles(emitted)
+    # emittable rows never written: how long before the feed's last file they arrived (the feed's tail: a
+    # watermark that stays one file behind, e.g. the minimum over Flink's two source readers)
+    fed_end = max(a for files in record.files.values() for a, _, _ in files)
+    out_keys = set(keys)
+    missing = [fed_end - arrivals[k][0] for k, at in emittable.items() if at < math.inf and k not in out_keys]
+    result["missing_emittable"] = len(missing)
+    if missing:
+        result["missing_arrived_before_end_s"] = [round(min(missing), 3), round(max(missing), 3)]
     if query == "tumble_1s":
         counts: dict[int, int] = {}
         for key, _, _ in rows:
@@ -502,8 +510,16 @@ def run_once(engine: str, query: str, plan: Sequence[Mapping[str, list[list[str]
               **measure(engine, query, record, poller, args.warmup, t0_ms / 1000)}
     if engine == "timeweave":
         result["batches"] = batch_figures(scratch / "progress.jsonl", t0_ms / 1000 + args.warmup)
-        commits = sorted(t for p, t in poller.seen.items() if p.parent.name == "commits")
+        commits = {int(p.name): t for p, t in poller.seen.items() if p.parent.name == "commits" and p.name.isdigit()}
         result["commit_log_entries"] = len(commits)
+        # a batch's first output file seen -> its commits/<batch> log entry seen (Spark's commit, after the files)
+        first_file: dict[int, float] = {}
+        for path, t in poller.seen.items():
+            if path.parent.name == "out" and path.name.startswith("part-b"):
+                batch = int(path.name[6:18])
+                first_file[batch] = min(t, first_file.get(batch, t))
+        gaps = [commits[b] - t for b, t in first_file.items() if b in commits]
+        result["files_to_commit_log_s_median"] = round(statistics.median(gaps), 3) if gaps else None
     if args.keep:
         result["scratch"] = str(scratch)
     else:
