@@ -59,7 +59,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -436,6 +436,18 @@ def batch_figures(progress_path: Path, warmup_after: float) -> dict[str, Any]:
 
 
 # -- one run ----------------------------------------------------------------------------------------------------
+def _wait_for(done: Callable[[], bool], proc: subprocess.Popen, deadline: float, exited: Callable[[int], str],
+              late: str) -> None:
+    """Poll until ``done()``; raise ``exited(exit code)`` if the engine process ends first, ``late`` once the wall
+    clock passes ``deadline``."""
+    while not done():
+        if proc.poll() is not None:
+            raise RuntimeError(exited(proc.returncode))
+        if time.time() > deadline:
+            raise RuntimeError(late)
+        time.sleep(0.05)
+
+
 def run_once(engine: str, query: str, plan: Sequence[Mapping[str, list[list[str]]]], args: argparse.Namespace,
              trigger: str) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix=f"tw-lat-{engine}-"))
@@ -462,23 +474,16 @@ def run_once(engine: str, query: str, plan: Sequence[Mapping[str, list[list[str]
     t_start = time.time()
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
-        while not ready.exists():
-            if proc.poll() is not None:
-                raise RuntimeError(f"{engine} exited {proc.returncode} before running: {scratch / 'engine.log'}")
-            if time.time() - t_start > 180:
-                raise RuntimeError(f"{engine} not running after 180 s")
-            time.sleep(0.05)
+        _wait_for(ready.exists, proc, t_start + 180, lambda rc: f"{engine} exited {rc} before running: {scratch / 'engine.log'}",
+                  f"{engine} not running after 180 s")
         running_s = time.time() - t_start
         poller = Poller([scratch / "out", scratch / "chk" / "query" / "commits"], args.poll_ms / 1000)
         poller.start()
         # the seed: the engine's first output before the feed starts (a job that has been running a while)
         seed(query, plan, src, (int(time.time() * 1000) // 1000 - 30) * 1000)
-        while not any(p.parent.name == "out" for p in list(poller.seen)):
-            if proc.poll() is not None:
-                raise RuntimeError(f"{engine} exited {proc.returncode} on the seed: {scratch / 'engine.log'}")
-            if time.time() - t_start > 300:
-                raise RuntimeError(f"{engine}: no output for the seed after 300 s")
-            time.sleep(0.05)
+        _wait_for(lambda: any(p.parent.name == "out" for p in list(poller.seen)), proc, t_start + 300,
+                  lambda rc: f"{engine} exited {rc} on the seed: {scratch / 'engine.log'}",
+                  f"{engine}: no output for the seed after 300 s")
         seeded_s = time.time() - t_start
         time.sleep(2.0)  # the seed's last batches (the no-data batch after it)
         t0_ms = (int(time.time() * 1000) // 1000 + 1) * 1000  # the next whole second: windows start on ticks

@@ -28,7 +28,7 @@ from typing import Any
 
 from timeweave.core.ddl.connectors import FileSource, source_of
 from timeweave.core.ddl.insert import InsertInto, InsertSet, plan_script
-from timeweave.core.ddl.script import Statement
+from timeweave.core.ddl.script import Statement, in_place
 from timeweave.core.ddl.table import CreateTable, is_create_table, parse_create_table
 from timeweave.core.ddl.view import is_create_view, parse_create_view
 from timeweave.core.errors import SpecError
@@ -41,12 +41,6 @@ SINK_FORMATS = ("csv", "json", "parquet")
 class _Sink:
     table: CreateTable
     source: FileSource
-
-
-def in_place(script: str, start: int, text: str) -> str:
-    """``text`` (which starts at ``start`` in ``script``) preceded by the script's line breaks before it and blanks,
-    so a syntax error in it has the script's line and column."""
-    return "".join(c if c == "\n" else " " for c in script[:start]) + text
 
 
 def _sink(table: CreateTable) -> _Sink:

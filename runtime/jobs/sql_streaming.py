@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from timeweave.core.ddl.insert import InsertInto
+from timeweave.core.ddl.script import in_place
 from timeweave.jobs.config import ConfigError, SourceConfig
 
 if TYPE_CHECKING:
@@ -60,7 +61,6 @@ def describe(job: SqlInsertJob) -> str:
 
 def stream(spark: Any, job: SqlInsertJob, rows: Mapping[str, Any], control: Any) -> StreamingRun:
     """The insert's streaming query over the script's streams and the heartbeat source ``control``."""
-    from timeweave.jobs.sql_script import in_place
     from timeweave.jobs.streaming import StreamingRun
     from timeweave.spark.sql_streaming import streaming_sql
     from timeweave.spark.temporal_join_streaming import DEAD as JOIN_DEAD

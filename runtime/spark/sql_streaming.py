@@ -47,7 +47,7 @@ from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.registration import time_attributes
 from timeweave.spark.temp_views import drop_temp_view
 from timeweave.spark.temporal_functions import rewrite_temporal_function_joins
-from timeweave.spark.temporal_join_sql import bind_clause, exposed_spec, hidden_columns
+from timeweave.spark.temporal_join_sql import bind_clause, exposed_spec, hidden_columns, star_edits
 from timeweave.spark.temporal_join_streaming import SqlExposure, temporal_join_stream
 from timeweave.spark.window_render import window_tvf_sql
 
@@ -197,7 +197,7 @@ def _window_aggregation(spark: Any, query: str, call: WindowTvf, view: str, hear
     """A window aggregation over one TUMBLE / HOP / CUMULATE call as the streaming window operator; the SELECT
     block becomes a projection of its rows (the batch door's output names, from Spark's analysis)."""
     from timeweave.spark.window_streaming import window_aggregate_stream
-    from timeweave.spark.windows import bind, session_zone
+    from timeweave.spark.windows import bind, block_aggregates, block_names, block_select, session_zone
 
     shape = window_aggregate_query(query, call)
     if isinstance(shape, Declined):
@@ -209,14 +209,10 @@ def _window_aggregation(spark: Any, query: str, call: WindowTvf, view: str, hear
     delay = _event_time_delay(spark, query, name, call.time_column, call.start, f"{call.function}")
     time, kind, spec = bind(df.schema, call.time_column, call.spec)
     tvf = window_tvf_sql(spec, render.quote(name), df.columns, time, kind=kind, zone=session_zone(spark, kind))
-    names = spark.sql(query[shape.start : call.start] + "(" + tvf + ")" + query[call.end : shape.end]).columns
-    aggregates = {f"__tw_a{i}": item.aggregate for i, item in enumerate(shape.items) if item.aggregate}
-    windows = window_aggregate_stream(df, aggregates, keys=shape.keys, time=time, window=call.spec,
+    windows = window_aggregate_stream(df, block_aggregates(shape), keys=shape.keys, time=time, window=call.spec,
                                       watermark=f"{delay // 1000} milliseconds", heartbeat=heartbeat)
-    selected = ", ".join(f"{render.quote(item.column or f'__tw_a{i}')} AS {render.quote(out)}"
-                         for i, (item, out) in enumerate(zip(shape.items, names, strict=True)))
-    outer = query[: shape.start] + f"SELECT {selected} FROM {render.quote(view)} __tw_windows" + query[shape.end :]
-    return windows, outer, call.start
+    select = block_select(shape, block_names(spark, query, shape, tvf), render.quote(view) + " __tw_windows")
+    return windows, query[: shape.start] + select + query[shape.end :], call.start
 
 
 def _match_recognize(spark: Any, query: str, clause: MatchRecognizeClause, view: str, heartbeat: DataFrame | None):
@@ -263,9 +259,7 @@ def _outer_query(clause: TemporalJoinClause, view: str) -> str:
     """The query with the join replaced by ``view`` and each bare ``*`` of its block by ``* EXCEPT (aliases)``
     (the rows carry each side as a struct named by its alias, as the batch door's subquery does)."""
     query = clause.query
-    hidden = ", ".join(render.quote(alias) for alias in (clause.left_alias, clause.right_alias))
-    edits = [(clause.start, clause.end, f"{render.quote(view)} AS __tw_join1")]
-    edits += [(star, star + 1, f"* EXCEPT ({hidden})") for star in clause.select_stars]
+    edits = [(clause.start, clause.end, f"{render.quote(view)} AS __tw_join1"), *star_edits(clause)]
     for start, end, replacement in sorted(edits, reverse=True):
         query = query[:start] + replacement + query[end:]
     return query

@@ -60,14 +60,25 @@ def rewrite_temporal_joins(spark: Any, query: str) -> str:
                     "not supported: list the columns, or each side's (o.*, r.*, ...)",
                     text=query, position=clause.select_stars[0])
             continue
-        # The rewritten join also exposes the aliases as struct columns (so `o.col` keeps working); a bare
-        # `*` must not list them.
-        hidden = ", ".join(render.quote(alias) for alias in (clause.left_alias, clause.right_alias))
-        stars.extend((star, star + 1, f"* EXCEPT ({hidden})") for star in clause.select_stars)
+        stars.extend(star_edits(clause))
     replaced = [(start, end, text) for start, (end, text) in edits.items()]
     for start, end, replacement in sorted(replaced + stars, reverse=True):
         query = query[:start] + replacement + query[end:]
     return query
+
+
+def star_edits(clause: TemporalJoinClause) -> list[tuple[int, int, str]]:
+    """``(start, end, text)`` edits of the query turning each bare ``*`` of the join's block into ``* EXCEPT
+    (<aliases>)``: the rewritten join also exposes the aliases as struct columns (so ``o.col`` keeps working), and
+    a bare ``*`` must not list them (the batch door's subquery and the streaming SQL door's rows alike).
+
+    >>> from timeweave.core.temporal_sql import find_temporal_joins
+    >>> [c] = find_temporal_joins("SELECT * FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON o.k = r.k")
+    >>> star_edits(c)
+    [(7, 8, '* EXCEPT (`o`, `r`)')]
+    """
+    hidden = ", ".join(render.quote(alias) for alias in (clause.left_alias, clause.right_alias))
+    return [(star, star + 1, f"* EXCEPT ({hidden})") for star in clause.select_stars]
 
 
 def _plans(spark: Any, query: str) -> list[tuple[int, TemporalJoinClause, str]]:
@@ -251,4 +262,4 @@ def _render_clause(spark: Any, clause: TemporalJoinClause, n: int) -> str:
 sql_rewrite.register(sql_rewrite.ClauseRewriter("temporal join", 20, rewrite_temporal_joins))
 
 __all__ = ["BoundClause", "bind_clause", "bound_clauses", "chained_onto", "exposed_spec", "hidden_columns",
-           "keyed_left_relation", "rewrite_temporal_joins"]
+           "keyed_left_relation", "rewrite_temporal_joins", "star_edits"]

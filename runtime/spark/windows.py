@@ -454,29 +454,45 @@ def _positioned(call: WindowTvf, argument: str, message: str, query: str, positi
     return error
 
 
+def block_names(spark, query: str, shape: WindowAggregateQuery, tvf_sql: str) -> list[str]:
+    """The output names of the SELECT block ``shape`` of ``query`` as Spark analyses it over the TVF's rows
+    (``tvf_sql``, the call rendered): the names the batch door's result has (no job runs)."""
+    call = shape.call
+    return spark.sql(query[shape.start : call.start] + "(" + tvf_sql + ")" + query[call.end : shape.end]).columns
+
+
+def block_aggregates(shape: WindowAggregateQuery) -> dict[str, str]:
+    """The block's aggregates under the internal names :func:`block_select` reads them by (``__tw_a<i>``)."""
+    return {f"__tw_a{i}": item.aggregate for i, item in enumerate(shape.items) if item.aggregate}
+
+
+def block_select(shape: WindowAggregateQuery, names: Sequence[str], relation: str) -> str:
+    """The block as a projection of ``relation``, rows of the window columns, the keys and :func:`block_aggregates`'
+    columns, under the block's output ``names``."""
+    selected = [f"{render.quote(item.column or f'__tw_a{i}')} AS {render.quote(name)}"
+                for i, (item, name) in enumerate(zip(shape.items, names, strict=True))]
+    return "SELECT " + ", ".join(selected) + " FROM " + relation
+
+
 def _sliced_select(spark, query: str, shape: WindowAggregateQuery, relation: str, df: DataFrame,
                    tvf_sql: str) -> str | None:
     """The SELECT block ``shape`` of ``query`` computed with shared slices (:func:`_sliced_plan`, the DataFrame
     door's plan) over the call's input ``relation`` (rows ``df``), or None when the plan declines an aggregate.
 
     The block's output names and types are those of the block as written over the TVF's rows (``tvf_sql``),
-    taken from Spark's analysis of it (no job runs); a block Spark cannot analyse keeps the TVF path, so the
-    query fails as it did."""
-    call = shape.call
-    unsliced = query[shape.start : call.start] + "(" + tvf_sql + ")" + query[call.end : shape.end]
+    taken from Spark's analysis of it (:func:`block_names`); a block Spark cannot analyse keeps the TVF path, so
+    the query fails as it did."""
     try:
-        names = spark.sql(unsliced).columns
+        names = block_names(spark, query, shape, tvf_sql)
     except Exception:  # Spark's own error, raised by the whole query on the TVF path
         return None
     if len(names) != len(shape.items):
         return None
-    aggregates = {f"__tw_a{i}": item.aggregate for i, item in enumerate(shape.items) if item.aggregate}
-    plan = _sliced_plan(df, relation, aggregates, list(shape.keys), call.time_column, call.spec)
+    plan = _sliced_plan(df, relation, block_aggregates(shape), list(shape.keys), shape.call.time_column,
+                        shape.call.spec)
     if plan is None:
         return None
-    selected = [f"{render.quote(item.column or f'__tw_a{i}')} AS {render.quote(name)}"
-                for i, (item, name) in enumerate(zip(shape.items, names, strict=True))]
-    return "SELECT " + ", ".join(selected) + " FROM (" + plan + ") __tw_sliced"
+    return block_select(shape, names, "(" + plan + ") __tw_sliced")
 
 
 def rewrite_window_tvfs(spark, query: str, rewrite) -> str:

@@ -35,12 +35,12 @@ _SQLISH = re.compile(
 
 #: Reviewed splices: (file, enclosing function, spliced expression) -> why it cannot carry a name or text.
 ALLOWED = {
-    ("runtime/jobs/sql_script.py", "_insert", "insert.table"): "error messages only (the target's name)",
-    ("runtime/jobs/sql_script.py", "_insert", "missing[0]"): "an error message",
-    ("runtime/jobs/sql_script.py", "_insert", "[c.name for c in physical]"): "an error message",
-    ("runtime/jobs/sql_script.py", "_insert", "len(rows.columns)"): "an error message",
-    ("runtime/jobs/sql_script.py", "_insert", "len(targets)"): "an error message",
-    ("runtime/jobs/sql_script.py", "_insert", "[c.name for c in targets]"): "an error message",
+    ("runtime/jobs/sql_script.py", "sink_rows", "insert.table"): "error messages only (the target's name)",
+    ("runtime/jobs/sql_script.py", "sink_rows", "missing[0]"): "an error message",
+    ("runtime/jobs/sql_script.py", "sink_rows", "[c.name for c in physical]"): "an error message",
+    ("runtime/jobs/sql_script.py", "sink_rows", "len(rows.columns)"): "an error message",
+    ("runtime/jobs/sql_script.py", "sink_rows", "len(targets)"): "an error message",
+    ("runtime/jobs/sql_script.py", "sink_rows", "[c.name for c in targets]"): "an error message",
     ("runtime/core/temporal_function_sql.py", "_rewrite_one", "call.time_text"):
         "the time argument as the user wrote it in their own query (SQL text by definition)",
     ("runtime/core/temporal_function_sql.py", "_rewrite_one", "call.alias"):
@@ -89,7 +89,7 @@ ALLOWED = {
     ("runtime/spark/render.py", "finalize_sql", "sql"): "a plan this module rendered under the quoting rule",
     ("runtime/spark/sql_door.py", "dead_letters", "found.relation"):
         "the MATCH_RECOGNIZE input as the user wrote it in their own query (SQL text by definition)",
-    ("runtime/spark/temporal_join_sql.py", "rewrite_temporal_joins", "hidden"):
+    ("runtime/spark/temporal_join_sql.py", "star_edits", "hidden"):
         "the aliases joined after render.quote, one line above",
     ("runtime/spark/temporal_join_sql.py", "rewrite_temporal_joins", "', '.join((*clause.chain, clause.right_alias))"):
         "an error message naming the chain's aliases",
@@ -113,10 +113,26 @@ ALLOWED = {
         "a reason the SQL door's window aggregation is not sliced (TUMBLE / HOP...), never SQL sent to Spark",
     ("runtime/core/windows/aggregate_sql.py", "_recognise", "tokens[select + 1].text"):
         "a reason the SQL door's window aggregation is not sliced (the query's own word), never SQL sent to Spark",
-    ("runtime/spark/windows.py", "_sliced_select", "plan"):
-        "the sliced window plan, rendered under the quoting rule by window_render (names quoted there)",
-    ("runtime/spark/windows.py", "_sliced_select", "', '.join(selected)"):
+    ("runtime/spark/windows.py", "block_select", "', '.join(selected)"):
         "the select list built from render.quote(column) AS render.quote(name) pairs one line above",
+    ("runtime/spark/windows.py", "block_select", "relation"):
+        "a plan rendered under the quoting rule, or a render.quote'd view name, with a fixed alias (the callers)",
+    ("runtime/spark/windows.py", "block_names", "tvf_sql"):
+        "the window TVF plan rendered by window_render under the quoting rule",
+    ("runtime/spark/windows.py", "block_names", "query[shape.start:call.start]"):
+        "the user's own query text (SQL by definition)",
+    ("runtime/spark/windows.py", "block_names", "query[call.end:shape.end]"):
+        "the user's own query text (SQL by definition)",
+    ("runtime/jobs/sql_script.py", "_insert", "insert.table"): "error messages only (the target's name)",
+    ("runtime/jobs/sql_script.py", "check_script", "insert.table"): "error messages only (the target's name)",
+    ("runtime/spark/sql_streaming.py", "streaming_sql", "', '.join((kind for _, kind, _ in found))"):
+        "an error message naming the operators found (fixed words)",
+    ("runtime/spark/sql_streaming.py", "_streaming_table", "what"): "an error message (a fixed operator name)",
+    ("runtime/spark/sql_streaming.py", "_streaming_table", "name"): "an error message naming the relation",
+    ("runtime/spark/sql_streaming.py", "_streaming_table", "name[:40]"): "an error message naming the relation",
+    ("runtime/spark/sql_streaming.py", "_window_aggregation", "shape.reason"): "an error message",
+    ("runtime/spark/sql_streaming.py", "_temporal_join", "side"):
+        "an error message (a fixed word, or the versioned table's name as written)",
     ("runtime/spark/windows.py", "_input", "relation"):
         "the TVF's data argument as the user wrote it in their own query, or its rewritten subquery",
     ("runtime/core/updates/group_sql.py", "column", "span[0].text"):

@@ -61,4 +61,14 @@ def split_statements(script: str) -> tuple[Statement, ...]:
     return tuple(statements)
 
 
-__all__ = ["Statement", "split_statements"]
+def in_place(script: str, start: int, text: str) -> str:
+    """``text`` (which starts at ``start`` in ``script``) preceded by the script's line breaks before it and blanks,
+    so a syntax error in it has the script's line and column.
+
+    >>> in_place("ab; cd", 4, "cd")
+    '    cd'
+    """
+    return "".join(c if c == "\n" else " " for c in script[:start]) + text
+
+
+__all__ = ["Statement", "in_place", "split_statements"]
