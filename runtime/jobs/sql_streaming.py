@@ -40,7 +40,7 @@ class SqlInsertJob:
 
     @property
     def mode(self) -> str:
-        """The join's clock is the query's (event or processing time); the job reports the script's mode."""
+        """The script's mode (the query's clock, event or processing time, is its operator's)."""
         return "streaming"
 
     @classmethod

@@ -137,7 +137,8 @@ def versioned_spec(spark, name: str) -> VersionedTableSpec | None:
 
 def register_time_attributes(spark, name: str, watermark: tuple[str, int] | None, proctime: tuple[str, ...]) -> None:
     """Remember ``name``'s time attributes: ``watermark`` (its event-time column and the delay in µs behind the
-    largest time seen) and its processing-time (``PROCTIME()``) columns; neither forgets them.
+    largest time seen) and its processing-time (``PROCTIME()``) columns; with neither, an earlier registration of
+    ``name`` is forgotten.
 
     Example::
 
