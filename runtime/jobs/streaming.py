@@ -250,7 +250,7 @@ def _run_streaming(
     operator = operator_of(job)
     jobs = operator.module()
     rows, branches = {}, []
-    one_scan = _one_scan(spark, checkpoint)
+    one_scan = _one_scan(spark, checkpoint, getattr(jobs, "ONE_SCAN_MARK", ONE_SCAN_MARK))
     for side, source in jobs.sources(job).items():
         tagged = read_stream(spark, source)
         rows[side], dead = split_malformed(tagged, side)
@@ -455,15 +455,18 @@ def _wait(spark: SparkSession, query: StreamingQuery, timeout: float | None, log
 #: A checkpoint written by a query that scans each source once (its malformed records in the operator's input):
 #: a directory beside ``query/``.  A checkpoint with offsets but without it was written with a second scan of each
 #: CSV / JSON source for its malformed records, and keeps that plan (Spark refuses a changed number of sources).
+#: An operator whose input projection took the malformed records in a later release names its own mark (its
+#: jobs module's ``ONE_SCAN_MARK``): its checkpoints written before carry this one with a two-scan plan.
 ONE_SCAN_MARK = "one-scan-sources"
 
 
-def _one_scan(spark: SparkSession, checkpoint: str) -> bool:
-    """Whether the query may read each source once (see :data:`ONE_SCAN_MARK`); marks a new checkpoint."""
+def _one_scan(spark: SparkSession, checkpoint: str, name: str = ONE_SCAN_MARK) -> bool:
+    """Whether the query may read each source once (see :data:`ONE_SCAN_MARK`; ``name``: the operator's mark);
+    marks a new checkpoint."""
     from timeweave.spark.hadoop import HadoopFiles
 
     files = HadoopFiles(spark)
-    mark = f"{checkpoint}/{ONE_SCAN_MARK}"
+    mark = f"{checkpoint}/{name}"
     if files.exists(mark):
         return True
     if files.exists(f"{checkpoint}/{QUERY_DIR}/offsets"):

@@ -34,6 +34,11 @@ def backfill_state(job: JobConfig) -> str:
     return f"{job.checkpoint}/backfill_state" if job.checkpoint else f"{job.output_path}_state"
 
 
+#: The temporal join's one-scan mark (see ``timeweave.jobs.streaming.ONE_SCAN_MARK``): its input projection takes
+#: the sources' malformed records since 2026-12-07; a checkpoint written before keeps the two-scan plan.
+ONE_SCAN_MARK = "one-scan-sources-temporal-join"
+
+
 def stream(spark: Any, job: JobConfig, rows: Mapping[str, Any], control: Any) -> StreamingRun:
     """The streaming query over the sides' well-formed rows and the heartbeat source ``control``."""
     from timeweave.jobs.streaming import StreamingRun  # the driver (and Spark) only when streaming

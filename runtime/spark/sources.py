@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -173,6 +173,21 @@ def malformed_source(df: DataFrame) -> MalformedSource | None:
     return source if isinstance(source, MalformedSource) else None
 
 
+def take_malformed(df: DataFrame) -> tuple[DataFrame, Column | None, Column | None]:
+    """``(frame, reason, row)`` for an operator's one input projection over ``df`` (see :func:`carry_malformed`).
+
+    When a tagged source is attached to ``df``, ``frame`` is that tagged frame (the projection reads it instead
+    of ``df``: every column of ``df`` is there by name), ``reason`` / ``row`` are its malformed records' reason
+    and dead-letter row (NULL for a well-formed record), and the source is marked consumed; otherwise ``(df,
+    None, None)`` and the job keeps its separate dead-letter branch for the source.
+    """
+    carried = malformed_source(df)
+    if carried is None:
+        return df, None, None
+    carried.consumed = True
+    return carried.tagged, F.col(MALFORMED), F.col(BAD_ROW)
+
+
 def as_tagged_dead(dead: DataFrame, schema: T.StructType, columns: Mapping[str, str]) -> DataFrame:
     """``dead`` (side, reason, row) in a streaming operator's tagged output ``schema``.
 
@@ -194,4 +209,4 @@ def as_tagged_dead(dead: DataFrame, schema: T.StructType, columns: Mapping[str, 
 
 
 __all__ = ["BAD_ROW", "CORRUPT", "MALFORMED", "MalformedSource", "as_tagged_dead", "carry_malformed", "is_tagged",
-           "malformed_source", "read_source", "split_malformed", "tag_malformed"]
+           "malformed_source", "read_source", "split_malformed", "tag_malformed", "take_malformed"]

@@ -103,6 +103,7 @@ from timeweave.spark.host.wire import JSON_OPTIONS, from_wire, key_columns, to_w
 from timeweave.spark.host.writer import OutputCounts
 from timeweave.spark.schema import column as named
 from timeweave.spark.schema import schema_kinds
+from timeweave.spark.sources import take_malformed
 
 MODES = ("event_time", "processing_time")
 
@@ -666,7 +667,9 @@ def _internal_with_dead(
 
     One projection over the input (see "Dead letters" in the module docstring): a dead letter's op
     is ``DEAD_LEFT``/``DEAD_RIGHT``, ``tw_reason`` its reason, ``tw_row`` the original row as the batch
-    door's ``dead_letters`` writes it, ``tw_ts`` year 1 (never moves the watermark).
+    door's ``dead_letters`` writes it, ``tw_ts`` year 1 (never moves the watermark).  A CSV / JSON source's
+    malformed records are dead letters of this projection too when the job hands over the source
+    (:func:`timeweave.spark.sources.carry_malformed`): one scan of the source.
     """
     reason = F.expr(plan.reject_reason(spec, side))
     dead = reason.isNotNull()
@@ -682,13 +685,20 @@ def _internal_with_dead(
             TS: F.lit(DEAD_TS).cast("timestamp"),
             ROW: original,
         }
+    # One scan: a source's malformed records ride in this projection as dead letters with their reason and
+    # record (take_malformed), instead of a second scan of the source unioned in after the operator.
+    scanned, malformed, bad_row = take_malformed(df)
+    bad = {OP: F.lit(DEAD_LEFT if side == "left" else DEAD_RIGHT), TS: F.lit(DEAD_TS).cast("timestamp"), ROW: bad_row}
     columns = []
     for name, column in _internal_columns(df, spec, side, buckets):
         if name in replaced:
             column = F.when(dead, replaced[name]).otherwise(column)
-            column = column.cast("tinyint") if name == OP else column
-        columns.append(column.alias(name))
-    return df.select(*columns, reason.cast("string").alias(REJECT))
+        if malformed is not None and name in bad:
+            column = F.when(malformed.isNotNull(), bad[name]).otherwise(column)
+        columns.append((column.cast("tinyint") if name == OP else column).alias(name))
+    if malformed is not None:
+        reason = F.coalesce(malformed, reason)
+    return scanned.select(*columns, reason.cast("string").alias(REJECT))
 
 
 __all__ = [

@@ -24,7 +24,7 @@ from timeweave.spark.host.schema import BUCKET, DEAD_TS, HEARTBEAT, MALFORMED_RO
 from timeweave.spark.host.wire import key_columns, to_wire
 from timeweave.spark.render import quote
 from timeweave.spark.schema import column as named
-from timeweave.spark.sources import BAD_ROW, MALFORMED, malformed_source
+from timeweave.spark.sources import take_malformed
 
 #: ``tw_op`` of a one-input operator's row / of its dead letter (NULL event time; ``HEARTBEAT`` is 3).
 DATA_ROW, DEAD_ROW = 0, 4
@@ -129,18 +129,14 @@ def keyed_packs(df: DataFrame, keys: list[str] | tuple[str, ...], event_ts: Colu
     op = F.when(dead, F.lit(DEAD_ROW)).otherwise(F.lit(DATA_ROW))
     time = F.when(dead, F.lit(DEAD_TS).cast("timestamp")).otherwise(event_ts)
     row = F.when(dead, original).otherwise(to_wire(df))
-    scanned: DataFrame = df
-    carried = malformed_source(df)
-    if carried is not None:
+    scanned, malformed, bad_row = take_malformed(df)
+    if malformed is not None:
         # One scan: the source's malformed records ride in this projection as dead letters (op MALFORMED_ROW,
         # their reason and record), instead of a second scan of the source unioned in after the operator.
-        bad = F.col(MALFORMED).isNotNull()
+        bad = malformed.isNotNull()
         op = F.when(bad, F.lit(MALFORMED_ROW)).otherwise(op)
         time = F.when(bad, F.lit(DEAD_TS).cast("timestamp")).otherwise(time)
-        row = F.when(bad, F.to_json(F.struct(F.col(MALFORMED).alias("reason"), F.col(BAD_ROW).alias("row")))
-                     ).otherwise(row)
-        scanned = carried.tagged
-        carried.consumed = True
+        row = F.when(bad, F.to_json(F.struct(malformed.alias("reason"), bad_row.alias("row")))).otherwise(row)
     rows = scanned.select(
         *key_columns(df, keys, buckets, marked=True),
         op.cast("tinyint").alias(OP),
