@@ -335,7 +335,11 @@ class SourceConfig:
     watermark_delay: str = "0 seconds"
 
     def column_types(self) -> dict[str, str]:
-        """Column name -> type text of the schema (:func:`schema_types`; no Spark)."""
+        """Column name -> type text of the schema (:func:`schema_types`; no Spark).
+
+        >>> SourceConfig("in", "json", "k STRING, lsn BIGINT").column_types()
+        {'k': 'STRING', 'lsn': 'BIGINT'}
+        """
         return schema_types(self.schema)
 
     @classmethod
