@@ -199,12 +199,47 @@ def utc_naive(value: datetime | str, argument: str) -> datetime:
     return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo is not None else value
 
 
+def _bound(value: Any, argument: str) -> Any:
+    """A backfill bound as the launchers pass it on: a timestamp (a datetime, or text that reads as one) as a naive
+    UTC datetime; a date, a number, or text of another form (``"1706659200000"``) unchanged, for the job to read in
+    its time column's domain (:func:`timeweave.jobs.backfill.backfill_bounds`).
+
+    >>> _bound("2026-01-01T02:00:00+02:00", "start"), _bound(1706659200000, "start"), _bound(" 12 ", "end")
+    (datetime.datetime(2026, 1, 1, 0, 0), 1706659200000, '12')
+    """
+    if isinstance(value, datetime):
+        return utc_naive(value, argument)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("+-").replace(".", "", 1).isdigit():  # a number ("20240131" would read as an ISO date)
+            return text
+        try:
+            return utc_naive(text, argument)
+        except ValueError:
+            return text
+    return value
+
+
+def _typed_bounds(kind: str, job: Mapping[str, Any], job_args: Mapping[str, Any]) -> dict[str, Any]:
+    """A backfill's ``job_args`` with ``start`` / ``end`` read in the job's time domain (timestamps, dates, integers
+    or numbers: :func:`timeweave.jobs.backfill.backfill_bounds`), so a bad bound fails before anything starts."""
+    if kind != "backfill":
+        return dict(job_args)
+    from timeweave.jobs.backfill import backfill_bounds
+
+    start, end = backfill_bounds(job, job_args["start"], job_args["end"])
+    return {**job_args, "start": start, "end": end}
+
+
 def _job_times(kind: str, job_args: Mapping[str, Any]) -> dict[str, Any]:
-    """``job_args`` with times as naive UTC datetimes and counts as ints, the form every launcher passes on."""
+    """``job_args`` with times as naive UTC datetimes (a backfill's bounds of another domain as given: :func:`_bound`)
+    and counts as ints, the form every launcher passes on."""
     args = {name: value for name, value in job_args.items() if value is not None}
-    for name in ("start", "end", "heartbeat"):
+    for name in ("start", "end"):
         if name in args:
-            args[name] = utc_naive(args[name], name)
+            args[name] = _bound(args[name], name)
+    if "heartbeat" in args:
+        args["heartbeat"] = utc_naive(args["heartbeat"], "heartbeat")
     for name in ("slices", "slices_per_job"):
         if name in args:
             args[name] = int(args[name])
@@ -213,12 +248,21 @@ def _job_times(kind: str, job_args: Mapping[str, Any]) -> dict[str, Any]:
     return args
 
 
+def _bound_text(value: Any) -> str:
+    """A bound as the job CLI's ``--start`` / ``--end`` text (:func:`timeweave.core.time.bound_text`; other text as is)."""
+    from timeweave.core.time import bound_text, edge_domain
+
+    return bound_text(value) if edge_domain(value) is not None else str(value)
+
+
 def job_cli_arguments(kind: str, config_path: str, job_args: Mapping[str, Any]) -> list[str]:
     """The job CLI's arguments (after the application) for ``kind`` and ``job_args``.
 
     >>> job_cli_arguments("backfill", "job.json", {"start": "2026-01-01T00:00:00+00:00",
     ...                   "end": "2026-01-02T00:00:00+00:00", "slices": 3})
     ['backfill', '--config', 'job.json', '--start', '2026-01-01T00:00:00', '--end', '2026-01-02T00:00:00', '--slices', '3']
+    >>> job_cli_arguments("backfill", "lsn_job.json", {"start": 0, "end": 3000000, "slices": 3})[3:7]
+    ['--start', '0', '--end', '3000000']
     >>> job_cli_arguments("streaming", "job.json", {"heartbeat": "2026-01-02", "until_idle": False})
     ['streaming', '--config', 'job.json', '--heartbeat', '2026-01-02T00:00:00', '--no-until-idle']
     """
@@ -242,7 +286,7 @@ def job_cli_arguments(kind: str, config_path: str, job_args: Mapping[str, Any]) 
     job_args = _job_times(kind, job_args)
     args = [kind, "--config", config_path]
     if kind == "backfill":
-        args += ["--start", job_args["start"].isoformat(), "--end", job_args["end"].isoformat()]
+        args += ["--start", _bound_text(job_args["start"]), "--end", _bound_text(job_args["end"])]
         args += ["--slices", str(job_args["slices"])]
         if job_args.get("only"):
             args += ["--only", *(str(index) for index in job_args["only"])]
@@ -483,6 +527,7 @@ class TimeweaveHook(SparkSubmitHook):
         """
         _check_job_arguments(kind, job_args)
         job = _load_job(kind, config)
+        job_args = _typed_bounds(kind, job, job_args)
         self._killed.clear()
         if self.launcher == "local":
             return self.run_in_process(kind, job, **job_args)
@@ -660,6 +705,7 @@ class TimeweaveHook(SparkSubmitHook):
             raise ValueError("argument 'launcher': a job that runs without holding a worker needs 'spark-submit'")
         _check_job_arguments(kind, job_args)
         job = _load_job(kind, config)
+        job_args = _typed_bounds(kind, job, job_args)
         metrics_file = self.metrics_file or self.default_metrics_file(log_dir)
         self._clear_stale_status(metrics_file)
         # The config travels as JSON text: no temporary file has to outlive this task process.

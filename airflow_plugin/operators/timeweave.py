@@ -44,6 +44,8 @@ from timeweave.airflow.hooks.timeweave import (
 )
 from timeweave.airflow.triggers.timeweave import TimeweaveJobTrigger
 from timeweave.airflow.utils.metrics_file import dataset_uri
+from timeweave.core.time import bound_text
+from timeweave.jobs.backfill import backfill_bounds
 from timeweave.jobs.config import load_job_config as load_runtime_job_config
 from timeweave.jobs.config import parse_duration
 from timeweave.jobs.sql_script import check_script, script_datasets
@@ -339,8 +341,13 @@ class TimeweaveBackfillOperator(_TimeweaveJobOperator):
     times, so the union of the slices equals one batch run and the streaming job's output.
 
     :param config: job config dict, JSON text, or a path to a ``.json`` file (templated).
-    :param start: interval start, ISO timestamp (templated; default ``{{ data_interval_start }}``).
-    :param end: interval end, exclusive (templated; default ``{{ data_interval_end }}``).
+    :param start: interval start (templated; default ``{{ data_interval_start }}``), in the domain of the time
+        column the job slices on (:func:`timeweave.jobs.backfill.backfill_bounds`): an ISO timestamp or a datetime;
+        for a temporal join over DATE time columns a date (or a timestamp at 00:00 UTC: a daily data interval as
+        rendered), over BIGINT / INT ones an integer (``0``, ``"{{ params.lsn_from }}"``; ``1.5`` is refused),
+        over DECIMAL / DOUBLE ones a number.  A numeric time has no data interval: give its bounds explicitly
+        (e.g. ``"{{ data_interval_start.int_timestamp * 1000 }}"`` for epoch millis).
+    :param end: interval end, exclusive (templated; default ``{{ data_interval_end }}``), the same form as ``start``.
     :param slices: number of slices (templated).
     :param only: re-run only these slice indexes (0-based; templated: a list, or text such as ``"0,2"`` or
         ``"[0, 2]"``); empty or None runs every slice.  A re-run slice replaces exactly its own output.
@@ -360,6 +367,8 @@ class TimeweaveBackfillOperator(_TimeweaveJobOperator):
     Example::
 
         backfill = TimeweaveBackfillOperator(task_id="backfill", config="jobs/orders.json", slices=4)
+        by_lsn = TimeweaveBackfillOperator(task_id="by_lsn", config="jobs/lsn_orders.json", start=0, end=3_000_000,
+                                           slices=3)   # BIGINT time columns: integer bounds
         redo = TimeweaveBackfillOperator(task_id="redo", config="jobs/orders.json", slices=4, only="{{ params.slices }}",
                                          slices_per_job=1)
     """
@@ -388,9 +397,8 @@ class TimeweaveBackfillOperator(_TimeweaveJobOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         job = self._job_config()
-        start, end = utc_naive(self.start, "start"), utc_naive(self.end, "end")
-        if start >= end:
-            raise ValueError(f"argument 'end': {end.isoformat()} is not after start {start.isoformat()}")
+        # in the job's time domain: timestamps (UTC), dates, integers or numbers; end after start
+        start, end = backfill_bounds(job, self.start, self.end)
         try:
             slices = int(self.slices)
         except (TypeError, ValueError) as exc:
@@ -402,8 +410,8 @@ class TimeweaveBackfillOperator(_TimeweaveJobOperator):
                 per_job = int(self.slices_per_job)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"argument 'slices_per_job': {self.slices_per_job!r} is not an integer") from exc
-        self.log.info("Backfill [%s, %s) UTC in %d slice(s)%s", start.isoformat(), end.isoformat(), slices,
-                      f", only {only}" if only else "")
+        self.log.info("Backfill [%s, %s)%s in %d slice(s)%s", bound_text(start), bound_text(end),
+                      " UTC" if isinstance(start, datetime) else "", slices, f", only {only}" if only else "")
         extra = {"only": only, "slices_per_job": per_job}
         metrics = self._run_job(context, "backfill", job, start=start, end=end, slices=slices,
                                 **{name: value for name, value in extra.items() if value is not None})

@@ -13,16 +13,19 @@ END_OF_INPUT
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal, InvalidOperation
 from itertools import pairwise
 from typing import Any
 
 from timeweave.core.durations import parse_duration
 from timeweave.core.errors import SpecError
 from timeweave.core.event_time import END_OF_INPUT_MS
+from timeweave.core.spec import DATE, DECIMAL, FLOATING, INTEGER, TIME_DOMAINS
 
 _EPOCH = datetime(1970, 1, 1)
 _MICROSECOND = timedelta(microseconds=1)
@@ -182,6 +185,196 @@ def slices_of(start: Edge, end: Edge, count: int) -> list[Slice]:
     return [Slice(i, edges[i], edges[i + 1]) for i in range(count)]
 
 
+#: The forms a backfill's bounds take, by the type of the time column(s) it slices on (:func:`bound_form`), and
+#: how an error shows each one.
+BOUND_FORMS: dict[str, str] = {
+    "timestamp": "an ISO timestamp (UTC), e.g. 2024-01-31T00:00:00",
+    "date": "a date, e.g. 2024-01-31 (or a timestamp at 00:00 UTC)",
+    "integer": "an integer, e.g. 1706659200000",
+    "decimal": "a number, e.g. 1706659200.5",
+    "floating": "a number, e.g. 1706659200.5",
+}
+_INTEGER_TEXT = re.compile(r"[+-]?\d+")
+_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def bound_form(kinds: Iterable[str]) -> str:
+    """The form (:data:`BOUND_FORMS`) of the bounds of a backfill sliced on time columns of these kinds
+    (:mod:`timeweave.core.spec`'s column kinds; all of one time domain, which the operator checked).
+
+    Timestamps (with or without a zone) take timestamps, dates dates; numbers take integers when every time
+    column is integral (TINYINT .. BIGINT: epoch millis, sequence numbers, LSNs), else numbers (floats when
+    one is FLOAT / DOUBLE, decimals otherwise).
+
+    >>> bound_form(["timestamp", "timestamp_ntz"]), bound_form(["date"]), bound_form(["integer", "integer"])
+    ('timestamp', 'date', 'integer')
+    >>> bound_form(["integer", "decimal"]), bound_form(["decimal", "floating"])
+    ('decimal', 'floating')
+    """
+    kinds = list(kinds)
+    domains = {TIME_DOMAINS.get(kind) for kind in kinds}
+    if len(domains) != 1 or None in domains:
+        raise SpecError("time", f"time columns of kinds {kinds} have no one time domain", where="backfill")
+    if domains == {"timestamp"}:
+        return "timestamp"
+    if domains == {"date"} or DATE in kinds:
+        return "date"
+    if all(kind == INTEGER for kind in kinds):
+        return "integer"
+    return "floating" if FLOATING in kinds else "decimal" if DECIMAL in kinds else "integer"
+
+
+def parse_bound(value: Any, form: str | None, argument: str, where: str = "backfill", column: str | None = None) -> Edge:
+    """A backfill bound (``value``: text as a command line or a template gives it, or a Python value) read in
+    ``form`` (:data:`BOUND_FORMS`), the time domain of the column the backfill slices on; an error names
+    ``argument``, the value and the form expected (and ``column``, the time column(s) deciding it).
+
+    * ``timestamp``: an ISO timestamp or a datetime, as a naive UTC datetime (an aware one is converted); a
+      date alone is its midnight (UTC), as before.  Numbers are refused.
+    * ``date``: ``YYYY-MM-DD`` or a date; a timestamp only when it is at exactly 00:00 UTC (a daily schedule's
+      data interval, e.g. Airflow's ``{{ data_interval_start }}``), since any other instant would move the
+      slice edge to a day it does not name.
+    * ``integer``: an integer (text of digits with an optional sign); ``1.5``, ``1e3``, ``1.0``, dates and
+      timestamps are refused (the column's unit, epoch millis or a sequence number, is the user's to give).
+    * ``decimal`` / ``floating``: any finite number (``12``, ``-0.5``, ``1e3``), as a Decimal / a float.
+    * None: the form is not known (the schema text did not name the time column): the value's own form, the
+      operator checks it against the column's type before any Spark job.
+
+    >>> parse_bound("2024-01-31T02:00:00+02:00", "timestamp", "start")
+    datetime.datetime(2024, 1, 31, 0, 0)
+    >>> parse_bound("2024-01-31", "date", "start"), parse_bound("2024-01-31T00:00:00+00:00", "date", "end")
+    (datetime.date(2024, 1, 31), datetime.date(2024, 1, 31))
+    >>> parse_bound("1706659200000", "integer", "--start"), parse_bound("2.5", "decimal", "--end")
+    (1706659200000, Decimal('2.5'))
+    >>> parse_bound("1.5", "integer", "--start", column="the time columns left.t (BIGINT) and right.t (BIGINT)")
+    Traceback (most recent call last):
+    ...
+    timeweave.core.errors.SpecError: backfill: argument '--start': expected an integer, e.g. 1706659200000 (the time columns left.t (BIGINT) and right.t (BIGINT) are integral), got '1.5': not a whole number
+    >>> parse_bound("2024-01-31T06:00", "date", "--end")
+    Traceback (most recent call last):
+    ...
+    timeweave.core.errors.SpecError: backfill: argument '--end': expected a date, e.g. 2024-01-31 (or a timestamp at 00:00 UTC) (the time column is a DATE), got '2024-01-31T06:00': it is not at 00:00 UTC, a DATE slice edge cannot hold its time of day
+    """
+    if form is None:
+        return _bound_of_own_form(value, argument, where)
+    if form not in BOUND_FORMS:
+        raise SpecError("form", f"unknown bound form {form!r}; use one of {sorted(BOUND_FORMS)}", where=where)
+    text = value.strip() if isinstance(value, str) else None
+    number = isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
+
+    def refuse(why: str = "") -> SpecError:
+        said = f"{column} {_ARE[form]}" if column else f"the time column {_IS[form]}"
+        return SpecError(argument, f"expected {BOUND_FORMS[form]} ({said}), got {value!r}{': ' + why if why else ''}",
+                         where=where)
+
+    if form == "timestamp":
+        if isinstance(value, datetime):
+            return naive_utc(value)
+        if isinstance(value, date):
+            return datetime.combine(value, time())
+        if text is not None:
+            try:
+                return naive_utc(datetime.fromisoformat(text))
+            except ValueError:
+                pass
+        raise refuse("a number does not slice a timestamp time" if number or _reads_as_number(text) else "")
+    if form == "date":
+        if isinstance(value, date) and not isinstance(value, datetime):
+            return value
+        instant = value if isinstance(value, datetime) else None
+        if text is not None:
+            try:
+                return date.fromisoformat(text)
+            except ValueError:
+                try:
+                    instant = datetime.fromisoformat(text)
+                except ValueError:
+                    pass
+        if instant is not None:
+            instant = naive_utc(instant)
+            if instant.time() == time():
+                return instant.date()
+            raise refuse("it is not at 00:00 UTC, a DATE slice edge cannot hold its time of day")
+        raise refuse("a number does not slice a DATE time" if number or _reads_as_number(text) else "")
+    if form == "integer":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if text is not None and _INTEGER_TEXT.fullmatch(text):
+            return int(text)
+        if number or _reads_as_number(text):
+            raise refuse("not a whole number")
+        raise refuse(_not_a_time_hint(text))
+    # decimal / floating
+    parsed: Decimal | float | None = None
+    if number:
+        parsed = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    elif text is not None and _NUMBER_TEXT.fullmatch(text):
+        try:
+            parsed = Decimal(text)
+        except InvalidOperation:  # pragma: no cover - the pattern reads as a Decimal
+            parsed = None
+    if parsed is None or not parsed.is_finite():
+        raise refuse(_not_a_time_hint(text) if parsed is None else "not a finite number")
+    return float(parsed) if form == "floating" else parsed
+
+
+#: How :func:`parse_bound`'s errors say what decides a form: of named time columns, of "the time column".
+_ARE = {"timestamp": "are timestamps", "date": "are DATEs", "integer": "are integral", "decimal": "are numeric",
+        "floating": "are numeric"}
+_IS = {"timestamp": "is a timestamp", "date": "is a DATE", "integer": "is integral", "decimal": "is numeric",
+       "floating": "is numeric"}
+
+
+def _reads_as_number(text: str | None) -> bool:
+    return text is not None and _NUMBER_TEXT.fullmatch(text) is not None
+
+
+def _not_a_time_hint(text: str | None) -> str:
+    """Why a date or timestamp does not bound a numeric time (the column's unit is not known here)."""
+    if text is None:
+        return ""
+    for reader in (date.fromisoformat, datetime.fromisoformat):
+        try:
+            reader(text)
+        except ValueError:
+            continue
+        return "a date or timestamp does not slice a numeric time: give numbers in the column's own unit"
+    return ""
+
+
+def _bound_of_own_form(value: Any, argument: str, where: str) -> Edge:
+    """A bound in the form it is written in (:func:`parse_bound` without a known form)."""
+    if edge_domain(value) is not None:
+        return naive_utc(value) if isinstance(value, datetime) else value
+    text = value.strip() if isinstance(value, str) else None
+    if text is not None:
+        if _INTEGER_TEXT.fullmatch(text):
+            return int(text)
+        if _NUMBER_TEXT.fullmatch(text):
+            return Decimal(text)
+        for reader in (date.fromisoformat, datetime.fromisoformat):
+            try:
+                return naive_utc(reader(text)) if reader is datetime.fromisoformat else reader(text)
+            except ValueError:
+                continue
+    raise SpecError(argument, f"expected a timestamp, a date or a number, got {value!r}", where=where)
+
+
+def bound_text(at: Edge) -> str:
+    """A bound as a command line takes it back (:func:`parse_bound` reads it to the same value).
+
+    >>> bound_text(datetime(2024, 1, 31)), bound_text(date(2024, 1, 31)), bound_text(12), bound_text(0.1)
+    ('2024-01-31T00:00:00', '2024-01-31', '12', '0.1')
+    """
+    if isinstance(at, date):
+        return at.isoformat()
+    if isinstance(at, float):
+        if not math.isfinite(at):
+            raise SpecError("bound", f"{at!r} is not a finite number", where="backfill")
+        return repr(at)
+    return str(at)
+
+
 def wanted_slices(plan: Sequence[Slice], only: Sequence[int] | None, where: str = "backfill") -> list[int]:
     """The sorted slice indexes a run does: all of ``plan``, or ``only`` (each must be an index of ``plan``).
 
@@ -217,15 +410,19 @@ def consecutive_runs(indexes: Sequence[int], longest: int) -> list[list[int]]:
 
 
 __all__ = [
+    "BOUND_FORMS",
     "END_OF_INPUT",
     "END_OF_INPUT_US",
     "EndOfInput",
     "Slice",
+    "bound_form",
+    "bound_text",
     "consecutive_runs",
     "edge_domain",
     "edge_text",
     "micros",
     "naive_utc",
+    "parse_bound",
     "parse_duration",
     "slice_label",
     "slices_of",

@@ -1,7 +1,8 @@
 """The backfill job: a time range of file sources through any registered operator in N slices.
 
 ``python -m timeweave.jobs backfill --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3``
-or in-process :func:`run_backfill`.  The config selects the operator (:mod:`timeweave.jobs.registry`); its
+or in-process :func:`run_backfill`; the bounds are in the time column's own domain (:func:`backfill_bounds`:
+``--start 0 --end 3000000`` for a temporal join over BIGINT times, ``--start 2024-01-01`` over DATE ones).  The config selects the operator (:mod:`timeweave.jobs.registry`); its
 backfill registration runs the slices and keeps the state at their edges: a temporal-join job in
 ``<checkpoint>/backfill_state`` (or ``<output.path>_state``, :mod:`timeweave.jobs.temporal_join`); a
 MATCH_RECOGNIZE job (a config with a ``match_recognize`` section) under ``<output.path>/_state``
@@ -21,12 +22,12 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from timeweave.core.errors import SpecError
-from timeweave.jobs.config import SourceConfig, load_job_config, parse_utc_timestamp
+from timeweave.core.time import Edge, bound_text, edge_domain, edge_text, parse_bound
+from timeweave.jobs.config import SourceConfig, load_job_config
 from timeweave.jobs.registry import OPERATORS, operator_of
 from timeweave.jobs.run_dir import run_recorded
 
@@ -79,14 +80,46 @@ def _write_malformed(spark, dead, dead_letter: str) -> dict[str, int]:
     return {r["side"]: r["count"] for r in spark.read.parquet(path).groupBy("side").count().collect()}
 
 
-def _when(value: str | datetime, argument: str) -> datetime:
-    return parse_utc_timestamp(value, argument, where="backfill")
+def backfill_bounds(
+    config: Any | Mapping[str, Any] | str | Path, start: Any, end: Any, names: tuple[str, str] = ("start", "end"),
+) -> tuple[Edge, Edge]:
+    """``start`` and ``end`` of a backfill of ``config``, read in the domain of the time column it slices on; no Spark.
+
+    The operator's job module decides the form (its ``time_bounds(job)``, :mod:`timeweave.jobs.registry`): a
+    temporal join's time columns in the sources' schemas give timestamps (ISO, UTC), dates (``2024-01-31``),
+    integers (BIGINT epoch millis, sequence numbers: ``1.5`` is refused) or numbers (DECIMAL, DOUBLE); every
+    other operator's backfill slices on timestamps.  Text (a command line's, a template's) and Python values
+    (datetime, date, int, Decimal, float) are read alike (:func:`timeweave.core.time.parse_bound`).  An error
+    names the argument as ``names`` gives it (the CLI's ``--start`` / ``--end``), the value and the form
+    expected; ``end`` must be after ``start``.
+
+    >>> job = {"left": {"path": "l", "format": "json", "schema": "k STRING, seq BIGINT"},
+    ...        "right": {"path": "r", "format": "json", "schema": "k STRING, v DOUBLE, seq BIGINT"},
+    ...        "versioned": {"key": ["k"], "time": "seq"}, "join": {"left_time": "seq"}, "output": {"path": "o"}}
+    >>> backfill_bounds(job, "0", "300")
+    (0, 300)
+    >>> backfill_bounds(job, "0", "2024-01-31", names=("--start", "--end"))
+    Traceback (most recent call last):
+    ...
+    timeweave.core.errors.SpecError: backfill: argument '--end': expected an integer, e.g. 1706659200000 (the time columns left.seq (BIGINT) and right.seq (BIGINT) are integral), got '2024-01-31': a date or timestamp does not slice a numeric time: give numbers in the column's own unit
+    """
+    job = load_job_config(config)
+    operator = operator_of(job)
+    timing = getattr(operator.module(), "time_bounds", None)
+    form, column = timing(job) if timing is not None else ("timestamp", f"the {operator.label} backfill's bounds")
+    begin = parse_bound(start, form, names[0], where="backfill", column=column)
+    stop = parse_bound(end, form, names[1], where="backfill", column=column)
+    if edge_domain(begin) != edge_domain(stop):  # bounds of their own form (a schema text naming no time column)
+        raise SpecError(names[1], f"{end!r} is not of the time domain of {names[0]} {start!r}", where="backfill")
+    if stop <= begin:
+        raise SpecError(names[1], f"end {bound_text(stop)} must be after start {bound_text(begin)}", where="backfill")
+    return begin, stop
 
 
 def run_backfill(
     config: Any | Mapping[str, Any] | str | Path,
-    start: str | datetime,
-    end: str | datetime,
+    start: Any,
+    end: Any,
     slices: int = 1,
     spark=None,
     only: Sequence[int] | None = None,
@@ -94,7 +127,12 @@ def run_backfill(
     run_dir: str | Path | None = None,
     progress_bar: bool | None = None,
 ) -> dict:
-    """Run the backfill of ``config`` over ``[start, end)`` (UTC) in ``slices`` slices; returns metrics.
+    """Run the backfill of ``config`` over ``[start, end)`` in ``slices`` slices; returns metrics.
+
+    ``start`` / ``end`` are in the domain of the time column the operator slices on (:func:`backfill_bounds`):
+    timestamps (UTC), or for a temporal join over DATE time columns dates, over integral ones integers (epoch
+    millis, sequence numbers), over other numeric ones numbers; as text or as Python values.  They are
+    checked before Spark starts; the run directory records them as the metrics do (ISO text, numbers).
 
     ``config`` is any operator's job shape (:func:`timeweave.jobs.config.load_job_config`): a temporal join,
     or a MATCH_RECOGNIZE sliced on the clause's first ORDER BY column.  ``slices_per_job`` (operators whose
@@ -109,9 +147,10 @@ def run_backfill(
     Example::
 
         metrics = run_backfill("job.json", "2020-01-01T00:00", "2020-01-02T00:00", slices=3)
+        metrics = run_backfill("lsn_job.json", 0, 3_000_000, slices=3)   # a BIGINT time column (an LSN)
     """
     job = load_job_config(config)
-    begin, stop = _when(start, "start"), _when(end, "end")
+    begin, stop = backfill_bounds(job, start, end)
     recorder = None
     if run_dir is not None:
         from timeweave.jobs.run_dir import RunRecorder
@@ -119,7 +158,7 @@ def run_backfill(
         recorder = RunRecorder(
             run_dir, "backfill", operator_of(job).name, job.raw,
             {"main": job.output_path, "late": job.late_path, "dead_letter": job.dead_letter_path},
-            {"start": begin.isoformat(), "end": stop.isoformat(), "slices": slices,
+            {"start": edge_text(begin), "end": edge_text(stop), "slices": slices,
              "only": list(only) if only else None, "slices_per_job": slices_per_job},
         )
     total = len(set(only)) if only else slices
@@ -132,7 +171,7 @@ def run_backfill(
 
 
 def _run_backfill(
-    job: Any, begin: datetime, stop: datetime, slices: int, spark: Any,
+    job: Any, begin: Edge, stop: Edge, slices: int, spark: Any,
     only: Sequence[int] | None, slices_per_job: int | None, progress: SliceProgress,
 ) -> dict:
     if spark is None:
@@ -143,7 +182,7 @@ def _run_backfill(
     if slices_per_job not in (None, 1) and not operator.slices_per_job:
         takers = ", ".join(op.label for op in OPERATORS if op.slices_per_job)
         raise SpecError("slices_per_job", f"applies to {takers} backfills only, not {operator.label}", where="backfill")
-    _log.info("backfill (%s) [%s, %s) in %d slice(s)%s -> %s", operator.label, begin.isoformat(), stop.isoformat(),
+    _log.info("backfill (%s) [%s, %s) in %d slice(s)%s -> %s", operator.label, bound_text(begin), bound_text(stop),
               slices, f", only {list(only)}" if only else "", job.output_path)
     jobs = operator.module()
     rows, dead, parsed = _sources(spark, jobs.sources(job))

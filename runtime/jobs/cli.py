@@ -4,8 +4,14 @@
 
     timeweave-job streaming --config job.json [--flush | --heartbeat 2020-01-01T12:00] [--timeout 60]
     timeweave-job backfill  --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3
+    timeweave-job backfill  --config lsn_job.json --start 0 --end 3000000 --slices 3   # a BIGINT time column
     timeweave-job validate  job.json
     timeweave-job report    RUN_DIR [--output report.html]
+
+A backfill's ``--start`` / ``--end`` are in the domain of the time column it slices on
+(:func:`timeweave.jobs.backfill.backfill_bounds`): ISO timestamps (UTC); for a temporal join over DATE time
+columns dates (``2024-01-31``), over integral ones (BIGINT epoch millis, sequence numbers) integers, over DECIMAL /
+DOUBLE ones numbers.  A bound of the wrong form is an error naming ``--start`` / ``--end`` before Spark starts.
 
 ``--run-dir DIR`` (streaming, backfill) records the run in DIR (``events.jsonl``, ``config.json``:
 :mod:`timeweave.jobs.run_dir`); ``report`` turns it into one self-contained HTML page.
@@ -66,13 +72,18 @@ SIGTERM / SIGINT stop the job after its current micro-batch: the checkpoint stay
 is printed, the exit code is 0; run again to go on."""
 
 _BACKFILL = """\
-Run the temporal join or MATCH_RECOGNIZE over [start, end) of the config's sources in slices; each
-slice can be re-run alone (--only), its state at its start edge is kept."""
+Run the config's operator (a temporal join, MATCH_RECOGNIZE, a window...) over [start, end) of its
+sources in slices; each slice can be re-run alone (--only), its state at its start edge is kept.
+The bounds are in the domain of the time column the operator slices on: ISO timestamps (UTC); for a
+temporal join over DATE time columns dates, over BIGINT / INT ones integers (epoch millis, sequence
+numbers: 1.5 is refused), over DECIMAL / DOUBLE ones numbers."""
 
 _BACKFILL_EXAMPLES = """\
 examples:
   timeweave-job backfill --config job.json --start 2020-01-01T00:00 --end 2020-01-02T00:00 --slices 3
-  timeweave-job backfill --config job.json --start 2020-01-01 --end 2020-01-02 --slices 3 --only 1"""
+  timeweave-job backfill --config job.json --start 2020-01-01 --end 2020-01-02 --slices 3 --only 1
+  timeweave-job backfill --config lsn_job.json --start 0 --end 3000000 --slices 3      # BIGINT time columns
+  timeweave-job backfill --config daily_job.json --start 2024-01-01 --end 2024-02-01 --slices 3   # DATE ones"""
 
 _VALIDATE = """\
 Check a job config -- every key, the types, the durations, the MATCH_RECOGNIZE clause -- without
@@ -130,8 +141,9 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("backfill", help="run the sliced backfill", description=_BACKFILL, epilog=_BACKFILL_EXAMPLES,
                        formatter_class=_HELP_FORMAT)
     b.add_argument("--config", required=True, help="job config: a JSON file or a JSON string")
-    b.add_argument("--start", required=True, help="ISO timestamp (UTC), inclusive")
-    b.add_argument("--end", required=True, help="ISO timestamp (UTC), exclusive")
+    b.add_argument("--start", required=True, help="inclusive; in the time column's domain: an ISO timestamp (UTC), "
+                   "a date (DATE times) or a number (numeric times: an integer for BIGINT / INT)")
+    b.add_argument("--end", required=True, help="exclusive; the same form as --start")
     b.add_argument("--slices", type=int, default=1, help="number of slices (default 1)")
     b.add_argument("--only", type=int, nargs="*", help="re-run only these slice indexes")
     b.add_argument(
@@ -273,9 +285,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from timeweave.jobs.config import load_job_config
 
     status = _status_writer(args)
-    # The config is read and checked before Spark starts: a bad one costs no JVM.
+    # The config (and a backfill's bounds) are read and checked before Spark starts: a bad one costs no JVM.
     try:
         job = load_job_config(args.config)
+        if args.kind == "backfill":
+            from timeweave.jobs.backfill import backfill_bounds
+
+            bounds = backfill_bounds(job, args.start, args.end, names=("--start", "--end"))
     except (TimeweaveError, ValueError) as error:
         message = _config_message(error)
         _final_status(status, message)
@@ -298,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 **extra,
             )
         else:
-            kw: dict[str, Any] = {"start": args.start, "end": args.end, "slices": args.slices, "run_dir": args.run_dir}
+            kw: dict[str, Any] = {"start": bounds[0], "end": bounds[1], "slices": args.slices, "run_dir": args.run_dir}
             if args.only:
                 kw["only"] = args.only
             if args.slices_per_job is not None:

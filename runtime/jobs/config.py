@@ -87,7 +87,21 @@ from timeweave.core.bad_rows import check_reader_options
 from timeweave.core.durations import parse_duration
 from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.pattern import ClauseSpec, MatchBudget, PatternValidationError, RowsPerMatch, parse_clause
-from timeweave.core.spec import StateRetention, TemporalJoinSpec, ValidityColumns, VersionedTableSpec
+from timeweave.core.spec import (
+    BOOLEAN,
+    DATE,
+    DECIMAL,
+    FLOATING,
+    INTEGER,
+    STRING,
+    TIMESTAMP,
+    TIMESTAMP_NTZ,
+    StateRetention,
+    TemporalJoinSpec,
+    ValidityColumns,
+    VersionedTableSpec,
+)
+from timeweave.core.sql_tokens import Token, TokenType, tokenize
 from timeweave.core.updates.group_sql import parse_group_aggregate_query
 from timeweave.core.updates.modes import ChangelogMode
 from timeweave.core.windows import spec as window_specs
@@ -248,6 +262,68 @@ def parse_utc_timestamp(value: datetime | str, argument: str, where: str = "job"
     return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo is not None else parsed
 
 
+#: The column kind (:mod:`timeweave.core.spec`) of each Spark DDL type name a source schema may use (the
+#: kinds :func:`timeweave.spark.schema.kind_of` gives the parsed types); other types are ``other``.
+_DDL_KINDS: Mapping[str, str] = {
+    "TIMESTAMP": TIMESTAMP, "TIMESTAMP_LTZ": TIMESTAMP, "TIMESTAMP_NTZ": TIMESTAMP_NTZ, "DATE": DATE,
+    **dict.fromkeys(("TINYINT", "BYTE", "SMALLINT", "SHORT", "INT", "INTEGER", "BIGINT", "LONG"), INTEGER),
+    **dict.fromkeys(("DECIMAL", "DEC", "NUMERIC"), DECIMAL),
+    **dict.fromkeys(("FLOAT", "REAL", "DOUBLE"), FLOATING),
+    "BOOLEAN": BOOLEAN, **dict.fromkeys(("STRING", "VARCHAR", "CHAR"), STRING),
+}
+
+
+def schema_types(ddl: str) -> dict[str, str]:
+    """Column name -> type text (``BIGINT``, ``DECIMAL(10,2)``) of a source's Spark DDL schema, read without Spark.
+
+    What the job needs before Spark starts (a backfill's bounds take the form of its time column's type:
+    :func:`timeweave.core.time.bound_form`).  Nested types are named by their first word (``ARRAY``); a text
+    this does not read gives ``{}`` (Spark's parse, when the job runs, is the one that rules).
+
+    >>> schema_types("id STRING, `my t` BIGINT NOT NULL, price DECIMAL(10, 2) COMMENT 'eur', tags ARRAY<STRING>")
+    {'id': 'STRING', 'my t': 'BIGINT', 'price': 'DECIMAL(10,2)', 'tags': 'ARRAY'}
+    """
+    try:
+        tokens = tokenize(ddl)
+    except QuerySyntaxError:
+        return {}
+    fields: list[list[Token]] = [[]]
+    depth = 0
+    for token in tokens:
+        if token.type is TokenType.LPAREN or token.text == "<":
+            depth += 1
+        elif token.type is TokenType.RPAREN or token.text == ">":
+            depth -= 1
+        if depth == 0 and token.text == ",":
+            fields.append([])
+        else:
+            fields[-1].append(token)
+    types: dict[str, str] = {}
+    for parts in fields:
+        if parts and parts[0].type in (TokenType.WORD, TokenType.QUOTED) and len(parts) > 1:
+            rest = parts[2:] if parts[1].text == ":" else parts[1:]
+            if not rest or rest[0].type is not TokenType.WORD:
+                return {}
+            text = rest[0].text.upper()
+            if len(rest) > 1 and rest[1].type is TokenType.LPAREN:
+                close = next((i for i, t in enumerate(rest) if t.type is TokenType.RPAREN), None)
+                if close is not None:
+                    text += "(" + "".join(t.text for t in rest[2:close]) + ")"
+            types[parts[0].name] = text
+        elif parts:
+            return {}
+    return types
+
+
+def type_kind(type_text: str) -> str:
+    """The column kind (:mod:`timeweave.core.spec`) of a :func:`schema_types` type text.
+
+    >>> type_kind("BIGINT"), type_kind("DECIMAL(10,2)"), type_kind("TIMESTAMP_NTZ"), type_kind("ARRAY")
+    ('integer', 'decimal', 'timestamp_ntz', 'other')
+    """
+    return _DDL_KINDS.get(type_text.partition("(")[0].upper(), "other")
+
+
 @dataclass(frozen=True)
 class SourceConfig:
     """A file source (a directory of CSV / JSON / parquet files) read as batch or stream."""
@@ -257,6 +333,14 @@ class SourceConfig:
     schema: str
     options: Mapping[str, str] = field(default_factory=dict)
     watermark_delay: str = "0 seconds"
+
+    def column_types(self) -> dict[str, str]:
+        """Column name -> type text of the schema (:func:`schema_types`; no Spark).
+
+        >>> SourceConfig("in", "json", "k STRING, lsn BIGINT").column_types()
+        {'k': 'STRING', 'lsn': 'BIGINT'}
+        """
+        return schema_types(self.schema)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], side: str) -> SourceConfig:

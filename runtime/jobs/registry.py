@@ -42,7 +42,11 @@ class JobOperator:
       (:class:`timeweave.jobs.streaming.StreamingRun`), given each side's well-formed streaming rows;
     * ``backfill(spark, job, rows, start, end, slices, only, slices_per_job, on_slice) -> metrics``: the backfill
       registration, given each side's well-formed batch rows;
-    * ``describe(job) -> str``: one line for ``timeweave-job validate``.
+    * ``describe(job) -> str``: one line for ``timeweave-job validate``;
+    * optionally ``time_bounds(job) -> (form, columns)``: the form of the backfill's bounds
+      (:func:`timeweave.core.time.bound_form`: ``timestamp``, ``date``, ``integer``, ``decimal``, ``floating``; None:
+      the bounds' own) and the time columns deciding it, from the config alone; without it bounds are timestamps
+      (:func:`timeweave.jobs.backfill.backfill_bounds`).
 
     ``slices_per_job``: whether its backfill takes ``slices_per_job`` (several slices written by one Spark job).
     """

@@ -6,7 +6,7 @@ import itertools
 import json
 import threading
 import time
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 import pendulum
@@ -135,6 +135,69 @@ def test_backfill_arguments_are_checked(hook_calls, kwargs, argument):
     with pytest.raises(ValueError, match=argument):
         op.execute(_context())
     assert hook_calls == []
+
+
+def _with_time(time_type: str) -> dict[str, Any]:
+    """CONFIG with both time columns of ``time_type`` (issue 17: bounds in the time column's own domain)."""
+    return {**CONFIG,
+            "left": {**CONFIG["left"], "schema": f"order_id STRING, currency STRING, order_time {time_type}"},
+            "right": {**CONFIG["right"], "schema": f"op STRING, currency STRING, rate DOUBLE, update_time {time_type}"}}
+
+
+def test_backfill_numeric_bounds_given_explicitly_reach_the_job(hook_calls):
+    lsn = _with_time("BIGINT")
+    with DAG("tw_lsn", schedule=None, start_date=INTERVAL_START, params={"lsn_from": 1000}):
+        templated = TimeweaveBackfillOperator(task_id="templated", config=lsn, start="{{ params.lsn_from }}",
+                                              end="{{ params.lsn_from + 2000 }}", slices=2)
+    templated.render_template_fields(_context(params={"lsn_from": 1000}))
+    templated.execute(_context())
+    TimeweaveBackfillOperator(task_id="ints", config=lsn, start=0, end=3_000_000, slices=3).execute(_context())
+    TimeweaveBackfillOperator(task_id="doubles", config=_with_time("DOUBLE"), start="0.5", end=10,
+                              slices=2).execute(_context())
+    (_, _, first), (_, _, second), (_, _, third) = hook_calls
+    assert (first["start"], first["end"]) == (1000, 3000)
+    assert (second["start"], second["end"]) == (0, 3_000_000)
+    assert (third["start"], third["end"]) == (0.5, 10.0)
+
+
+def test_backfill_of_dates_takes_the_daily_data_interval(hook_calls):
+    with DAG("tw_dates", schedule=None, start_date=INTERVAL_START):
+        op = TimeweaveBackfillOperator(task_id="daily", config=_with_time("DATE"), slices=1)
+    op.render_template_fields(_context())  # the default {{ data_interval_start }} / {{ data_interval_end }}
+    op.execute(_context())
+    ((_, _, job_args),) = hook_calls
+    assert (job_args["start"], job_args["end"]) == (date(2026, 1, 1), date(2026, 1, 2))
+
+
+@pytest.mark.parametrize(("time_type", "kwargs", "message"), [
+    ("BIGINT", {"start": "1.5", "end": "10"}, r"argument 'start': expected an integer.*got '1\.5'"),
+    ("BIGINT", {}, r"argument 'start': expected an integer.*got '2026-01-01 00:00:00\+00:00'"),  # the data interval
+    ("DATE", {"start": "2026-01-01T06:00:00+00:00", "end": "2026-01-02"}, r"argument 'start': expected a date"),
+    ("TIMESTAMP", {"start": 0, "end": 10}, r"argument 'start': expected an ISO timestamp"),
+])
+def test_backfill_bounds_of_the_wrong_form_are_refused_before_the_job(hook_calls, time_type, kwargs, message):
+    with DAG("tw_wrong_form", schedule=None, start_date=INTERVAL_START):
+        op = TimeweaveBackfillOperator(task_id="backfill", config=_with_time(time_type), slices=1, **kwargs)
+    op.render_template_fields(_context())
+    with pytest.raises(ValueError, match=message):
+        op.execute(_context())
+    assert hook_calls == []
+
+
+def test_numeric_and_date_bounds_reach_the_job_cli_as_its_own_text():
+    args = job_cli_arguments("backfill", "job.json", {"start": 0, "end": 3_000_000, "slices": 3})
+    assert args[3:7] == ["--start", "0", "--end", "3000000"]
+    args = job_cli_arguments("backfill", "job.json", {"start": "1000", "end": 2.5, "slices": 1})
+    assert args[3:7] == ["--start", "1000", "--end", "2.5"]  # text of another form: the job reads it in its domain
+    args = job_cli_arguments("backfill", "job.json", {"start": date(2026, 1, 1), "end": date(2026, 2, 1), "slices": 1})
+    assert args[3:7] == ["--start", "2026-01-01", "--end", "2026-02-01"]
+
+
+def test_numeric_bounds_reach_spark_submit(fake_spark):
+    op = TimeweaveBackfillOperator(task_id="backfill", config=_with_time("BIGINT"), launcher="spark-submit",
+                                   start=1_706_659_200_000, end="1706662800000", slices=2)
+    metrics = op.execute(_context())
+    assert metrics["args"][:6] == ["--start", "1706659200000", "--end", "1706662800000", "--slices", "2"]
 
 
 def test_streaming_overrides_checkpoint_trigger_and_heartbeat(hook_calls):
