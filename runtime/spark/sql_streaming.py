@@ -34,12 +34,15 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.match_sql import MatchRecognizeClause, find_match_recognize
 from timeweave.core.sql_tokens import split_qualified_name
 from timeweave.core.temporal_sql import TemporalJoinClause, find_temporal_joins
 from timeweave.core.windows.aggregate_sql import Declined, window_aggregate_query
 from timeweave.core.windows.legacy_sql import rewrite_group_windows
+from timeweave.core.windows.ops_sql import check_window_ops
+from timeweave.core.windows.rank_sql import WindowRankQuery, window_rank_query
+from timeweave.core.windows.spec import SessionSpec
 from timeweave.core.windows.tvf_sql import WindowTvf, find_window_tvfs
 from timeweave.spark import render
 from timeweave.spark.host.stream import BatchOutputs
@@ -158,7 +161,7 @@ def streaming_sql(
             f"in streaming mode a query runs one operator (found {', '.join(kind for _, kind, _ in found)}); run each "
             "as the query of an INSERT of its own", text=query, position=found[1][0])
     _, kind, clause = found[0]
-    build = {"MATCH_RECOGNIZE": _match_recognize, "window TVF": _window_aggregation, "temporal join": _temporal_join}
+    build = {"MATCH_RECOGNIZE": _match_recognize, "window TVF": _window_query, "temporal join": _temporal_join}
     operator, outer, position = build[kind](spark, query, clause, view, heartbeat)
     result = StreamingSqlQuery(operator, None, outer, view, finish)
     probe = result.project(operator.split(spark.createDataFrame([], operator.stream.schema)).main)
@@ -193,26 +196,92 @@ def _event_time_delay(spark: Any, query: str, name: str, column: str, position: 
     return watermark[1]
 
 
+#: The rank column of a streaming window Top-N's rows, which the ranked block reads in place of its ranking.
+RANK_COLUMN = "__tw_rownum"
+
+
+def _window_query(spark: Any, query: str, call: WindowTvf, view: str, heartbeat: DataFrame | None):
+    """A window TVF call: the window Top-N / deduplication ranking its rows, or else the window aggregation
+    grouping them (Flink's refusals first, as the batch door checks them: a SESSION ranked directly...)."""
+    check_window_ops(query)
+    ranked = window_rank_query(query, call)
+    if isinstance(ranked, Declined):
+        raise QuerySyntaxError(f"in streaming mode a window ranking runs as the window Top-N operator: {ranked.reason}",
+                               text=query, position=ranked.position)
+    if ranked is not None:
+        return _window_rank(spark, query, ranked, view, heartbeat)
+    return _window_aggregation(spark, query, call, view, heartbeat)
+
+
+def _window_source(spark: Any, query: str, call: WindowTvf) -> tuple[str, DataFrame, str]:
+    """The call's streaming table (name, DataFrame) and its watermark delay as the operators take it."""
+    name, df = _streaming_table(spark, query, call.relation, call.relation_start, f"{call.function}")
+    delay = _event_time_delay(spark, query, name, call.time_column, call.start, f"{call.function}")
+    return name, df, f"{delay // 1000} milliseconds"
+
+
+def _window_rank(spark: Any, query: str, shape: WindowRankQuery, view: str, heartbeat: DataFrame | None):
+    """A window Top-N (or deduplication) as the streaming rank operator; the ranked block reads its rows (the
+    TVF's columns and the rank, :data:`RANK_COLUMN`, in place of the ranking), the outer query stays."""
+    from timeweave.spark.window_rank_streaming import window_deduplicate_stream, window_top_n_stream
+    from timeweave.spark.windows import bind
+
+    call = shape.call
+    _, df, watermark = _window_source(spark, query, call)
+    time, _, spec = bind(df.schema, call.time_column, call.spec)
+    try:
+        if shape.keep is not None:  # Flink's window deduplication: the rank operator's Top-1 on the time
+            ranks = window_deduplicate_stream(df, time=time, keys=shape.keys, keep=shape.keep, window=spec,
+                                              rank_column=RANK_COLUMN, watermark=watermark, heartbeat=heartbeat)
+        else:
+            ranks = window_top_n_stream(df, order_by=shape.order, partition_by=shape.keys, ranks=shape.ranks,
+                                        rank_column=RANK_COLUMN, time=time, window=spec, watermark=watermark,
+                                        heartbeat=heartbeat)
+    except SpecError as error:  # a PARTITION BY / ORDER BY column the table lacks...
+        raise QuerySyntaxError(f"in streaming mode the window Top-N: {error.message}", text=query,
+                               position=shape.ranking[0]) from None
+    hidden = f"* EXCEPT ({render.quote(RANK_COLUMN)})"
+    edits = [(call.start, call.end, render.quote(view)), (*shape.ranking, render.quote(RANK_COLUMN)),
+             *((start, end, query[start : end - 1] + hidden) for start, end in shape.stars)]
+    outer = query
+    for start, end, text in sorted(edits, reverse=True):
+        outer = outer[:start] + text + outer[end:]
+    return ranks, outer, shape.ranking[0]
+
+
 def _window_aggregation(spark: Any, query: str, call: WindowTvf, view: str, heartbeat: DataFrame | None):
-    """A window aggregation over one TUMBLE / HOP / CUMULATE call as the streaming window operator; the SELECT
-    block becomes a projection of its rows (the batch door's output names, from Spark's analysis)."""
+    """A window aggregation over one TUMBLE / HOP / CUMULATE / SESSION call as the streaming window operator; the
+    SELECT block becomes a projection of its rows (the batch door's output names, from Spark's analysis)."""
     from timeweave.spark.window_streaming import window_aggregate_stream
     from timeweave.spark.windows import bind, block_aggregates, block_names, block_select, session_zone
 
-    shape = window_aggregate_query(query, call)
+    shape = window_aggregate_query(query, call, sessions=True)
     if isinstance(shape, Declined):
         raise QuerySyntaxError(
             "in streaming mode a window TVF runs as a window aggregation (SELECT the window columns, GROUP BY keys "
             f"and COUNT / SUM / MIN / MAX / AVG of a column, GROUP BY window_start, window_end, keys): {shape.reason}",
             text=query, position=shape.position)
-    name, df = _streaming_table(spark, query, call.relation, call.relation_start, f"{call.function}")
-    delay = _event_time_delay(spark, query, name, call.time_column, call.start, f"{call.function}")
+    if isinstance(call.spec, SessionSpec):
+        _check_session_keys(query, call, shape.keys)
+    name, df, watermark = _window_source(spark, query, call)
     time, kind, spec = bind(df.schema, call.time_column, call.spec)
     tvf = window_tvf_sql(spec, render.quote(name), df.columns, time, kind=kind, zone=session_zone(spark, kind))
     windows = window_aggregate_stream(df, block_aggregates(shape), keys=shape.keys, time=time, window=call.spec,
-                                      watermark=f"{delay // 1000} milliseconds", heartbeat=heartbeat)
+                                      watermark=watermark, heartbeat=heartbeat)
     select = block_select(shape, block_names(spark, query, shape, tvf), render.quote(view) + " __tw_windows")
     return windows, query[: shape.start] + select + query[shape.end :], call.start
+
+
+def _check_session_keys(query: str, call: WindowTvf, keys: tuple[str, ...]) -> None:
+    """The streaming window operator merges sessions per GROUP BY key; the batch door's sessions are per PARTITION
+    BY value, grouped afterwards.  The two agree when the keys are the partition columns, so only then it runs."""
+    partition = sorted(c.lower() for c in call.spec.partition_by)
+    if sorted(k.lower() for k in keys) != partition:
+        listed = ", ".join(call.spec.partition_by) or "none"
+        raise QuerySyntaxError(
+            f"in streaming mode a SESSION window aggregation groups by its PARTITION BY columns ({listed}) besides "
+            f"the window columns, found {', '.join(keys) or 'none'} (the operator merges sessions per group key)",
+            text=query, position=call.positions.get("PARTITION BY", call.start))
 
 
 def _match_recognize(spark: Any, query: str, clause: MatchRecognizeClause, view: str, heartbeat: DataFrame | None):
