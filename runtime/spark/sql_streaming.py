@@ -13,7 +13,14 @@ to the dead letter, as in the operator's streaming job:
   join: each row joins its key's latest version when it is processed, without waiting);
 * a window aggregation over one TUMBLE / HOP / CUMULATE call (also Flink's legacy ``GROUP BY TUMBLE(...)``) of
   the shape :mod:`timeweave.core.windows.aggregate_sql` reads: :mod:`timeweave.spark.window_streaming`, the
-  SELECT block a projection of its rows under the batch door's output names;
+  SELECT block a projection of its rows under the batch door's output names.  Over a SESSION call too, when it
+  groups by the call's PARTITION BY columns (the operator merges sessions per group key; the batch door's
+  sessions are per partition value, so only then do the two agree);
+* a window Top-N or window deduplication (``ROW_NUMBER() / RANK() / DENSE_RANK() OVER (PARTITION BY window_start,
+  window_end ...)`` over one TUMBLE / HOP / CUMULATE call, its rank bounded by the outer WHERE) of the shape
+  :mod:`timeweave.core.windows.rank_sql` reads: :mod:`timeweave.spark.window_rank_streaming`, the ranked block
+  reading its rows with the operator's rank column in place of the ranking (the outer query, its WHERE included,
+  stays as written);
 * MATCH_RECOGNIZE over a table, ordered by its WATERMARK column first: :mod:`timeweave.spark.match_recognize_streaming`.
 
 The query around the operator runs per micro-batch over the operator's rows, so the projection, the filters and
@@ -21,7 +28,8 @@ the functions are the batch door's, and a flushed stream writes the batch door's
 (projections, filters, any scalar function, ``CASE``, ``explode``): an aggregate, a sort, a LIMIT, DISTINCT, a
 window function or another join needs the whole stream and is refused before any Spark job (run the query in
 batch mode, or as a streaming job config).  A query without an operator runs row by row too (``INSERT INTO sink
-SELECT ... FROM source WHERE ...``).
+SELECT ... FROM source WHERE ...``).  A window join (two TVF calls) is refused, positioned, as is a shape the
+readers decline (:class:`~timeweave.core.windows.aggregate_sql.Declined`).
 """
 
 from __future__ import annotations
