@@ -133,8 +133,27 @@ def _check_pair(q: QueryTokens, left: WindowTvf | None, right: WindowTvf | None,
                     f"{describe(left.spec)} at {q.at(left)}, right {describe(right.spec)}", q, right) from None
 
 
-def _check_joins(q: QueryTokens) -> None:
+@dataclass(frozen=True)
+class WindowJoin:
+    """A window join of a query: ``... JOIN ... ON`` whose condition names both ``window_start`` and
+    ``window_end``.  Token indices into :class:`QueryTokens`' tokens: ``first`` (the join's first word, e.g.
+    LEFT), ``join`` (JOIN), ``on`` (ON) and ``end`` (the token ending the condition, or the number of tokens);
+    ``left`` / ``right``: each side's token range; ``calls``: each side's one outermost TVF call (None: none,
+    or several)."""
+
+    first: int
+    join: int
+    on: int
+    end: int
+    left: tuple[int, int]
+    right: tuple[int, int]
+    calls: tuple[WindowTvf | None, WindowTvf | None]
+
+
+def window_joins(q: QueryTokens) -> list[WindowJoin]:
+    """The window joins of ``q`` (the one rule of what a window join is: its ON names both window columns)."""
     tokens = q.tokens
+    found = []
     for i, tok in enumerate(tokens):
         if tok.upper != "JOIN":
             continue
@@ -152,8 +171,15 @@ def _check_joins(q: QueryTokens) -> None:
         if 0 <= left_from < len(tokens) and tokens[left_from].upper == "ON":  # a chain: skip the previous condition
             left_lo = q.scan(left_from, 1, _CLAUSE_ENDS)
         left_span, right_span = (left_lo, first), (i + 1, on)
-        spans = tuple(_char_span(q, *s) for s in (left_span, right_span))
-        _check_pair(q, _side(q, *left_span), _side(q, *right_span), spans)
+        found.append(WindowJoin(first, i, on, cond_end, left_span, right_span,
+                                (_side(q, *left_span), _side(q, *right_span))))
+    return found
+
+
+def _check_joins(q: QueryTokens) -> None:
+    for join in window_joins(q):
+        spans = tuple(_char_span(q, *s) for s in (join.left, join.right))
+        _check_pair(q, *join.calls, spans)
 
 
 def _check_subqueries(q: QueryTokens) -> None:
@@ -244,4 +270,4 @@ def check_window_ops(query: str) -> None:
     _check_rankings(q)
 
 
-__all__ = ["QueryTokens", "WindowRanking", "check_window_ops", "window_rankings"]
+__all__ = ["QueryTokens", "WindowJoin", "WindowRanking", "check_window_ops", "window_joins", "window_rankings"]
