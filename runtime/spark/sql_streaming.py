@@ -47,6 +47,7 @@ from timeweave.core.match_sql import MatchRecognizeClause, find_match_recognize
 from timeweave.core.sql_tokens import split_qualified_name
 from timeweave.core.temporal_sql import TemporalJoinClause, find_temporal_joins
 from timeweave.core.windows.aggregate_sql import Declined, window_aggregate_query
+from timeweave.core.windows.join_sql import WindowJoinQuery, window_join_queries
 from timeweave.core.windows.legacy_sql import rewrite_group_windows
 from timeweave.core.windows.ops_sql import check_window_ops
 from timeweave.core.windows.rank_sql import WindowRankQuery, window_rank_query
@@ -153,8 +154,12 @@ def streaming_sql(
     query = rewrite_temporal_function_joins(spark, query)  # Flink's LATERAL TABLE form is a temporal join
     query = rewrite_group_windows(query)  # Flink's legacy group windows are window TVF calls
     view = f"__tw_streaming_rows_{next(_views)}"
+    check_window_ops(query)  # Flink's refusals first, as the batch door checks them (a SESSION ranked directly...)
     found = [(c.start, "MATCH_RECOGNIZE", c) for c in find_match_recognize(query)]
-    found += [(c.start, "window TVF", c) for c in find_window_tvfs(query)]
+    joins = _window_joins(query)
+    joined = {call.start for join in joins for call in join.calls}
+    found += [(c.start, "window TVF", c) for c in find_window_tvfs(query) if c.start not in joined]
+    found += [(join.start, "window join", join) for join in joins]
     found += [(c.start, "temporal join", c) for c in find_temporal_joins(query)]
     found.sort(key=lambda f: f[0])
     if not found:
@@ -169,7 +174,8 @@ def streaming_sql(
             f"in streaming mode a query runs one operator (found {', '.join(kind for _, kind, _ in found)}); run each "
             "as the query of an INSERT of its own", text=query, position=found[1][0])
     _, kind, clause = found[0]
-    build = {"MATCH_RECOGNIZE": _match_recognize, "window TVF": _window_query, "temporal join": _temporal_join}
+    build = {"MATCH_RECOGNIZE": _match_recognize, "window TVF": _window_query, "window join": _window_join,
+             "temporal join": _temporal_join}
     operator, outer, position = build[kind](spark, query, clause, view, heartbeat)
     result = StreamingSqlQuery(operator, None, outer, view, finish)
     probe = result.project(operator.split(spark.createDataFrame([], operator.stream.schema)).main)
@@ -210,8 +216,7 @@ RANK_COLUMN = "__tw_rownum"
 
 def _window_query(spark: Any, query: str, call: WindowTvf, view: str, heartbeat: DataFrame | None):
     """A window TVF call: the window Top-N / deduplication ranking its rows, or else the window aggregation
-    grouping them (Flink's refusals first, as the batch door checks them: a SESSION ranked directly...)."""
-    check_window_ops(query)
+    grouping them."""
     ranked = window_rank_query(query, call)
     if isinstance(ranked, Declined):
         raise QuerySyntaxError(f"in streaming mode a window ranking runs as the window Top-N operator: {ranked.reason}",
@@ -255,6 +260,61 @@ def _window_rank(spark: Any, query: str, shape: WindowRankQuery, view: str, hear
     for start, end, text in sorted(edits, reverse=True):
         outer = outer[:start] + text + outer[end:]
     return ranks, outer, shape.ranking[0]
+
+
+def _window_joins(query: str) -> list[WindowJoinQuery]:
+    """The query's window joins (:mod:`timeweave.core.windows.join_sql`); a shape the reader declines is refused."""
+    joins = []
+    for join in window_join_queries(query):
+        if isinstance(join, Declined):
+            raise QuerySyntaxError(f"in streaming mode a window join runs as the window join operator: {join.reason}",
+                                   text=query, position=join.position)
+        joins.append(join)
+    return joins
+
+
+#: The prefixes of each side's columns in a streaming window join's rows (the ON's aliases become structs of them).
+_JOIN_PREFIXES = ("__tw_l_", "__tw_r_")
+
+
+def _window_join(spark: Any, query: str, shape: WindowJoinQuery, view: str, heartbeat: DataFrame | None):
+    """A window join as the streaming window join operator; the join becomes its rows with each side as a struct
+    named by the side's alias (NULL where the side has no row), as the batch door's sides are (``L.col``)."""
+    from timeweave.spark.window_join_streaming import window_join_stream
+    from timeweave.spark.windows import bind
+
+    sides = [_window_source(spark, query, call) for call in shape.calls]
+    if sides[0][2] != sides[1][2]:
+        raise QuerySyntaxError(
+            f"in streaming mode a window join waits on one watermark: the WATERMARK delays of {sides[0][0]} and "
+            f"{sides[1][0]} must be equal ({sides[0][2]}, {sides[1][2]})", text=query, position=shape.calls[1].start)
+    bound = [bind(df.schema, call.time_column, call.spec) for (_, df, _), call in zip(sides, shape.calls, strict=True)]
+    try:
+        joined = window_join_stream(
+            sides[0][1], sides[1][1], on=list(shape.on), how=shape.how.lower(), time=(bound[0][0], bound[1][0]),
+            window=(bound[0][2], bound[1][2]), watermark=sides[0][2], left_prefix=_JOIN_PREFIXES[0],
+            right_prefix=_JOIN_PREFIXES[1], heartbeat=heartbeat)
+    except SpecError as error:  # an ON column a table lacks...
+        raise QuerySyntaxError(f"in streaming mode the window join: {error.message}", text=query,
+                               position=shape.start) from None
+    structs = [_side_struct(df.columns, time, prefix)
+               for (_, df, _), (time, _, _), prefix in zip(sides, bound, _JOIN_PREFIXES, strict=True)]
+    rows = (f"(SELECT {structs[0]} AS {render.quote(shape.aliases[0])}, {structs[1]} AS "
+            f"{render.quote(shape.aliases[1])} FROM {render.quote(view)}) AS __tw_wjoin")
+    stars = ", ".join(f"{render.quote(alias)}.*" for alias in shape.aliases)  # a bare * lists each side's columns
+    edits = [(shape.start, shape.end, rows), *((start, end, stars) for start, end in shape.stars)]
+    outer = query
+    for start, end, text in sorted(edits, reverse=True):
+        outer = outer[:start] + text + outer[end:]
+    return joined, outer, shape.start
+
+
+def _side_struct(columns: list[str], time: str, prefix: str) -> str:
+    """One side of a window join's rows as the struct of its TVF's columns (NULL when the row has no such side:
+    its event time, never NULL in a joined row, is NULL then)."""
+    fields = [f"{render.sql_string(c)}, {render.quote(prefix + c)}" for c in columns]
+    fields += [f"{render.sql_string(w)}, {render.quote(w)}" for w in ("window_start", "window_end", "window_time")]
+    return f"CASE WHEN {render.quote(prefix + time)} IS NULL THEN NULL ELSE named_struct({', '.join(fields)}) END"
 
 
 def _window_aggregation(spark: Any, query: str, call: WindowTvf, view: str, heartbeat: DataFrame | None):

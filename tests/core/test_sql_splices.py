@@ -133,6 +133,12 @@ ALLOWED = {
     ("runtime/core/windows/rank_sql.py", "_rank_bound", "error.message"): "an error message (RankRange's own)",
     ("runtime/core/windows/rank_sql.py", "_recognise", "function.text"):
         "an error message quoting the ranking function's name as the user wrote it",
+    ("runtime/core/windows/join_sql.py", "_side", "which"): "an error message (the fixed word left / right)",
+    ("runtime/spark/sql_streaming.py", "_window_join", "structs[0]"):
+        "a side's struct rendered by _side_struct (names through render.quote / render.sql_string)",
+    ("runtime/spark/sql_streaming.py", "_window_join", "structs[1]"): "the same, for the right side",
+    ("runtime/spark/sql_streaming.py", "_side_struct", "', '.join(fields)"):
+        "named_struct arguments, each a render.sql_string name and a render.quote column",
     ("runtime/spark/sql_streaming.py", "streaming_sql", "', '.join((kind for _, kind, _ in found))"):
         "an error message naming the operators found (fixed words)",
     ("runtime/spark/sql_streaming.py", "_streaming_table", "what"): "an error message (a fixed operator name)",

@@ -370,3 +370,98 @@ def test_window_operator_shapes_streaming_cannot_run_fail_positioned(spark, tmp_
         run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"))
     assert script[caught.value.position:].startswith(at)
     assert not (tmp_path / "out").exists()
+
+
+JOIN_SCRIPT = """
+CREATE TEMPORARY TABLE {left} (
+  row_time TIMESTAMP(3), num INT, id STRING,
+  WATERMARK FOR row_time AS row_time - INTERVAL '{delay}' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '{left_path}', 'format' = 'csv');
+CREATE TEMPORARY TABLE {right} (
+  row_time TIMESTAMP(3), num INT, id STRING,
+  WATERMARK FOR row_time AS row_time - INTERVAL '{delay}' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '{right_path}', 'format' = 'csv');
+CREATE TEMPORARY TABLE {sink} ({columns}) WITH ('connector' = 'filesystem', 'path' = '{sink_path}', 'format' = 'parquet');
+INSERT INTO {sink}
+{query};
+"""
+
+#: (sink columns, query over {left} and {right}): Flink's window joins, as its docs write them.
+JOIN_QUERIES = {
+    "full tumble": (
+        "L_Num INT, L_Id STRING, R_Num INT, R_Id STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3)",
+        "SELECT L.num AS L_Num, L.id AS L_Id, R.num AS R_Num, R.id AS R_Id, COALESCE(L.window_start, R.window_start) "
+        "AS window_start, COALESCE(L.window_end, R.window_end) AS window_end FROM (SELECT * FROM TABLE(TUMBLE(TABLE "
+        "{left}, DESCRIPTOR(row_time), INTERVAL '1' MINUTES))) L FULL JOIN (SELECT * FROM TABLE(TUMBLE(TABLE {right}, "
+        "DESCRIPTOR(row_time), INTERVAL '1' MINUTES))) R ON L.num = R.num AND L.window_start = R.window_start AND "
+        "L.window_end = R.window_end"),
+    "left hop": (
+        "l_time TIMESTAMP(3), l_id STRING, r_id STRING, window_time TIMESTAMP(3)",
+        "SELECT a.row_time, a.id, b.id, a.window_time FROM TABLE(HOP(TABLE {left}, DESCRIPTOR(row_time), "
+        "INTERVAL '30' SECONDS, INTERVAL '1' MINUTES)) AS a LEFT OUTER JOIN TABLE(HOP(TABLE {right}, "
+        "DESCRIPTOR(row_time), INTERVAL '30' SECONDS, INTERVAL '1' MINUTES)) b ON b.window_end = a.window_end "
+        "AND a.num = b.num AND a.window_start = b.window_start WHERE b.id IS NULL OR a.id < b.id"),
+}
+
+
+def _join_rows(rng: random.Random, side: str, n: int, start: int, end: int, nulls: bool = True) -> list[str]:
+    """Rows at distinct milliseconds of ``[start, end)`` seconds in random order, ids ``<side><ms>``; a few with a
+    NULL time or a NULL key."""
+    lines = []
+    for ms in rng.sample(range(start * 1000, end * 1000), n):
+        when = "" if nulls and rng.random() < 0.04 else f"{_stamp(ms // 1000)}.{ms % 1000:03d}"
+        num = "" if rng.random() < 0.05 else str(rng.randrange(6))
+        lines.append(f"{when},{num},{side}{ms}")
+    return lines
+
+
+def _join_script(tmp_path: Path, name: str, sink: str, inputs: str, tag: str) -> str:
+    columns, query = JOIN_QUERIES[name]
+    names = {"left": f"left_{tag}", "right": f"right_{tag}"}
+    return JOIN_SCRIPT.format(**names, sink=f"sink_{tag}", delay=DELAY, left_path=tmp_path / inputs / "left",
+                              right_path=tmp_path / inputs / "right", sink_path=tmp_path / sink, columns=columns,
+                              query=query.format(**names))
+
+
+@pytest.mark.parametrize("name", list(JOIN_QUERIES))
+def test_window_joins_stream_the_batch_scripts_rows(spark, tmp_path: Path, name: str) -> None:
+    rng = random.Random(name)
+    parts = {side: (_join_rows(rng, side, 80, 300, 600), _join_rows(rng, side, 15, 0, 120, nulls=False),
+                    _join_rows(rng, side, 80, 600, 900)) for side in ("left", "right")}
+    script = _join_script(tmp_path, name, "stream", "in", uuid.uuid4().hex[:8])
+    for side, (first, _, _) in parts.items():
+        _write(tmp_path / "in" / side / "part-0.csv", first)
+    run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"))
+    for side, (_, old, new) in parts.items():  # the old rows are behind the first run's watermark: late
+        _write(tmp_path / "in" / side / "part-1.csv", old + new)
+        _write(tmp_path / "on_time" / side / "part-0.csv", parts[side][0] + new)
+    streaming = run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"), flush=True)
+    run_sql_script(spark, _join_script(tmp_path, name, "batch", "on_time", uuid.uuid4().hex[:8]))
+    rows = _main(spark, tmp_path / "batch")
+    assert rows and _main(spark, tmp_path / "stream") == rows
+    dead = _dead(spark, tmp_path / "batch_dead_letter")
+    assert dead and _dead(spark, tmp_path / "stream_dead_letter") == dead
+    late = sorted(json.loads(r["row"])["id"] for r in spark.read.parquet(str(tmp_path / "stream_late")).collect())
+    assert late == sorted(line.rsplit(",", 1)[1] for side in parts.values() for line in side[1])
+    [one] = streaming["inserts"]
+    assert one["flushed"] and one["late"] == len(late)
+
+
+@pytest.mark.parametrize(("change", "message", "at"), [
+    (("L.window_end = R.window_end", "L.window_end = R.window_end AND L.id < R.id"),
+     "equates columns of the two sides", "L.id < R.id"),
+    (("(SELECT * FROM TABLE(TUMBLE(TABLE {right}", "(SELECT num, id, window_start, window_end FROM TABLE(TUMBLE("
+      "TABLE {right}"), "the TVF's rows as they are", "(SELECT num, id"),
+    (("FULL JOIN", "CROSS JOIN"), "INNER, LEFT, RIGHT or FULL", "CROSS JOIN"),
+])
+def test_window_join_shapes_streaming_cannot_run_fail_positioned(spark, tmp_path: Path, change, message, at) -> None:
+    tag = uuid.uuid4().hex[:8]
+    for side in ("left", "right"):
+        _write(tmp_path / "in" / side / "part-0.csv", ["2024-03-01 10:00:00.000,1,x"])
+    script = _join_script(tmp_path, "full tumble", "out", "in", tag)
+    names = {"left": f"left_{tag}", "right": f"right_{tag}"}
+    script = script.replace(*(part.format(**names) for part in change))
+    with pytest.raises(QuerySyntaxError, match=message) as caught:
+        run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"))
+    assert script[caught.value.position:].startswith(at)
+    assert not (tmp_path / "out").exists()
