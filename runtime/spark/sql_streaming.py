@@ -21,6 +21,11 @@ to the dead letter, as in the operator's streaming job:
   :mod:`timeweave.core.windows.rank_sql` reads: :mod:`timeweave.spark.window_rank_streaming`, the ranked block
   reading its rows with the operator's rank column in place of the ranking (the outer query, its WHERE included,
   stays as written);
+* a window join of two TUMBLE / HOP / CUMULATE calls (INNER / LEFT / RIGHT / FULL, ``ON L.window_start =
+  R.window_start AND L.window_end = R.window_end`` and key equalities) of the shape
+  :mod:`timeweave.core.windows.join_sql` reads: :mod:`timeweave.spark.window_join_streaming` (one watermark: both
+  tables declare the same delay), the join replaced by its rows with each side a struct named by its alias (``L.col``
+  reads as over the batch door's sides; a bare ``*`` lists ``L.*, R.*``);
 * MATCH_RECOGNIZE over a table, ordered by its WATERMARK column first: :mod:`timeweave.spark.match_recognize_streaming`.
 
 The query around the operator runs per micro-batch over the operator's rows, so the projection, the filters and
@@ -28,8 +33,8 @@ the functions are the batch door's, and a flushed stream writes the batch door's
 (projections, filters, any scalar function, ``CASE``, ``explode``): an aggregate, a sort, a LIMIT, DISTINCT, a
 window function or another join needs the whole stream and is refused before any Spark job (run the query in
 batch mode, or as a streaming job config).  A query without an operator runs row by row too (``INSERT INTO sink
-SELECT ... FROM source WHERE ...``).  A window join (two TVF calls) is refused, positioned, as is a shape the
-readers decline (:class:`~timeweave.core.windows.aggregate_sql.Declined`).
+SELECT ... FROM source WHERE ...``).  A shape the readers decline
+(:class:`~timeweave.core.windows.aggregate_sql.Declined`) is refused, positioned.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@
 * A ``PROCTIME()`` column makes Flink's processing-time temporal join: each order joins its key's latest version.
 * What streaming cannot run (an aggregate around the join, MATCH_RECOGNIZE, a left time that is no time attribute)
   fails before any Spark job, positioned in the script.
+* Window Top-N, window deduplication, SESSION aggregation and window joins, run in two steps over random rows
+  (out of order, NULL times, rows behind the first step's watermark), write the batch script's rows and dead
+  letters over the rows that were on time, and the others to ``<sink>_late``; their shapes streaming cannot run
+  fail positioned.
 """
 
 from __future__ import annotations
