@@ -13,7 +13,19 @@ to the dead letter, as in the operator's streaming job:
   join: each row joins its key's latest version when it is processed, without waiting);
 * a window aggregation over one TUMBLE / HOP / CUMULATE call (also Flink's legacy ``GROUP BY TUMBLE(...)``) of
   the shape :mod:`timeweave.core.windows.aggregate_sql` reads: :mod:`timeweave.spark.window_streaming`, the
-  SELECT block a projection of its rows under the batch door's output names;
+  SELECT block a projection of its rows under the batch door's output names.  Over a SESSION call too, when it
+  groups by the call's PARTITION BY columns (the operator merges sessions per group key; the batch door's
+  sessions are per partition value, so only then do the two agree);
+* a window Top-N or window deduplication (``ROW_NUMBER() / RANK() / DENSE_RANK() OVER (PARTITION BY window_start,
+  window_end ...)`` over one TUMBLE / HOP / CUMULATE call, its rank bounded by the outer WHERE) of the shape
+  :mod:`timeweave.core.windows.rank_sql` reads: :mod:`timeweave.spark.window_rank_streaming`, the ranked block
+  reading its rows with the operator's rank column in place of the ranking (the outer query, its WHERE included,
+  stays as written);
+* a window join of two TUMBLE / HOP / CUMULATE calls (INNER / LEFT / RIGHT / FULL, ``ON L.window_start =
+  R.window_start AND L.window_end = R.window_end`` and key equalities) of the shape
+  :mod:`timeweave.core.windows.join_sql` reads: :mod:`timeweave.spark.window_join_streaming` (one watermark: both
+  tables declare the same delay), the join replaced by its rows with each side a struct named by its alias (``L.col``
+  reads as over the batch door's sides; a bare ``*`` lists ``L.*, R.*``);
 * MATCH_RECOGNIZE over a table, ordered by its WATERMARK column first: :mod:`timeweave.spark.match_recognize_streaming`.
 
 The query around the operator runs per micro-batch over the operator's rows, so the projection, the filters and
@@ -21,7 +33,8 @@ the functions are the batch door's, and a flushed stream writes the batch door's
 (projections, filters, any scalar function, ``CASE``, ``explode``): an aggregate, a sort, a LIMIT, DISTINCT, a
 window function or another join needs the whole stream and is refused before any Spark job (run the query in
 batch mode, or as a streaming job config).  A query without an operator runs row by row too (``INSERT INTO sink
-SELECT ... FROM source WHERE ...``).
+SELECT ... FROM source WHERE ...``).  A shape the readers decline
+(:class:`~timeweave.core.windows.aggregate_sql.Declined`) is refused, positioned.
 """
 
 from __future__ import annotations
@@ -34,12 +47,16 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from timeweave.core.errors import QuerySyntaxError
+from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.match_sql import MatchRecognizeClause, find_match_recognize
 from timeweave.core.sql_tokens import split_qualified_name
 from timeweave.core.temporal_sql import TemporalJoinClause, find_temporal_joins
 from timeweave.core.windows.aggregate_sql import Declined, window_aggregate_query
+from timeweave.core.windows.join_sql import WindowJoinQuery, window_join_queries
 from timeweave.core.windows.legacy_sql import rewrite_group_windows
+from timeweave.core.windows.ops_sql import check_window_ops
+from timeweave.core.windows.rank_sql import WindowRankQuery, window_rank_query
+from timeweave.core.windows.spec import SessionSpec
 from timeweave.core.windows.tvf_sql import WindowTvf, find_window_tvfs
 from timeweave.spark import render
 from timeweave.spark.host.stream import BatchOutputs
@@ -142,8 +159,12 @@ def streaming_sql(
     query = rewrite_temporal_function_joins(spark, query)  # Flink's LATERAL TABLE form is a temporal join
     query = rewrite_group_windows(query)  # Flink's legacy group windows are window TVF calls
     view = f"__tw_streaming_rows_{next(_views)}"
+    check_window_ops(query)  # Flink's refusals first, as the batch door checks them (a SESSION ranked directly...)
     found = [(c.start, "MATCH_RECOGNIZE", c) for c in find_match_recognize(query)]
-    found += [(c.start, "window TVF", c) for c in find_window_tvfs(query)]
+    joins = _window_joins(query)
+    joined = {call.start for join in joins for call in join.calls}
+    found += [(c.start, "window TVF", c) for c in find_window_tvfs(query) if c.start not in joined]
+    found += [(join.start, "window join", join) for join in joins]
     found += [(c.start, "temporal join", c) for c in find_temporal_joins(query)]
     found.sort(key=lambda f: f[0])
     if not found:
@@ -158,7 +179,8 @@ def streaming_sql(
             f"in streaming mode a query runs one operator (found {', '.join(kind for _, kind, _ in found)}); run each "
             "as the query of an INSERT of its own", text=query, position=found[1][0])
     _, kind, clause = found[0]
-    build = {"MATCH_RECOGNIZE": _match_recognize, "window TVF": _window_aggregation, "temporal join": _temporal_join}
+    build = {"MATCH_RECOGNIZE": _match_recognize, "window TVF": _window_query, "window join": _window_join,
+             "temporal join": _temporal_join}
     operator, outer, position = build[kind](spark, query, clause, view, heartbeat)
     result = StreamingSqlQuery(operator, None, outer, view, finish)
     probe = result.project(operator.split(spark.createDataFrame([], operator.stream.schema)).main)
@@ -193,26 +215,146 @@ def _event_time_delay(spark: Any, query: str, name: str, column: str, position: 
     return watermark[1]
 
 
+#: The rank column of a streaming window Top-N's rows, which the ranked block reads in place of its ranking.
+RANK_COLUMN = "__tw_rownum"
+
+
+def _window_query(spark: Any, query: str, call: WindowTvf, view: str, heartbeat: DataFrame | None):
+    """A window TVF call: the window Top-N / deduplication ranking its rows, or else the window aggregation
+    grouping them."""
+    ranked = window_rank_query(query, call)
+    if isinstance(ranked, Declined):
+        raise QuerySyntaxError(f"in streaming mode a window ranking runs as the window Top-N operator: {ranked.reason}",
+                               text=query, position=ranked.position)
+    if ranked is not None:
+        return _window_rank(spark, query, ranked, view, heartbeat)
+    return _window_aggregation(spark, query, call, view, heartbeat)
+
+
+def _window_source(spark: Any, query: str, call: WindowTvf) -> tuple[str, DataFrame, str]:
+    """The call's streaming table (name, DataFrame) and its watermark delay as the operators take it."""
+    name, df = _streaming_table(spark, query, call.relation, call.relation_start, f"{call.function}")
+    delay = _event_time_delay(spark, query, name, call.time_column, call.start, f"{call.function}")
+    return name, df, f"{delay // 1000} milliseconds"
+
+
+def _window_rank(spark: Any, query: str, shape: WindowRankQuery, view: str, heartbeat: DataFrame | None):
+    """A window Top-N (or deduplication) as the streaming rank operator; the ranked block reads its rows (the
+    TVF's columns and the rank, :data:`RANK_COLUMN`, in place of the ranking), the outer query stays."""
+    from timeweave.spark.window_rank_streaming import window_deduplicate_stream, window_top_n_stream
+    from timeweave.spark.windows import bind
+
+    call = shape.call
+    _, df, watermark = _window_source(spark, query, call)
+    time, _, spec = bind(df.schema, call.time_column, call.spec)
+    try:
+        if shape.keep is not None:  # Flink's window deduplication: the rank operator's Top-1 on the time
+            ranks = window_deduplicate_stream(df, time=time, keys=shape.keys, keep=shape.keep, window=spec,
+                                              rank_column=RANK_COLUMN, watermark=watermark, heartbeat=heartbeat)
+        else:
+            ranks = window_top_n_stream(df, order_by=shape.order, partition_by=shape.keys, ranks=shape.ranks,
+                                        rank_column=RANK_COLUMN, time=time, window=spec, watermark=watermark,
+                                        heartbeat=heartbeat)
+    except SpecError as error:  # a PARTITION BY / ORDER BY column the table lacks...
+        raise QuerySyntaxError(f"in streaming mode the window Top-N: {error.message}", text=query,
+                               position=shape.ranking[0]) from None
+    hidden = f"* EXCEPT ({render.quote(RANK_COLUMN)})"
+    edits = [(call.start, call.end, render.quote(view)), (*shape.ranking, render.quote(RANK_COLUMN)),
+             *((start, end, query[start : end - 1] + hidden) for start, end in shape.stars)]
+    outer = query
+    for start, end, text in sorted(edits, reverse=True):
+        outer = outer[:start] + text + outer[end:]
+    return ranks, outer, shape.ranking[0]
+
+
+def _window_joins(query: str) -> list[WindowJoinQuery]:
+    """The query's window joins (:mod:`timeweave.core.windows.join_sql`); a shape the reader declines is refused."""
+    joins = []
+    for join in window_join_queries(query):
+        if isinstance(join, Declined):
+            raise QuerySyntaxError(f"in streaming mode a window join runs as the window join operator: {join.reason}",
+                                   text=query, position=join.position)
+        joins.append(join)
+    return joins
+
+
+#: The prefixes of each side's columns in a streaming window join's rows (the ON's aliases become structs of them).
+_JOIN_PREFIXES = ("__tw_l_", "__tw_r_")
+
+
+def _window_join(spark: Any, query: str, shape: WindowJoinQuery, view: str, heartbeat: DataFrame | None):
+    """A window join as the streaming window join operator; the join becomes its rows with each side as a struct
+    named by the side's alias (NULL where the side has no row), as the batch door's sides are (``L.col``)."""
+    from timeweave.spark.window_join_streaming import window_join_stream
+    from timeweave.spark.windows import bind
+
+    sides = [_window_source(spark, query, call) for call in shape.calls]
+    if sides[0][2] != sides[1][2]:
+        raise QuerySyntaxError(
+            f"in streaming mode a window join waits on one watermark: the WATERMARK delays of {sides[0][0]} and "
+            f"{sides[1][0]} must be equal ({sides[0][2]}, {sides[1][2]})", text=query, position=shape.calls[1].start)
+    bound = [bind(df.schema, call.time_column, call.spec) for (_, df, _), call in zip(sides, shape.calls, strict=True)]
+    try:
+        joined = window_join_stream(
+            sides[0][1], sides[1][1], on=list(shape.on), how=shape.how.lower(), time=(bound[0][0], bound[1][0]),
+            window=(bound[0][2], bound[1][2]), watermark=sides[0][2], left_prefix=_JOIN_PREFIXES[0],
+            right_prefix=_JOIN_PREFIXES[1], heartbeat=heartbeat)
+    except SpecError as error:  # an ON column a table lacks...
+        raise QuerySyntaxError(f"in streaming mode the window join: {error.message}", text=query,
+                               position=shape.start) from None
+    structs = [_side_struct(df.columns, time, prefix)
+               for (_, df, _), (time, _, _), prefix in zip(sides, bound, _JOIN_PREFIXES, strict=True)]
+    rows = (f"(SELECT {structs[0]} AS {render.quote(shape.aliases[0])}, {structs[1]} AS "
+            f"{render.quote(shape.aliases[1])} FROM {render.quote(view)}) AS __tw_wjoin")
+    stars = ", ".join(f"{render.quote(alias)}.*" for alias in shape.aliases)  # a bare * lists each side's columns
+    edits = [(shape.start, shape.end, rows), *((start, end, stars) for start, end in shape.stars)]
+    outer = query
+    for start, end, text in sorted(edits, reverse=True):
+        outer = outer[:start] + text + outer[end:]
+    return joined, outer, shape.start
+
+
+def _side_struct(columns: list[str], time: str, prefix: str) -> str:
+    """One side of a window join's rows as the struct of its TVF's columns (NULL when the row has no such side:
+    its event time, never NULL in a joined row, is NULL then)."""
+    fields = [f"{render.sql_string(c)}, {render.quote(prefix + c)}" for c in columns]
+    fields += [f"{render.sql_string(w)}, {render.quote(w)}" for w in ("window_start", "window_end", "window_time")]
+    return f"CASE WHEN {render.quote(prefix + time)} IS NULL THEN NULL ELSE named_struct({', '.join(fields)}) END"
+
+
 def _window_aggregation(spark: Any, query: str, call: WindowTvf, view: str, heartbeat: DataFrame | None):
-    """A window aggregation over one TUMBLE / HOP / CUMULATE call as the streaming window operator; the SELECT
-    block becomes a projection of its rows (the batch door's output names, from Spark's analysis)."""
+    """A window aggregation over one TUMBLE / HOP / CUMULATE / SESSION call as the streaming window operator; the
+    SELECT block becomes a projection of its rows (the batch door's output names, from Spark's analysis)."""
     from timeweave.spark.window_streaming import window_aggregate_stream
     from timeweave.spark.windows import bind, block_aggregates, block_names, block_select, session_zone
 
-    shape = window_aggregate_query(query, call)
+    shape = window_aggregate_query(query, call, sessions=True)
     if isinstance(shape, Declined):
         raise QuerySyntaxError(
             "in streaming mode a window TVF runs as a window aggregation (SELECT the window columns, GROUP BY keys "
             f"and COUNT / SUM / MIN / MAX / AVG of a column, GROUP BY window_start, window_end, keys): {shape.reason}",
             text=query, position=shape.position)
-    name, df = _streaming_table(spark, query, call.relation, call.relation_start, f"{call.function}")
-    delay = _event_time_delay(spark, query, name, call.time_column, call.start, f"{call.function}")
+    if isinstance(call.spec, SessionSpec):
+        _check_session_keys(query, call, shape.keys)
+    name, df, watermark = _window_source(spark, query, call)
     time, kind, spec = bind(df.schema, call.time_column, call.spec)
     tvf = window_tvf_sql(spec, render.quote(name), df.columns, time, kind=kind, zone=session_zone(spark, kind))
     windows = window_aggregate_stream(df, block_aggregates(shape), keys=shape.keys, time=time, window=call.spec,
-                                      watermark=f"{delay // 1000} milliseconds", heartbeat=heartbeat)
+                                      watermark=watermark, heartbeat=heartbeat)
     select = block_select(shape, block_names(spark, query, shape, tvf), render.quote(view) + " __tw_windows")
     return windows, query[: shape.start] + select + query[shape.end :], call.start
+
+
+def _check_session_keys(query: str, call: WindowTvf, keys: tuple[str, ...]) -> None:
+    """The streaming window operator merges sessions per GROUP BY key; the batch door's sessions are per PARTITION
+    BY value, grouped afterwards.  The two agree when the keys are the partition columns, so only then it runs."""
+    partition = sorted(c.lower() for c in call.spec.partition_by)
+    if sorted(k.lower() for k in keys) != partition:
+        listed = ", ".join(call.spec.partition_by) or "none"
+        raise QuerySyntaxError(
+            f"in streaming mode a SESSION window aggregation groups by its PARTITION BY columns ({listed}) besides "
+            f"the window columns, found {', '.join(keys) or 'none'} (the operator merges sessions per group key)",
+            text=query, position=call.positions.get("PARTITION BY", call.start))
 
 
 def _match_recognize(spark: Any, query: str, clause: MatchRecognizeClause, view: str, heartbeat: DataFrame | None):

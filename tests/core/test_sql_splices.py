@@ -125,6 +125,20 @@ ALLOWED = {
         "the user's own query text (SQL by definition)",
     ("runtime/jobs/sql_script.py", "_insert", "insert.table"): "error messages only (the target's name)",
     ("runtime/jobs/sql_script.py", "check_script", "insert.table"): "error messages only (the target's name)",
+    ("runtime/core/windows/rank_sql.py", "_ranking_item", "q.tokens[select + 1].text"):
+        "an error message quoting the user's own query (a positioned Declined), never SQL sent to Spark",
+    ("runtime/core/windows/rank_sql.py", "_ranking_item", "r.text(a, b)[:60]"): "the same error message",
+    ("runtime/core/windows/rank_sql.py", "_rank_bound", "found"): "an error message quoting the user's query",
+    ("runtime/core/windows/rank_sql.py", "_rank_bound", "alias"): "error messages naming the user's rank alias",
+    ("runtime/core/windows/rank_sql.py", "_rank_bound", "error.message"): "an error message (RankRange's own)",
+    ("runtime/core/windows/rank_sql.py", "_recognise", "function.text"):
+        "an error message quoting the ranking function's name as the user wrote it",
+    ("runtime/core/windows/join_sql.py", "_side", "which"): "an error message (the fixed word left / right)",
+    ("runtime/spark/sql_streaming.py", "_window_join", "structs[0]"):
+        "a side's struct rendered by _side_struct (names through render.quote / render.sql_string)",
+    ("runtime/spark/sql_streaming.py", "_window_join", "structs[1]"): "the same, for the right side",
+    ("runtime/spark/sql_streaming.py", "_side_struct", "', '.join(fields)"):
+        "named_struct arguments, each a render.sql_string name and a render.quote column",
     ("runtime/spark/sql_streaming.py", "streaming_sql", "', '.join((kind for _, kind, _ in found))"):
         "an error message naming the operators found (fixed words)",
     ("runtime/spark/sql_streaming.py", "_streaming_table", "what"): "an error message (a fixed operator name)",

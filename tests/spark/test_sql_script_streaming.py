@@ -7,6 +7,10 @@
 * A ``PROCTIME()`` column makes Flink's processing-time temporal join: each order joins its key's latest version.
 * What streaming cannot run (an aggregate around the join, MATCH_RECOGNIZE, a left time that is no time attribute)
   fails before any Spark job, positioned in the script.
+* Window Top-N, window deduplication, SESSION aggregation and window joins, run in two steps over random rows
+  (out of order, NULL times, rows behind the first step's watermark), write the batch script's rows and dead
+  letters over the rows that were on time, and the others to ``<sink>_late``; their shapes streaming cannot run
+  fail positioned.
 """
 
 from __future__ import annotations
@@ -278,3 +282,190 @@ def test_window_aggregations_and_match_recognize_stream_the_batch_scripts_rows(s
     null_times = sum(1 for line in (tmp_path / "bids" / "part-0.csv").read_text().splitlines() if line.startswith(","))
     assert one["dead_letter"] == null_times > 0
     assert _dead(spark, tmp_path / "stream_dead_letter") == _dead(spark, tmp_path / "batch_dead_letter")
+
+
+#: (sink columns, query over {bids}): Flink's window Top-N, window deduplication and SESSION aggregation.
+WINDOW_OPERATOR_QUERIES = {
+    "top-n tumble": (
+        "bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING, supplier_id STRING, window_start TIMESTAMP(3), "
+        "window_end TIMESTAMP(3), window_time TIMESTAMP(3), rownum BIGINT",
+        "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, item ORDER BY price DESC) "
+        "AS rownum FROM TABLE(TUMBLE(TABLE {bids}, DESCRIPTOR(bidtime), INTERVAL '1' MINUTES))) WHERE rownum <= 3"),
+    "rank hop": (  # RANK, a column list, the TVF's alias as qualifier, BETWEEN and another outer condition
+        "item STRING, price DECIMAL(10, 2), window_start TIMESTAMP(3), window_end TIMESTAMP(3), r BIGINT",
+        "SELECT item, price, window_start, window_end, r FROM (SELECT b.item, b.price, b.window_start, window_end, "
+        "RANK() OVER (PARTITION BY window_start, b.window_end ORDER BY b.price ASC) AS r FROM TABLE(HOP(TABLE {bids}, "
+        "DESCRIPTOR(bidtime), INTERVAL '30' SECONDS, INTERVAL '2' MINUTES)) AS b) t WHERE t.r BETWEEN 2 AND 4 "
+        "AND price > 5"),
+    "deduplication cumulate": (
+        "window_start TIMESTAMP(3), window_end TIMESTAMP(3), item STRING, bidtime TIMESTAMP(3), price DECIMAL(10, 2)",
+        "SELECT window_start, window_end, item, bidtime, price FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
+        "window_start, window_end, item ORDER BY bidtime DESC) AS rownum FROM TABLE(CUMULATE(TABLE {bids}, "
+        "DESCRIPTOR(bidtime), INTERVAL '1' MINUTES, INTERVAL '3' MINUTES))) WHERE rownum = 1"),
+    "session": (
+        "window_start TIMESTAMP(3), window_end TIMESTAMP(3), item STRING, n BIGINT, total DECIMAL(20, 2)",
+        "SELECT window_start, window_end, item, COUNT(*) AS n, SUM(price) AS total FROM TABLE(SESSION(TABLE {bids} "
+        "PARTITION BY item, DESCRIPTOR(bidtime), INTERVAL '5' SECONDS)) GROUP BY window_start, window_end, item"),
+}
+
+
+def _timed_bids(rng: random.Random, prices, n: int, start: int, end: int, nulls: bool = True) -> list[str]:
+    """Bids at distinct milliseconds of ``[start, end)`` seconds in random order, each at a price of ``prices``
+    (distinct: no ranking ties, whose order SQL leaves open); some with a NULL time."""
+    lines = []
+    for ms in rng.sample(range(start * 1000, end * 1000), n):
+        price = next(prices)
+        when = "" if nulls and rng.random() < 0.04 else f"{_stamp(ms // 1000)}.{ms % 1000:03d}"
+        lines.append(f"{when},{price // 100}.{price % 100:02d},{rng.choice('abcd')},s{rng.randrange(5)}")
+    return lines
+
+
+def _operator_script(tmp_path: Path, name: str, sink: str, bids: str, tag: str) -> str:
+    columns, query = WINDOW_OPERATOR_QUERIES[name]
+    return BIDS_SCRIPT.format(bids=f"bids_{tag}", sink=f"sink_{tag}", delay=DELAY, bids_path=tmp_path / bids,
+                              sink_path=tmp_path / sink, columns=columns, query=query.format(bids=f"bids_{tag}"))
+
+
+@pytest.mark.parametrize("name", list(WINDOW_OPERATOR_QUERIES))
+def test_window_rankings_and_sessions_stream_the_batch_scripts_rows(spark, tmp_path: Path, name: str) -> None:
+    rng = random.Random(name)
+    prices = iter(rng.sample(range(100, 100_000), 400))
+    first = _timed_bids(rng, prices, 150, 300, 600)
+    # behind the first run's watermark (~595 s) by minutes: late for every window they fall in
+    old = _timed_bids(rng, prices, 30, 0, 120, nulls=False)
+    new = _timed_bids(rng, prices, 150, 600, 900)
+    script = _operator_script(tmp_path, name, "stream", "bids", uuid.uuid4().hex[:8])
+    _write(tmp_path / "bids" / "part-0.csv", first)
+    run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"))
+    _write(tmp_path / "bids" / "part-1.csv", old + new)
+    streaming = run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"), flush=True)
+    # the batch script over the rows that were on time: what the stream's windows saw
+    _write(tmp_path / "on_time" / "part-0.csv", first + new)
+    run_sql_script(spark, _operator_script(tmp_path, name, "batch", "on_time", uuid.uuid4().hex[:8]))
+    rows = _main(spark, tmp_path / "batch")
+    assert rows and _main(spark, tmp_path / "stream") == rows
+    dead = _dead(spark, tmp_path / "batch_dead_letter")
+    assert dead and _dead(spark, tmp_path / "stream_dead_letter") == dead
+    late = sorted(str(r["price"]) for r in spark.read.parquet(str(tmp_path / "stream_late")).collect())
+    assert late == sorted(line.split(",")[1] for line in old)
+    [one] = streaming["inserts"]
+    assert one["flushed"] and one["late"] == len(old) and one["rows_in"] == len(old) + len(new)
+
+
+@pytest.mark.parametrize(("name", "change", "message", "at"), [
+    ("top-n tumble", ("FROM TABLE(TUMBLE(TABLE {bids}, DESCRIPTOR(bidtime), INTERVAL '1' MINUTES))",
+                      "FROM (SELECT window_start, window_end, item, SUM(price) AS price FROM TABLE(TUMBLE(TABLE {bids}, "
+                      "DESCRIPTOR(bidtime), INTERVAL '1' MINUTES)) GROUP BY window_start, window_end, item)"),
+     "runs two operators", "(SELECT window_start"),
+    ("top-n tumble", ("INTERVAL '1' MINUTES))", "INTERVAL '1' MINUTES)) WHERE price > 10"),
+     "would apply before ranking", "WHERE price > 10"),
+    ("top-n tumble", (" WHERE rownum <= 3", " WHERE item <> 'a'"), "keeps the ranks its outer WHERE bounds",
+     "WHERE item"),
+    ("session", ("GROUP BY window_start, window_end, item", "GROUP BY window_start, window_end, item, supplier_id"),
+     "groups by its PARTITION BY columns", "PARTITION BY item"),
+])
+def test_window_operator_shapes_streaming_cannot_run_fail_positioned(spark, tmp_path: Path, name, change, message,
+                                                                     at) -> None:
+    _write(tmp_path / "bids" / "part-0.csv", ["2024-03-01 10:00:00.000,1.00,a,s1"])
+    tag = uuid.uuid4().hex[:8]
+    script = _operator_script(tmp_path, name, "out", "bids", tag)
+    script = script.replace(*(part.format(bids=f"bids_{tag}") for part in change))
+    with pytest.raises(QuerySyntaxError, match=message) as caught:
+        run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"))
+    assert script[caught.value.position:].startswith(at)
+    assert not (tmp_path / "out").exists()
+
+
+JOIN_SCRIPT = """
+CREATE TEMPORARY TABLE {left} (
+  row_time TIMESTAMP(3), num INT, id STRING,
+  WATERMARK FOR row_time AS row_time - INTERVAL '{delay}' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '{left_path}', 'format' = 'csv');
+CREATE TEMPORARY TABLE {right} (
+  row_time TIMESTAMP(3), num INT, id STRING,
+  WATERMARK FOR row_time AS row_time - INTERVAL '{delay}' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '{right_path}', 'format' = 'csv');
+CREATE TEMPORARY TABLE {sink} ({columns}) WITH ('connector' = 'filesystem', 'path' = '{sink_path}', 'format' = 'parquet');
+INSERT INTO {sink}
+{query};
+"""
+
+#: (sink columns, query over {left} and {right}): Flink's window joins, as its docs write them.
+JOIN_QUERIES = {
+    "full tumble": (
+        "L_Num INT, L_Id STRING, R_Num INT, R_Id STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3)",
+        "SELECT L.num AS L_Num, L.id AS L_Id, R.num AS R_Num, R.id AS R_Id, COALESCE(L.window_start, R.window_start) "
+        "AS window_start, COALESCE(L.window_end, R.window_end) AS window_end FROM (SELECT * FROM TABLE(TUMBLE(TABLE "
+        "{left}, DESCRIPTOR(row_time), INTERVAL '1' MINUTES))) L FULL JOIN (SELECT * FROM TABLE(TUMBLE(TABLE {right}, "
+        "DESCRIPTOR(row_time), INTERVAL '1' MINUTES))) R ON L.num = R.num AND L.window_start = R.window_start AND "
+        "L.window_end = R.window_end"),
+    "left hop": (
+        "l_time TIMESTAMP(3), l_id STRING, r_id STRING, window_time TIMESTAMP(3)",
+        "SELECT a.row_time, a.id, b.id, a.window_time FROM TABLE(HOP(TABLE {left}, DESCRIPTOR(row_time), "
+        "INTERVAL '30' SECONDS, INTERVAL '1' MINUTES)) AS a LEFT OUTER JOIN TABLE(HOP(TABLE {right}, "
+        "DESCRIPTOR(row_time), INTERVAL '30' SECONDS, INTERVAL '1' MINUTES)) b ON b.window_end = a.window_end "
+        "AND a.num = b.num AND a.window_start = b.window_start WHERE b.id IS NULL OR a.id < b.id"),
+}
+
+
+def _join_rows(rng: random.Random, side: str, n: int, start: int, end: int, nulls: bool = True) -> list[str]:
+    """Rows at distinct milliseconds of ``[start, end)`` seconds in random order, ids ``<side><ms>``; a few with a
+    NULL time or a NULL key."""
+    lines = []
+    for ms in rng.sample(range(start * 1000, end * 1000), n):
+        when = "" if nulls and rng.random() < 0.04 else f"{_stamp(ms // 1000)}.{ms % 1000:03d}"
+        num = "" if rng.random() < 0.05 else str(rng.randrange(6))
+        lines.append(f"{when},{num},{side}{ms}")
+    return lines
+
+
+def _join_script(tmp_path: Path, name: str, sink: str, inputs: str, tag: str) -> str:
+    columns, query = JOIN_QUERIES[name]
+    names = {"left": f"left_{tag}", "right": f"right_{tag}"}
+    return JOIN_SCRIPT.format(**names, sink=f"sink_{tag}", delay=DELAY, left_path=tmp_path / inputs / "left",
+                              right_path=tmp_path / inputs / "right", sink_path=tmp_path / sink, columns=columns,
+                              query=query.format(**names))
+
+
+@pytest.mark.parametrize("name", list(JOIN_QUERIES))
+def test_window_joins_stream_the_batch_scripts_rows(spark, tmp_path: Path, name: str) -> None:
+    rng = random.Random(name)
+    parts = {side: (_join_rows(rng, side, 80, 300, 600), _join_rows(rng, side, 15, 0, 120, nulls=False),
+                    _join_rows(rng, side, 80, 600, 900)) for side in ("left", "right")}
+    script = _join_script(tmp_path, name, "stream", "in", uuid.uuid4().hex[:8])
+    for side, (first, _, _) in parts.items():
+        _write(tmp_path / "in" / side / "part-0.csv", first)
+    run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"))
+    for side, (_, old, new) in parts.items():  # the old rows are behind the first run's watermark: late
+        _write(tmp_path / "in" / side / "part-1.csv", old + new)
+        _write(tmp_path / "on_time" / side / "part-0.csv", parts[side][0] + new)
+    streaming = run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"), flush=True)
+    run_sql_script(spark, _join_script(tmp_path, name, "batch", "on_time", uuid.uuid4().hex[:8]))
+    rows = _main(spark, tmp_path / "batch")
+    assert rows and _main(spark, tmp_path / "stream") == rows
+    dead = _dead(spark, tmp_path / "batch_dead_letter")
+    assert dead and _dead(spark, tmp_path / "stream_dead_letter") == dead
+    late = sorted(json.loads(r["row"])["id"] for r in spark.read.parquet(str(tmp_path / "stream_late")).collect())
+    assert late == sorted(line.rsplit(",", 1)[1] for side in parts.values() for line in side[1])
+    [one] = streaming["inserts"]
+    assert one["flushed"] and one["late"] == len(late)
+
+
+@pytest.mark.parametrize(("change", "message", "at"), [
+    (("L.window_end = R.window_end", "L.window_end = R.window_end AND L.id < R.id"),
+     "equates columns of the two sides", "L.id < R.id"),
+    (("(SELECT * FROM TABLE(TUMBLE(TABLE {right}", "(SELECT num, id, window_start, window_end FROM TABLE(TUMBLE("
+      "TABLE {right}"), "the TVF's rows as they are", "(SELECT num, id"),
+    (("FULL JOIN", "CROSS JOIN"), "INNER, LEFT, RIGHT or FULL", "CROSS JOIN"),
+])
+def test_window_join_shapes_streaming_cannot_run_fail_positioned(spark, tmp_path: Path, change, message, at) -> None:
+    tag = uuid.uuid4().hex[:8]
+    for side in ("left", "right"):
+        _write(tmp_path / "in" / side / "part-0.csv", ["2024-03-01 10:00:00.000,1,x"])
+    script = _join_script(tmp_path, "full tumble", "out", "in", tag)
+    names = {"left": f"left_{tag}", "right": f"right_{tag}"}
+    script = script.replace(*(part.format(**names) for part in change))
+    with pytest.raises(QuerySyntaxError, match=message) as caught:
+        run_sql_script(spark, script, mode="streaming", checkpoint=str(tmp_path / "chk"))
+    assert script[caught.value.position:].startswith(at)
+    assert not (tmp_path / "out").exists()

@@ -116,8 +116,8 @@ def _split(tokens: list[Token], depths: list[int], lo: int, hi: int, depth: int)
 
 
 class _Block:
-    def __init__(self, text: str, call: WindowTvf) -> None:
-        self.text, self.call = text, call
+    def __init__(self, text: str, call: WindowTvf, sessions: bool = False) -> None:
+        self.text, self.call, self.sessions = text, call, sessions
         self.tokens = tokenize(text)
         self.depths = _depths(self.tokens)
         self.alias: str | None = None
@@ -223,7 +223,7 @@ def _check_tail(block: _Block, j: int, depth: int, outputs: list[str]) -> None:
 
 def _recognise(block: _Block) -> WindowAggregateQuery:
     call, tokens, depths = block.call, block.tokens, block.depths
-    if isinstance(call.spec, SessionSpec):
+    if isinstance(call.spec, SessionSpec) and not block.sessions:
         raise _Decline(f"{call.function}: session windows share no slices", call.start)
     first = next(i for i, t in enumerate(tokens) if t.start == call.start)
     last = next(i for i, t in enumerate(tokens) if t.end == call.end)
@@ -276,16 +276,17 @@ def _recognise(block: _Block) -> WindowAggregateQuery:
     return WindowAggregateQuery(tokens[select].start, tokens[stop - 1].end, call, tuple(items), keys)
 
 
-def window_aggregate_query(text: str, call: WindowTvf) -> WindowAggregateQuery | Declined:
+def window_aggregate_query(text: str, call: WindowTvf, *, sessions: bool = False) -> WindowAggregateQuery | Declined:
     """The window aggregation around ``call`` (one of :func:`find_window_tvfs` of ``text``) when it has the
-    module's shape, else why not.
+    module's shape, else why not.  ``sessions``: a SESSION call's block is recognised too (the streaming window
+    operator merges sessions; the sliced plan, which shares slices, declines them).
 
     >>> query = "SELECT window_start, SUM(price) FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE) GROUP BY ROLLUP (window_start, window_end)"
     >>> print(window_aggregate_query(query, find_window_tvfs(query)[0]).describe(query))
     GROUP BY ROLLUP (window_start, window_end): the sliced plan groups by plain columns only (line 1, col 100)
     """
     try:
-        return _recognise(_Block(text, call))
+        return _recognise(_Block(text, call, sessions))
     except _Decline as declined:
         return declined.declined
 

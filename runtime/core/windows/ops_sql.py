@@ -25,6 +25,8 @@ timeweave.core.errors.QuerySyntaxError: window join: both inputs must use the sa
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.sql_tokens import Token, TokenType, tokenize
 from timeweave.core.windows.ranking import RANK_FUNCTIONS, check_join_windows, describe
@@ -36,8 +38,9 @@ _CLAUSE_ENDS = frozenset(("WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "UNION",
                           "WINDOW", "QUALIFY", "CLUSTER", "DISTRIBUTE", "SORT", *_JOIN_WORDS))
 
 
-class _Query:
-    """The query's tokens, each token's parenthesis depth and its TVF calls."""
+class QueryTokens:
+    """The query's tokens, each token's parenthesis depth and its TVF calls (also read by the streaming SQL
+    door's shape readers, :mod:`timeweave.core.windows.rank_sql`)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -94,24 +97,24 @@ class _Query:
         return f"line {before.count(chr(10)) + 1}, col {call.start - (before.rfind(chr(10)) + 1) + 1}"
 
 
-def _char_span(q: _Query, lo: int, hi: int) -> tuple[int, int]:
+def _char_span(q: QueryTokens, lo: int, hi: int) -> tuple[int, int]:
     """Characters covered by token range ``[lo, hi)``."""
     if lo >= hi or lo >= len(q.tokens):
         return (0, 0)
     return q.tokens[lo].start, q.tokens[min(hi, len(q.tokens)) - 1].end
 
 
-def _side(q: _Query, lo: int, hi: int) -> WindowTvf | None:
+def _side(q: QueryTokens, lo: int, hi: int) -> WindowTvf | None:
     start, end = _char_span(q, lo, hi)
     calls = q.outermost(start, end)
     return calls[0] if len(calls) == 1 else None
 
 
-def _fail(message: str, q: _Query, tok: Token | WindowTvf) -> QuerySyntaxError:
+def _fail(message: str, q: QueryTokens, tok: Token | WindowTvf) -> QuerySyntaxError:
     return QuerySyntaxError(message, text=q.text, position=tok.start)
 
 
-def _check_pair(q: _Query, left: WindowTvf | None, right: WindowTvf | None, spans: tuple[tuple[int, int], ...]) -> None:
+def _check_pair(q: QueryTokens, left: WindowTvf | None, right: WindowTvf | None, spans: tuple[tuple[int, int], ...]) -> None:
     if left is None or right is None:
         return
     for call, (lo, hi) in zip((left, right), spans, strict=True):
@@ -130,8 +133,27 @@ def _check_pair(q: _Query, left: WindowTvf | None, right: WindowTvf | None, span
                     f"{describe(left.spec)} at {q.at(left)}, right {describe(right.spec)}", q, right) from None
 
 
-def _check_joins(q: _Query) -> None:
+@dataclass(frozen=True)
+class WindowJoin:
+    """A window join of a query: ``... JOIN ... ON`` whose condition names both ``window_start`` and
+    ``window_end``.  Token indices into :class:`QueryTokens`' tokens: ``first`` (the join's first word, e.g.
+    LEFT), ``join`` (JOIN), ``on`` (ON) and ``end`` (the token ending the condition, or the number of tokens);
+    ``left`` / ``right``: each side's token range; ``calls``: each side's one outermost TVF call (None: none,
+    or several)."""
+
+    first: int
+    join: int
+    on: int
+    end: int
+    left: tuple[int, int]
+    right: tuple[int, int]
+    calls: tuple[WindowTvf | None, WindowTvf | None]
+
+
+def window_joins(q: QueryTokens) -> list[WindowJoin]:
+    """The window joins of ``q`` (the one rule of what a window join is: its ON names both window columns)."""
     tokens = q.tokens
+    found = []
     for i, tok in enumerate(tokens):
         if tok.upper != "JOIN":
             continue
@@ -149,11 +171,18 @@ def _check_joins(q: _Query) -> None:
         if 0 <= left_from < len(tokens) and tokens[left_from].upper == "ON":  # a chain: skip the previous condition
             left_lo = q.scan(left_from, 1, _CLAUSE_ENDS)
         left_span, right_span = (left_lo, first), (i + 1, on)
-        spans = tuple(_char_span(q, *s) for s in (left_span, right_span))
-        _check_pair(q, _side(q, *left_span), _side(q, *right_span), spans)
+        found.append(WindowJoin(first, i, on, cond_end, left_span, right_span,
+                                (_side(q, *left_span), _side(q, *right_span))))
+    return found
 
 
-def _check_subqueries(q: _Query) -> None:
+def _check_joins(q: QueryTokens) -> None:
+    for join in window_joins(q):
+        spans = tuple(_char_span(q, *s) for s in (join.left, join.right))
+        _check_pair(q, *join.calls, spans)
+
+
+def _check_subqueries(q: QueryTokens) -> None:
     tokens = q.tokens
     for i, tok in enumerate(tokens):
         if tok.upper not in ("IN", "EXISTS") or i + 1 >= len(tokens) or tokens[i + 1].type is not TokenType.LPAREN:
@@ -172,8 +201,29 @@ def _check_subqueries(q: _Query) -> None:
         _check_pair(q, _side(q, *left_span), _side(q, *right_span), spans)
 
 
-def _check_rankings(q: _Query) -> None:
+@dataclass(frozen=True)
+class WindowRanking:
+    """A window ranking of a query: ``RANK_FUNCTION() OVER (PARTITION BY ... window_start ... window_end ...)``.
+
+    Token indices into :class:`QueryTokens`' tokens: ``function`` (the ranking function's name), ``over_end``
+    (the OVER clause's closing parenthesis), ``source`` (its block's FROM) and ``stop`` (the token ending that
+    FROM clause, or the number of tokens).  ``call``: the one outermost TVF call in the FROM clause (None: none,
+    or several); ``aggregated``: the block itself has a GROUP BY (it ranks its own aggregated rows).
+    """
+
+    function: int
+    over_end: int
+    source: int
+    stop: int
+    call: WindowTvf | None
+    aggregated: bool
+
+
+def window_rankings(q: QueryTokens) -> list[WindowRanking]:
+    """The window rankings of ``q``: a ranking function whose PARTITION BY names both ``window_start`` and
+    ``window_end``, in a block with a FROM clause (the one rule of what a window Top-N / deduplication is)."""
     tokens = q.tokens
+    found = []
     for i, tok in enumerate(tokens):
         if tok.upper not in RANK_FUNCTIONS or q.word(i + 1) != "(" or q.word(i + 2) != ")" or q.word(i + 3) != "OVER":
             continue
@@ -187,14 +237,21 @@ def _check_rankings(q: _Query) -> None:
         if not (0 <= source < len(tokens)) or tokens[source].upper != "FROM":
             continue
         stop = q.scan(source, 1, _CLAUSE_ENDS - {"JOIN", *_JOIN_WORDS})
-        if 0 <= stop < len(tokens) and tokens[stop].upper == "GROUP":
+        aggregated = 0 <= stop < len(tokens) and tokens[stop].upper == "GROUP"
+        found.append(WindowRanking(i, over_end, source, stop, _side(q, source + 1, stop), aggregated))
+    return found
+
+
+def _check_rankings(q: QueryTokens) -> None:
+    for ranking in window_rankings(q):
+        if ranking.aggregated:
             continue  # ranks aggregated rows of this very SELECT
-        span = _char_span(q, source + 1, stop)
-        call = _side(q, source + 1, stop)
+        call = ranking.call
+        span = _char_span(q, ranking.source + 1, ranking.stop)
         if call is not None and isinstance(call.spec, SessionSpec) and not q.aggregates_after(call, *span):
             raise _fail(f"window Top-N / deduplication: Flink ranks TUMBLE, HOP or CUMULATE "
                         f"windows, not SESSION windows directly (SESSION TVF at {q.at(call)}); aggregate the "
-                        "sessions first, then rank the result", q, tok)
+                        "sessions first, then rank the result", q, q.tokens[ranking.function])
 
 
 def check_window_ops(query: str) -> None:
@@ -205,7 +262,7 @@ def check_window_ops(query: str) -> None:
     ...                  "ORDER BY price DESC) AS rownum FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), "
     ...                  "INTERVAL '10' MINUTES))) WHERE rownum <= 3")
     """
-    q = _Query(query)
+    q = QueryTokens(query)
     if not q.calls:
         return
     _check_joins(q)
@@ -213,4 +270,4 @@ def check_window_ops(query: str) -> None:
     _check_rankings(q)
 
 
-__all__ = ["check_window_ops"]
+__all__ = ["QueryTokens", "WindowJoin", "WindowRanking", "check_window_ops", "window_joins", "window_rankings"]

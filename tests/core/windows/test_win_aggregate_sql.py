@@ -100,3 +100,13 @@ def test_declined_shapes_say_why_and_where(query: str, reason: str, at: str | No
         position = query.rindex(at) if reason.startswith("ORDER BY") else query.index(at)
     assert found.position == position, found.describe(query)
     assert found.describe(query).endswith(f"(line 1, col {position + 1})")
+
+
+def test_sessions_are_recognised_when_asked() -> None:
+    # the streaming SQL door runs SESSION blocks as the streaming window operator (which merges sessions)
+    query = ("SELECT window_start, window_end, item, COUNT(*) FROM TABLE(SESSION(TABLE bids PARTITION BY item, "
+             "DESCRIPTOR(bidtime), INTERVAL '5' MINUTES)) GROUP BY window_start, window_end, item")
+    [call] = find_window_tvfs(query)
+    assert isinstance(window_aggregate_query(query, call), Declined)
+    found = window_aggregate_query(query, call, sessions=True)
+    assert isinstance(found, WindowAggregateQuery) and found.keys == ("item",) and (found.start, found.end) == (0, len(query))
