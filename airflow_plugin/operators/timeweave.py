@@ -474,13 +474,16 @@ class TimeweaveSqlOperator(_TimeweaveJobOperator):
         return load_sql_job(self.sql)
 
     def _lineage_paths(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        """Inputs: the filesystem tables the script declares and reads; outputs: its sinks and their dead letters."""
-        return script_datasets(self._job_config()["script"])
+        """Inputs: the filesystem tables the script declares and reads; outputs: its sinks, their dead letters and,
+        in streaming mode, their late rows."""
+        return script_datasets(self._job_config()["script"], self.mode)
 
     def _rows_written(self, role: str, metrics: Mapping[str, Any]) -> Any:
         table, _, kind = role.partition(" ")
         for insert in metrics.get("inserts") or ():
             if str(insert.get("table", "")).lower() == table.lower():
+                if kind == "late":
+                    return insert.get("late")
                 return insert.get("dead_letter") if kind else insert.get("rows", insert.get("rows_out"))
         return None
 

@@ -147,13 +147,17 @@ def check_script(script: str, mode: str = "batch") -> tuple[Statement | InsertSe
     return steps
 
 
-def script_datasets(script: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+def script_datasets(script: str, mode: str = "batch") -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """``(inputs, outputs)`` of a checked script as ``(role, path)``: the filesystem tables it declares and reads,
-    and each sink with its dead-letter directory (lineage for the Airflow operator).
+    and each sink with its dead-letter directory, and in streaming ``mode`` its late-row directory too (lineage for
+    the Airflow operator).
 
     >>> script_datasets("CREATE TABLE s (a INT) WITH ('connector' = 'filesystem', 'path' = '/o', "
     ...                 "'format' = 'parquet'); INSERT INTO s SELECT 1")
     ([], [('s', '/o'), ('s dead_letter', '/o_dead_letter')])
+    >>> script_datasets("CREATE TABLE s (a INT) WITH ('connector' = 'filesystem', 'path' = '/o', "
+    ...                 "'format' = 'parquet'); INSERT INTO s SELECT 1", "streaming")[1][-1]
+    ('s late', '/o_late')
     """
     steps = check_script(script)
     targets = _targets(steps)
@@ -166,7 +170,10 @@ def script_datasets(script: str) -> tuple[list[tuple[str, str]], list[tuple[str,
             if not isinstance(source, FileSource):
                 continue
             if table.name.lower() in targets:
-                outputs += [(table.name, source.path), (f"{table.name} dead_letter", source.path.rstrip("/") + "_dead_letter")]
+                path = source.path.rstrip("/")
+                outputs += [(table.name, source.path), (f"{table.name} dead_letter", f"{path}_dead_letter")]
+                if mode == "streaming":  # the streaming queries' late rows (run_sql_script)
+                    outputs.append((f"{table.name} late", f"{path}_late"))
             else:
                 inputs.append((table.name, source.path))
     return inputs, outputs

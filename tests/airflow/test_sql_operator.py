@@ -120,3 +120,13 @@ def test_in_process_the_script_writes_its_sink_and_reports_rows_and_lineage(spar
         names = [d.name for d in lineage.outputs]
         assert names == [f"{tmp_path / 'counts'}/2026-01-01", f"{tmp_path / 'counts'}/2026-01-01_dead_letter"]
         assert lineage.outputs[0].outputFacets["outputStatistics"].rowCount == 3
+
+
+def test_a_streaming_scripts_lineage_names_each_sinks_late_rows(tmp_path):
+    script = _script(tmp_path).replace("INSERT OVERWRITE", "INSERT INTO")
+    batch = TimeweaveSqlOperator(task_id="sql", sql=script)._lineage_paths()[1]
+    inputs, outputs = TimeweaveSqlOperator(task_id="sql", sql=script, mode="streaming")._lineage_paths()
+    roles = [role.split(" ", 1)[-1] if " " in role else "main" for role, _ in outputs]
+    assert roles == ["main", "dead_letter", "late"] and outputs[:2] == batch
+    assert outputs[2][1] == outputs[0][1].rstrip("/") + "_late"
+    assert [path for _, path in inputs] == [str(tmp_path / "bids")]
