@@ -286,6 +286,11 @@ def _run_streaming(
             (lambda: write_heartbeat(spark, checkpoint, mark)) if mark is not None else None, progress_log,
             one_pass=not any(rate_limited(source) for source in jobs.sources(job).values()),
         )
+    except Exception as error:
+        if batch_writer.failure is not None and batch_writer.failure is not error:
+            # the batch's own error, whole (Spark's query error carries a short form of it, see MicroBatchFailed)
+            raise batch_writer.failure from error
+        raise
     finally:  # a stop request is this run's, even when the run fails
         stopped = (_STOP_REASON[0] if _STOP_REASON else "requested") if _STOP.is_set() else None
         _STOP.clear()

@@ -85,6 +85,51 @@ class TaggedStream(Protocol):
     def counts(self, observed: Mapping[str, Any]) -> OutputCounts: ...
 
 
+#: Java exceptions Spark takes for a stop's interrupt of the query thread, not for a failure.
+_INTERRUPTS = ("java.lang.InterruptedException", "java.nio.channels.ClosedByInterruptException")
+#: The longest original message a :class:`MicroBatchFailed` repeats.
+_MESSAGE_CHARS = 600
+
+
+def _java_interrupt(error: BaseException) -> str | None:
+    """The interrupt exception's class name in ``error``'s Java cause chain (a ``Py4JJavaError``), or None."""
+    java = getattr(error, "java_exception", None)
+    try:
+        for _ in range(32):  # a cause chain is short; a cycle must not hang the batch
+            if java is None:
+                return None
+            name = java.getClass().getName()
+            if name in _INTERRUPTS:
+                return name
+            java = java.getCause()
+    except Exception:  # the gateway is going away: not an interrupt we can name
+        return None
+    return None
+
+
+class MicroBatchFailed(RuntimeError):
+    """The error a failed micro-batch's ``foreachBatch`` call raises to Spark: short, naming the batch and the
+    original error (kept whole in :attr:`TaggedWriter.failure`, which the job raises).
+
+    Why short: Spark classifies a failed Python ``foreachBatch`` call by matching its whole message (the Python
+    traceback, with a ``Py4JJavaError``'s Java stack trace) against a pattern whose matcher recurses once per
+    character (``StreamExecution.PROXY_ERROR``); beyond ~1,500 characters the query thread dies with a
+    ``StackOverflowError``, the query then ends as if stopped and the failure is lost.  A JVM interrupt (a stop
+    during the batch) keeps the one line Spark's pattern reads, so Spark still ends the query as stopped.
+    """
+
+    def __init__(self, batch_id: int, error: BaseException) -> None:
+        text = " ".join(str(error).split())
+        if len(text) > _MESSAGE_CHARS:
+            text = text[:_MESSAGE_CHARS] + "..."
+        message = f"timeweave micro-batch {batch_id} failed: {type(error).__name__}: {text}"
+        interrupt = _java_interrupt(error)
+        if interrupt is not None:
+            message += f"\npy4j.protocol.Py4JJavaError: An error occurred while calling the JVM: {interrupt}"
+        super().__init__(message)
+        self.batch_id = batch_id
+
+
 class TaggedWriter:
     """The ``foreachBatch`` function: split a micro-batch by tag, write its outputs exactly once, count.
 
@@ -110,8 +155,17 @@ class TaggedWriter:
         self.batch_counts: dict[int, dict[str, int]] = {}
         #: Called with a copy of the run's counts after every micro-batch (``run_streaming(on_batch=...)``).
         self.on_batch: Callable[[dict[str, Any]], None] | None = None
+        #: The error of the micro-batch that failed (the query fails with a :class:`MicroBatchFailed` naming it).
+        self.failure: Exception | None = None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        try:
+            self._write_batch(batch, batch_id)
+        except Exception as error:
+            self.failure = error
+            raise MicroBatchFailed(batch_id, error) from None
+
+    def _write_batch(self, batch: DataFrame, batch_id: int) -> None:
         from pyspark.sql import Observation
 
         if not getattr(self._stream, "compress_cache", True):
@@ -265,5 +319,14 @@ class SliceWriter:
         return self._files.parquet_rows([self.target.directory(output, label) for label in labels])
 
 
-__all__ = ["CACHE_COMPRESSED", "SLICE_COLUMN", "STATE_OUTPUT", "OutputCounts", "SliceTarget", "SliceWriter",
-           "TaggedStream", "TaggedWriter"]
+__all__ = [
+    "CACHE_COMPRESSED",
+    "SLICE_COLUMN",
+    "STATE_OUTPUT",
+    "MicroBatchFailed",
+    "OutputCounts",
+    "SliceTarget",
+    "SliceWriter",
+    "TaggedStream",
+    "TaggedWriter",
+]
