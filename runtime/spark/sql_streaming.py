@@ -13,9 +13,9 @@ to the dead letter, as in the operator's streaming job:
   join: each row joins its key's latest version when it is processed, without waiting);
 * a window aggregation over one TUMBLE / HOP / CUMULATE call (also Flink's legacy ``GROUP BY TUMBLE(...)``) of
   the shape :mod:`timeweave.core.windows.aggregate_sql` reads: :mod:`timeweave.spark.window_streaming`, the
-  SELECT block a projection of its rows under the batch door's output names.  Over a SESSION call too, when it
-  groups by the call's PARTITION BY columns (the operator merges sessions per group key; the batch door's
-  sessions are per partition value, so only then do the two agree);
+  SELECT block a projection of its rows under the batch door's output names.  Over a SESSION call too; its
+  GROUP BY keys are exactly the call's PARTITION BY columns, Flink's rule, which the batch door checks too
+  (:func:`timeweave.core.windows.aggregate_sql.check_session_keys`);
 * a window Top-N or window deduplication (``ROW_NUMBER() / RANK() / DENSE_RANK() OVER (PARTITION BY window_start,
   window_end ...)`` over one TUMBLE / HOP / CUMULATE call, its rank bounded by the outer WHERE) of the shape
   :mod:`timeweave.core.windows.rank_sql` reads: :mod:`timeweave.spark.window_rank_streaming`, the ranked block
@@ -51,12 +51,11 @@ from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.match_sql import MatchRecognizeClause, find_match_recognize
 from timeweave.core.sql_tokens import split_qualified_name
 from timeweave.core.temporal_sql import TemporalJoinClause, find_temporal_joins
-from timeweave.core.windows.aggregate_sql import Declined, window_aggregate_query
+from timeweave.core.windows.aggregate_sql import Declined, check_session_keys, window_aggregate_query
 from timeweave.core.windows.join_sql import WindowJoinQuery, window_join_queries
 from timeweave.core.windows.legacy_sql import rewrite_group_windows
 from timeweave.core.windows.ops_sql import check_window_ops
 from timeweave.core.windows.rank_sql import WindowRankQuery, window_rank_query
-from timeweave.core.windows.spec import SessionSpec
 from timeweave.core.windows.tvf_sql import WindowTvf, find_window_tvfs
 from timeweave.spark import render
 from timeweave.spark.host.stream import BatchOutputs
@@ -334,8 +333,7 @@ def _window_aggregation(spark: Any, query: str, call: WindowTvf, view: str, hear
             "in streaming mode a window TVF runs as a window aggregation (SELECT the window columns, GROUP BY keys "
             f"and COUNT / SUM / MIN / MAX / AVG of a column, GROUP BY window_start, window_end, keys): {shape.reason}",
             text=query, position=shape.position)
-    if isinstance(call.spec, SessionSpec):
-        _check_session_keys(query, call, shape.keys)
+    check_session_keys(query, call)
     name, df, watermark = _window_source(spark, query, call)
     time, kind, spec = bind(df.schema, call.time_column, call.spec)
     tvf = window_tvf_sql(spec, render.quote(name), df.columns, time, kind=kind, zone=session_zone(spark, kind))
@@ -343,18 +341,6 @@ def _window_aggregation(spark: Any, query: str, call: WindowTvf, view: str, hear
                                       watermark=watermark, heartbeat=heartbeat)
     select = block_select(shape, block_names(spark, query, shape, tvf), render.quote(view) + " __tw_windows")
     return windows, query[: shape.start] + select + query[shape.end :], call.start
-
-
-def _check_session_keys(query: str, call: WindowTvf, keys: tuple[str, ...]) -> None:
-    """The streaming window operator merges sessions per GROUP BY key; the batch door's sessions are per PARTITION
-    BY value, grouped afterwards.  The two agree when the keys are the partition columns, so only then it runs."""
-    partition = sorted(c.lower() for c in call.spec.partition_by)
-    if sorted(k.lower() for k in keys) != partition:
-        listed = ", ".join(call.spec.partition_by) or "none"
-        raise QuerySyntaxError(
-            f"in streaming mode a SESSION window aggregation groups by its PARTITION BY columns ({listed}) besides "
-            f"the window columns, found {', '.join(keys) or 'none'} (the operator merges sessions per group key)",
-            text=query, position=call.positions.get("PARTITION BY", call.start))
 
 
 def _match_recognize(spark: Any, query: str, clause: MatchRecognizeClause, view: str, heartbeat: DataFrame | None):

@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 from timeweave.core.errors import QuerySyntaxError, SpecError
 from timeweave.core.pattern.partition import null_event_time_reason
 from timeweave.core.windows import spec as specs
-from timeweave.core.windows.aggregate_sql import WindowAggregateQuery, window_aggregate_query
+from timeweave.core.windows.aggregate_sql import WindowAggregateQuery, check_session_keys, window_aggregate_query
 from timeweave.core.windows.grouping import GroupingSets
 from timeweave.core.windows.legacy_sql import rewrite_group_windows
 from timeweave.core.windows.slicing import SliceAggregate
@@ -506,6 +506,7 @@ def rewrite_window_tvfs(spark, query: str, rewrite) -> str:
     calls = _outermost(find_window_tvfs(query))
     replacements = []
     for call in calls:
+        check_session_keys(query, call)  # Flink's rule, the streaming door's too
         relation, df = _input(spark, query, call, rewrite)
         time, kind, spec = bind(df.schema, call.time_column, call.spec)
         sql = window_tvf_sql(spec, relation, df.columns, time, kind=kind, zone=session_zone(spark, kind))

@@ -362,7 +362,7 @@ def test_window_rankings_and_sessions_stream_the_batch_scripts_rows(spark, tmp_p
     ("top-n tumble", (" WHERE rownum <= 3", " WHERE item <> 'a'"), "keeps the ranks its outer WHERE bounds",
      "WHERE item"),
     ("session", ("GROUP BY window_start, window_end, item", "GROUP BY window_start, window_end, item, supplier_id"),
-     "groups by its PARTITION BY columns", "PARTITION BY item"),
+     r"exactly its PARTITION BY columns \(item\), found item, supplier_id", "GROUP BY window_start, window_end, item, "),
 ])
 def test_window_operator_shapes_streaming_cannot_run_fail_positioned(spark, tmp_path: Path, name, change, message,
                                                                      at) -> None:

@@ -274,6 +274,24 @@ def test_bad_sql_specs_fail_before_any_job_with_position(spark, random_input, qu
     assert raised.value.position == query.index(at), str(raised.value)
 
 
+@pytest.mark.parametrize(("group_by", "found"), [
+    ("window_start, window_end, k, v", "found k, v"),  # a key besides the partition's
+    ("window_start, window_end", "found none"),  # the partition's key missing
+])
+def test_session_window_aggregation_groups_by_exactly_its_partition_in_every_sql_door(spark, random_input, group_by,
+                                                                                       found) -> None:
+    """Flink's rule (its batch and streaming doors): the batch door cannot return rows the streaming door refuses."""
+    query = ("SELECT window_start, COUNT(*) AS n FROM TABLE(SESSION(TABLE tw_win_random PARTITION BY k, "
+             f"DESCRIPTOR(ts), INTERVAL '5' SECONDS)) GROUP BY {group_by}")
+    with pytest.raises(QuerySyntaxError) as raised:
+        _no_job(spark, lambda: timeweave.sql(spark, query))
+    assert "exactly its PARTITION BY columns (k), " + found in raised.value.description, str(raised.value)
+    assert raised.value.position == query.index("GROUP BY"), str(raised.value)
+    # the same grouping over the TVF's rows in a subquery is plain SQL over sessions per k: not refused
+    timeweave.sql(spark, query.replace("FROM TABLE(SESSION", "FROM (SELECT * FROM TABLE(SESSION")
+                  .replace(" GROUP BY", ") s GROUP BY")).collect()
+
+
 @pytest.mark.parametrize(("call", "argument"), [
     (lambda df: timeweave.tumble(df, "ts", "0 seconds"), "size"),
     (lambda df: timeweave.tumble(df, "ts", "10 seconds", offset="10 seconds"), "offset"),

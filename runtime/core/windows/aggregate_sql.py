@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from timeweave.core.errors import QuerySyntaxError
 from timeweave.core.sql_tokens import Token, TokenType, tokenize
 from timeweave.core.windows.spec import WINDOW_COLUMNS, SessionSpec
 from timeweave.core.windows.tvf_sql import WindowTvf, find_window_tvfs  # noqa: F401 (the doctests find the calls)
@@ -291,4 +292,60 @@ def window_aggregate_query(text: str, call: WindowTvf, *, sessions: bool = False
         return declined.declined
 
 
-__all__ = ["AGGREGATES", "Declined", "SelectItem", "WindowAggregateQuery", "window_aggregate_query"]
+def check_session_keys(text: str, call: WindowTvf) -> None:
+    """Flink's rule for a window aggregation over a SESSION call: its GROUP BY is window_start, window_end and
+    exactly the call's PARTITION BY columns; anything else fails positioned at the GROUP BY.
+
+    Why: Flink's window aggregate merges sessions per group key, while the TVF's rows carry sessions per
+    partition value; only when the two are the same key do they agree (Flink then refuses the query: "Group keys
+    of Window Aggregate should contain and only contain window_start, window_end and partition keys of session
+    window").  Every door applies this one check, so the batch and the streaming doors cannot differ.  A block
+    that is not a window aggregation over the call (no GROUP BY with window_start and window_end right after
+    it) is left alone.
+
+    >>> query = "SELECT window_start, k, j, COUNT(*) FROM SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), INTERVAL '5' MINUTE) GROUP BY window_start, window_end, k, j"
+    >>> check_session_keys(query, find_window_tvfs(query)[0])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    timeweave.core.errors.QuerySyntaxError: a SESSION window aggregation ... found k, j: write PARTITION BY k, j for sessions per k, j (line 1, col 111)
+    ...
+    """
+    if not isinstance(call.spec, SessionSpec):
+        return
+    block = _Block(text, call, sessions=True)
+    tokens, depths = block.tokens, block.depths
+    first = next((i for i, t in enumerate(tokens) if t.start == call.start), None)
+    last = next((i for i, t in enumerate(tokens) if t.end == call.end), None)
+    if first is None or last is None or block.word(first - 1) != "FROM":
+        return
+    depth = depths[first - 1]
+    block.alias, j = _alias(block, last + 1)
+    if block.word(j) != "GROUP" or block.word(j + 1) != "BY":
+        return
+    stop = j + 2
+    while stop < len(tokens) and depths[stop] >= depth and not (depths[stop] == depth and block.word(stop) in _GROUP_ENDS):
+        stop += 1
+    items = []
+    for lo, hi in _split(tokens, depths, j + 2, stop, depth):
+        try:
+            name = block.column(lo, hi, "GROUP BY")
+        except _Decline:
+            name = None
+        items.append(name if name is not None else text[block.position(lo) : tokens[hi - 1].end if hi > lo else block.position(lo)])
+    lowered = [i.lower() for i in items]
+    if not {"window_start", "window_end"} <= set(lowered):
+        return  # a regular aggregate over the TVF's rows, not a window aggregation
+    keys = list(dict.fromkeys(i for i in items if i.lower() not in WINDOW_COLUMNS))
+    partition = list(call.spec.partition_by)
+    if sorted(k.lower() for k in keys) == sorted(c.lower() for c in partition):
+        return
+    listed = ", ".join(partition) or "none"
+    found = ", ".join(keys) or "none"
+    hint = f"write PARTITION BY {found} for sessions per {found}" if keys else "group by them too"
+    raise QuerySyntaxError(
+        f"a SESSION window aggregation groups by window_start, window_end and exactly its PARTITION BY columns "
+        f"({listed}), found {found}: {hint}", text=text, position=tokens[j].start)
+
+
+__all__ = ["AGGREGATES", "Declined", "SelectItem", "WindowAggregateQuery", "check_session_keys",
+           "window_aggregate_query"]

@@ -36,6 +36,7 @@ from timeweave.core.windows.tvf_sql import WindowTvf, find_window_tvfs
 _JOIN_WORDS = frozenset(("LEFT", "RIGHT", "FULL", "INNER", "OUTER", "CROSS", "SEMI", "ANTI", "NATURAL"))
 _CLAUSE_ENDS = frozenset(("WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "UNION", "INTERSECT", "EXCEPT", "JOIN",
                           "WINDOW", "QUALIFY", "CLUSTER", "DISTRIBUTE", "SORT", *_JOIN_WORDS))
+_ON_SEARCH_ENDS = frozenset(("ON", "USING", *_CLAUSE_ENDS))
 
 
 class QueryTokens:
@@ -157,7 +158,8 @@ def window_joins(q: QueryTokens) -> list[WindowJoin]:
     for i, tok in enumerate(tokens):
         if tok.upper != "JOIN":
             continue
-        on = q.scan(i, 1, frozenset(("ON", "USING")))
+        # the join's own ON: a later JOIN's (after a JOIN without a condition) is not this join's
+        on = q.scan(i, 1, _ON_SEARCH_ENDS)
         if on >= len(tokens) or tokens[on].upper != "ON":
             continue
         cond_end = q.scan(on, 1, _CLAUSE_ENDS)

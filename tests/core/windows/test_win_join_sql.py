@@ -46,3 +46,16 @@ def test_declined_joins_are_positioned(query: str, reason: str, at: str) -> None
     [found] = window_join_queries(query)
     assert isinstance(found, Declined) and reason in found.reason, found
     assert query[found.position :].startswith(at), query[found.position :]
+
+
+def test_a_join_without_a_condition_does_not_take_the_next_joins_on() -> None:
+    """``a CROSS JOIN d JOIN b ON <windows>``: the window join is ``... JOIN b``, not the cross join."""
+    from timeweave.core.windows.ops_sql import QueryTokens, window_joins
+
+    query = f"SELECT * FROM {tvf('a')} L CROSS JOIN dims d JOIN {tvf('b')} R ON {WINDOWS}"
+    q = QueryTokens(query)
+    [join] = window_joins(q)
+    assert q.tokens[join.first].upper == "JOIN" and query[q.tokens[join.right[0]].start:].startswith("TABLE(TUMBLE(TABLE b")
+    query = f"SELECT * FROM {tvf('a')} L JOIN dims d JOIN {tvf('b')} R ON {WINDOWS}"
+    q = QueryTokens(query)
+    assert [query[q.tokens[j.right[0]].start:].split(",")[0] for j in window_joins(q)] == ["TABLE(TUMBLE(TABLE b"]
