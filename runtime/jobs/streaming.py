@@ -287,7 +287,7 @@ def _run_streaming(
             one_pass=not any(rate_limited(source) for source in jobs.sources(job).values()),
         )
     except Exception as error:
-        if batch_writer.failure is not None and batch_writer.failure is not error:
+        if batch_writer.failure is not None:
             # the batch's own error, whole (Spark's query error carries a short form of it, see MicroBatchFailed)
             raise batch_writer.failure from error
         raise

@@ -222,6 +222,20 @@ def _check_tail(block: _Block, j: int, depth: int, outputs: list[str]) -> None:
     raise _Decline(f"{tok.text}: the sliced plan takes no {tok.upper}", tok.start)
 
 
+def _group_by_after(block: _Block, last: int, depth: int) -> tuple[int, int]:
+    """``(group_at, stop)``: the GROUP BY right after the TVF's last token ``last`` (and the relation's alias,
+    which it sets on ``block``) and the index ending its list at ``depth``; ``stop`` is -1 when no GROUP BY
+    follows (``group_at`` is then the token found instead)."""
+    block.alias, j = _alias(block, last + 1)
+    if block.word(j) != "GROUP" or block.word(j + 1) != "BY":
+        return j, -1
+    tokens, depths = block.tokens, block.depths
+    stop = j + 2
+    while stop < len(tokens) and depths[stop] >= depth and not (depths[stop] == depth and block.word(stop) in _GROUP_ENDS):
+        stop += 1
+    return j, stop
+
+
 def _recognise(block: _Block) -> WindowAggregateQuery:
     call, tokens, depths = block.call, block.tokens, block.depths
     if isinstance(call.spec, SessionSpec) and not block.sessions:
@@ -239,17 +253,13 @@ def _recognise(block: _Block) -> WindowAggregateQuery:
         select -= 1
     if select < 0 or block.word(select) != "SELECT":
         raise _Decline(f"{call.function}: no SELECT of its own before FROM", call.start)
-    block.alias, j = _alias(block, last + 1)
-    if block.word(j) != "GROUP" or block.word(j + 1) != "BY":
-        found = block.at(j)
+    group_at, stop = _group_by_after(block, last, depth)
+    if stop < 0:
+        found = block.at(group_at)
         what = "the end of the query" if found is None else found.text
-        raise _Decline(f"{what}: the sliced plan needs GROUP BY right after the TVF", block.position(j))
-    group_at = j
-    stop = j + 2
-    while stop < len(tokens) and depths[stop] >= depth and not (depths[stop] == depth and block.word(stop) in _GROUP_ENDS):
-        stop += 1
+        raise _Decline(f"{what}: the sliced plan needs GROUP BY right after the TVF", block.position(group_at))
     grouped: list[str] = []
-    for lo, hi in _split(tokens, depths, j + 2, stop, depth):
+    for lo, hi in _split(tokens, depths, group_at + 2, stop, depth):
         name = block.column(lo, hi, "GROUP BY")
         if name is None:
             raise _Decline(f"GROUP BY {block.text[block.position(lo) : tokens[hi - 1].end if hi > lo else block.position(lo)]}"
@@ -319,12 +329,9 @@ def check_session_keys(text: str, call: WindowTvf) -> None:
     if first is None or last is None or block.word(first - 1) != "FROM":
         return
     depth = depths[first - 1]
-    block.alias, j = _alias(block, last + 1)
-    if block.word(j) != "GROUP" or block.word(j + 1) != "BY":
+    j, stop = _group_by_after(block, last, depth)
+    if stop < 0:
         return
-    stop = j + 2
-    while stop < len(tokens) and depths[stop] >= depth and not (depths[stop] == depth and block.word(stop) in _GROUP_ENDS):
-        stop += 1
     items = []
     for lo, hi in _split(tokens, depths, j + 2, stop, depth):
         try:
